@@ -1,0 +1,19 @@
+//! Anteroom's Leptos app: the pages a person answers questions on, and the server-side store behind them.
+//!
+//! Built twice: with `ssr` for the server (rendering, server functions, the database) and with `hydrate`
+//! for the browser bundle, whose entry point is [`hydrate`].
+
+pub mod ui;
+
+#[cfg(feature = "ssr")]
+pub mod store;
+
+pub use ui::{App, shell};
+
+/// The browser bundle's entry point: attaches the app to the server-rendered page.
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(App);
+}

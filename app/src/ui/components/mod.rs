@@ -1,0 +1,3 @@
+//! Pieces of UI shared by several pages.
+
+pub mod header;

@@ -1,0 +1,49 @@
+//! The HTTP surface: probes, the server-rendered web app and its static files, with one log line per request.
+
+mod health;
+
+use std::time::Duration;
+
+use anteroom_app::{App, shell};
+use axum::{Router, body::Body, http::Request, http::Response, routing::get};
+use leptos::prelude::provide_context;
+use leptos_axum::{LeptosRoutes, file_and_error_handler, generate_route_list};
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+
+use crate::AppState;
+
+/// Builds the whole router for one server instance.
+pub fn router(state: AppState) -> Router {
+    let leptos_routes = generate_route_list(App);
+    let store = state.store.clone();
+    let options = state.leptos_options.clone();
+
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .leptos_routes_with_context(
+            &state,
+            leptos_routes,
+            move || provide_context(store.clone()),
+            move || shell(options.clone()),
+        )
+        .fallback(file_and_error_handler::<AppState, _>(shell))
+        // One `tracing` line per request, written when the response is ready.
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request<Body>| {
+                    tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
+                })
+                .on_request(())
+                .on_response(|response: &Response<Body>, latency: Duration, _span: &Span| {
+                    tracing::info!(
+                        status = response.status().as_u16(),
+                        latency_ms = latency.as_secs_f64() * 1000.0,
+                        "served"
+                    );
+                })
+                .on_failure(()),
+        )
+        .with_state(state)
+}

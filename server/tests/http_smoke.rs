@@ -1,0 +1,104 @@
+//! The real server on a port of its own: probes answer, the home page renders, and shutdown is clean.
+
+use std::sync::Arc;
+
+use anteroom_app::store::{self, Store};
+use anteroom_server::AppState;
+use leptos::config::LeptosOptions;
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+
+struct RunningServer {
+    base: String,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<std::io::Result<()>>,
+    _data: tempfile::TempDir,
+}
+
+async fn start_server() -> RunningServer {
+    let data = tempfile::tempdir().expect("temporary directory");
+    let url = format!(
+        "sqlite://{}",
+        data.path().join("anteroom.sqlite3").display()
+    );
+    let store: Arc<dyn Store> = store::connect(&url).await.expect("open SQLite");
+    store.migrate().await.expect("migrate");
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
+    let addr = listener.local_addr().expect("local address");
+    let leptos_options = LeptosOptions::builder()
+        .output_name("anteroom")
+        .site_root(data.path().to_string_lossy().into_owned())
+        .site_addr(addr)
+        .build();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(anteroom_server::serve(
+        listener,
+        AppState {
+            leptos_options,
+            store,
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    RunningServer {
+        base: format!("http://{addr}"),
+        stop,
+        task,
+        _data: data,
+    }
+}
+
+#[tokio::test]
+async fn probes_answer_and_home_page_renders_then_server_stops_cleanly() {
+    let server = start_server().await;
+    let client = reqwest::Client::new();
+
+    let health = client
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .expect("GET /healthz");
+    assert_eq!(health.status(), 200);
+    let body: serde_json::Value = health.json().await.expect("JSON body");
+    assert_eq!(body["status"], "ok");
+
+    let ready = client
+        .get(format!("{}/readyz", server.base))
+        .send()
+        .await
+        .expect("GET /readyz");
+    assert_eq!(ready.status(), 200);
+    let body: serde_json::Value = ready.json().await.expect("JSON body");
+    assert_eq!(body["database"], "sqlite");
+
+    let home = client
+        .get(format!("{}/", server.base))
+        .send()
+        .await
+        .expect("GET /");
+    assert_eq!(home.status(), 200);
+    let html = home.text().await.expect("HTML body");
+    assert!(
+        html.contains("Attention queue"),
+        "home page shows the queue"
+    );
+    assert!(
+        html.contains("/pkg/anteroom.js"),
+        "home page loads the hydration bundle"
+    );
+
+    let missing = client
+        .get(format!("{}/no-such-page", server.base))
+        .send()
+        .await
+        .expect("GET unknown page");
+    assert_eq!(missing.status(), 404);
+
+    server.stop.send(()).expect("server still running");
+    server
+        .task
+        .await
+        .expect("server task joins")
+        .expect("server stops without error");
+}

@@ -1,0 +1,196 @@
+//! Anteroom's task runner: builds the site without cargo-leptos, runs the server, and runs every test.
+//!
+//! `cargo xtask run` and `cargo xtask test` are the two commands a newcomer needs (see README.md). Everything
+//! they depend on beyond the Rust toolchain is installed here on first use, from the package registries only:
+//! the wasm target through rustup, Playwright and wasm-opt through npm. wasm-bindgen is linked into this
+//! program as a library, so no separate `wasm-bindgen-cli` install is needed.
+
+mod site;
+mod tools;
+
+use std::{
+    env,
+    path::{Path, PathBuf},
+    process::{Command, ExitCode},
+};
+
+use anyhow::{Context, Result, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  run [--release] [-- ARGS]   build the site and the server, then run `anteroom ARGS` (default: serve)
+  build [--release]           build the browser bundle into target/site and the anteroom binary
+  test                        run every check: fmt, clippy, unit and integration tests (SQLite, and
+                              PostgreSQL when ANTEROOM_TEST_POSTGRES_URL is set), Playwright in Chromium
+  lint                        cargo fmt --check and clippy for the server and the browser builds
+";
+
+fn main() -> ExitCode {
+    match run_task(env::args().skip(1).collect()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_task(args: Vec<String>) -> Result<()> {
+    let (task, rest) = match args.split_first() {
+        Some((task, rest)) => (task.as_str(), rest),
+        None => {
+            print!("{USAGE}");
+            return Ok(());
+        }
+    };
+    let (flags, passthrough) = match rest.iter().position(|arg| arg == "--") {
+        Some(split) => (&rest[..split], &rest[split + 1..]),
+        None => (rest, &[][..]),
+    };
+    let release = flags.iter().any(|flag| flag == "--release");
+    if let Some(unknown) = flags.iter().find(|flag| *flag != "--release") {
+        bail!("unknown option {unknown}\n\n{USAGE}");
+    }
+    let profile = if release {
+        Profile::Release
+    } else {
+        Profile::Debug
+    };
+
+    match task {
+        "run" => {
+            site::build(profile)?;
+            run_server(profile, passthrough)
+        }
+        "build" => site::build(profile),
+        "test" => test_everything(),
+        "lint" => lint(),
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => bail!("unknown task {other}\n\n{USAGE}"),
+    }
+}
+
+/// Debug builds are quick to compile; release builds are what an operator deploys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    Debug,
+    Release,
+}
+
+impl Profile {
+    /// The folder under `target/` that cargo writes native binaries of this profile to.
+    pub fn native_dir(self) -> &'static str {
+        match self {
+            Self::Debug => "debug",
+            Self::Release => "release",
+        }
+    }
+}
+
+/// The workspace root (the folder holding the top-level Cargo.toml).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Runs a command to completion (in the workspace root unless it names a folder), failing if it fails.
+pub fn run(command: &mut Command) -> Result<()> {
+    let shown = format!("{command:?}");
+    if command.get_current_dir().is_none() {
+        command.current_dir(workspace_root());
+    }
+    let status = command
+        .status()
+        .with_context(|| format!("cannot start {shown}"))?;
+    if !status.success() {
+        bail!("{shown} failed ({status})");
+    }
+    Ok(())
+}
+
+/// A `cargo` command using the same cargo that runs this task.
+pub fn cargo() -> Command {
+    Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+}
+
+fn run_server(profile: Profile, args: &[String]) -> Result<()> {
+    let root = workspace_root();
+    let binary = root
+        .join("target")
+        .join(profile.native_dir())
+        .join("anteroom");
+    let mut command = Command::new(&binary);
+    command
+        .args(args)
+        .env("ANTEROOM_SITE_ROOT", root.join("target").join("site"));
+    println!("xtask: starting {}", binary.display());
+    run(&mut command)
+}
+
+fn lint() -> Result<()> {
+    step("cargo fmt --check");
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    step("clippy: server build (ssr) and all test targets");
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    step("clippy: browser build (hydrate, wasm32)");
+    tools::ensure_wasm_target()?;
+    run(cargo().args([
+        "clippy",
+        "--package",
+        "anteroom-app",
+        "--lib",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--features",
+        "hydrate",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+}
+
+fn test_everything() -> Result<()> {
+    lint()?;
+
+    step("unit and integration tests");
+    match env::var("ANTEROOM_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => {
+            println!("xtask: PostgreSQL tests run against ANTEROOM_TEST_POSTGRES_URL")
+        }
+        _ => println!(
+            "xtask: PostgreSQL tests SKIPPED: ANTEROOM_TEST_POSTGRES_URL is not set \
+             (e.g. postgres://postgres@127.0.0.1:5432/test)"
+        ),
+    }
+    run(cargo().args(["test", "--workspace", "--exclude", "xtask"]))?;
+
+    step("end-to-end tests (Playwright, Chromium)");
+    site::build(Profile::Debug)?;
+    tools::ensure_npm_packages()?;
+    tools::ensure_chromium()?;
+    let end2end = workspace_root().join("end2end");
+    run(Command::new(end2end.join("node_modules/.bin/playwright"))
+        .arg("test")
+        .current_dir(&end2end)
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"))
+    .map_err(|error| error.context("end-to-end tests failed"))
+}
+
+/// Prints a visible heading for each stage so a long log reads as a sequence of steps.
+pub fn step(title: &str) {
+    println!("\n==> {title}");
+}

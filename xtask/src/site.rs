@@ -1,0 +1,145 @@
+//! Builds the site the way cargo-leptos would: the hydrate bundle through wasm-bindgen, the stylesheet and
+//! public files into `target/site`, then the server binary.
+
+use std::{fs, path::Path, process::Command};
+
+use anyhow::{Context, Result};
+
+use crate::{Profile, cargo, run, step, tools, workspace_root};
+
+/// The name the server's hydration script loads: `/pkg/anteroom.js` and `/pkg/anteroom_bg.wasm`.
+const OUTPUT_NAME: &str = "anteroom";
+
+/// Builds everything `anteroom serve` needs to serve a hydrating web app.
+pub fn build(profile: Profile) -> Result<()> {
+    let root = workspace_root();
+    let site = root.join("target").join("site");
+    let pkg = site.join("pkg");
+    fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
+
+    tools::ensure_wasm_target()?;
+    step("browser bundle (anteroom-app, hydrate, wasm32)");
+    let wasm_profile = match profile {
+        Profile::Debug => "dev",
+        Profile::Release => "wasm-release",
+    };
+    run(cargo().args([
+        "rustc",
+        "--package",
+        "anteroom-app",
+        "--lib",
+        "--crate-type",
+        "cdylib",
+        "--target",
+        tools::WASM_TARGET,
+        "--features",
+        "hydrate",
+        "--profile",
+        wasm_profile,
+    ]))?;
+    let wasm_dir = if wasm_profile == "dev" {
+        "debug"
+    } else {
+        wasm_profile
+    };
+    let wasm = root
+        .join("target")
+        .join(tools::WASM_TARGET)
+        .join(wasm_dir)
+        .join("anteroom_app.wasm");
+
+    step("wasm-bindgen");
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_path(&wasm)
+        .web(true)
+        .map_err(|error| anyhow::anyhow!("wasm-bindgen: {error}"))?
+        .typescript(false)
+        .out_name(OUTPUT_NAME)
+        .generate(&pkg)
+        .map_err(|error| anyhow::anyhow!("wasm-bindgen on {}: {error}", wasm.display()))?;
+
+    let bundle = pkg.join(format!("{OUTPUT_NAME}_bg.wasm"));
+    if profile == Profile::Release {
+        step("wasm-opt -Oz");
+        let optimised = pkg.join(format!("{OUTPUT_NAME}_bg.opt.wasm"));
+        run(Command::new(tools::wasm_opt()?)
+            .arg("-Oz")
+            // The features rustc enables by default for wasm32 since 1.87.
+            .args([
+                "--enable-bulk-memory",
+                "--enable-nontrapping-float-to-int",
+                "--enable-sign-ext",
+                "--enable-mutable-globals",
+                "--enable-reference-types",
+                "--enable-multivalue",
+            ])
+            .arg(&bundle)
+            .arg("-o")
+            .arg(&optimised))?;
+        fs::rename(&optimised, &bundle)?;
+    }
+
+    step("stylesheet and public files");
+    write_stylesheet(&root.join("style"), &pkg.join(format!("{OUTPUT_NAME}.css")))?;
+    copy_dir(&root.join("public"), &site)?;
+
+    step("server binary (anteroom)");
+    let mut server = cargo();
+    server.args(["build", "--package", "anteroom-server"]);
+    if profile == Profile::Release {
+        server.arg("--release");
+    }
+    run(&mut server)?;
+
+    report_bundle_size(&pkg)
+}
+
+/// Concatenates `style/*.css` in name order into the one stylesheet the shell links.
+fn write_stylesheet(style_dir: &Path, out: &Path) -> Result<()> {
+    let mut files: Vec<_> = fs::read_dir(style_dir)
+        .with_context(|| format!("cannot read {}", style_dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "css"))
+        .collect();
+    files.sort();
+    let mut css = String::new();
+    for file in files {
+        css.push_str(&fs::read_to_string(&file)?);
+        css.push('\n');
+    }
+    fs::write(out, css).with_context(|| format!("cannot write {}", out.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            fs::copy(entry.path(), &target)
+                .with_context(|| format!("cannot copy {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Prints the bundle's raw and gzip sizes: the figure that decides how fast a phone opens the page.
+fn report_bundle_size(pkg: &Path) -> Result<()> {
+    for name in [
+        format!("{OUTPUT_NAME}_bg.wasm"),
+        format!("{OUTPUT_NAME}.js"),
+    ] {
+        let path = pkg.join(&name);
+        let raw = fs::metadata(&path)?.len();
+        let gzip = Command::new("gzip")
+            .args(["-9", "-c"])
+            .arg(&path)
+            .output()
+            .map(|output| output.stdout.len().to_string())
+            .unwrap_or_else(|_| "?".to_owned());
+        println!("xtask: {name}: {raw} bytes raw, {gzip} bytes gzip -9");
+    }
+    Ok(())
+}
