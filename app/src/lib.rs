@@ -3,6 +3,7 @@
 //! Built twice: with `ssr` for the server (rendering, server functions, the database) and with `hydrate`
 //! for the browser bundle, whose entry point is [`hydrate`].
 
+pub mod domain;
 pub mod ui;
 
 #[cfg(feature = "ssr")]

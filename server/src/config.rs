@@ -50,6 +50,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ANTEROOM_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
 
+    /// Default window of a question, in minutes, when its producer names no deadline (default 60).
+    /// Blank means unset; a value that is not a positive whole number is logged and ignored.
+    #[arg(long, env = "ELICITATION_EXPIRATION_MINUTES")]
+    pub expiration_minutes: Option<String>,
+
     /// Log filter, in `tracing` env-filter syntax.
     #[arg(long, env = "RUST_LOG", default_value = "info")]
     pub log: String,

@@ -2,7 +2,10 @@
 
 use std::io::IsTerminal;
 
-use anteroom_app::store;
+use anteroom_app::{
+    domain::expiry::{ExpiryPolicy, OperatorMinutes},
+    store::{self, StoreOptions},
+};
 use anteroom_server::{
     AppState,
     config::{Cli, Command, DatabaseArgs, ServeArgs},
@@ -20,14 +23,18 @@ async fn main() -> anyhow::Result<()> {
         None => serve(cli.serve).await,
         Some(Command::Migrate(args)) => {
             init_logging("info");
-            migrate(&args).await.map(drop)
+            migrate(&args, StoreOptions::default()).await.map(drop)
         }
     }
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log);
-    let store = migrate(&args.database).await?;
+    let options = StoreOptions {
+        expiry: expiry_policy(args.expiration_minutes.as_deref()),
+        ..StoreOptions::default()
+    };
+    let store = migrate(&args.database, options).await?;
 
     let site_root = args.site_root.to_string_lossy().into_owned();
     if !args.site_root.join("pkg").is_dir() {
@@ -65,9 +72,29 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Reads `ELICITATION_EXPIRATION_MINUTES`: a bad value is logged and ignored, never fatal (SPEC §3).
+fn expiry_policy(raw: Option<&str>) -> ExpiryPolicy {
+    let parsed = OperatorMinutes::parse(raw);
+    if let OperatorMinutes::Ignored { raw, reason } = &parsed {
+        tracing::warn!(
+            value = %raw,
+            "ELICITATION_EXPIRATION_MINUTES ignored because {reason}; using the 60-minute default"
+        );
+    }
+    let policy = parsed.into_policy();
+    tracing::info!(
+        minutes = policy.default_window().num_minutes(),
+        "default question window"
+    );
+    policy
+}
+
 /// Connects to the configured database and brings its schema up to date.
-async fn migrate(args: &DatabaseArgs) -> anyhow::Result<std::sync::Arc<dyn store::Store>> {
-    let store = store::connect(&args.database_url)
+async fn migrate(
+    args: &DatabaseArgs,
+    options: StoreOptions,
+) -> anyhow::Result<std::sync::Arc<dyn store::Store>> {
+    let store = store::connect(&args.database_url, options)
         .await
         .with_context(|| format!("cannot open the database at {}", redact(&args.database_url)))?;
     store

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use anteroom_app::store::{self, Store};
+use anteroom_app::store::{self, Store, StoreOptions};
 use anteroom_server::AppState;
 use leptos::config::LeptosOptions;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
@@ -20,7 +20,9 @@ async fn start_server() -> RunningServer {
         "sqlite://{}",
         data.path().join("anteroom.sqlite3").display()
     );
-    let store: Arc<dyn Store> = store::connect(&url).await.expect("open SQLite");
+    let store: Arc<dyn Store> = store::connect(&url, StoreOptions::default())
+        .await
+        .expect("open SQLite");
     store.migrate().await.expect("migrate");
 
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");

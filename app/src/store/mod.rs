@@ -1,15 +1,35 @@
-//! Persistence: one store contract, implemented once for embedded SQLite and once for PostgreSQL.
+//! Persistence: one store contract, implemented for embedded SQLite and for PostgreSQL.
 //!
 //! The backend is chosen from the database URL's scheme; each backend carries its own migrations
-//! (`migrations/sqlite`, `migrations/postgres`).
+//! (`migrations/sqlite`, `migrations/postgres`). The store decides nothing itself: it loads records, lets the
+//! domain's pure functions decide, and writes the result back in one transaction with compare-and-set on the
+//! round's status, owner, lease token and version.
 
+mod engine;
 mod postgres;
+mod records;
+mod sql;
 mod sqlite;
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
+
+use chrono::{DateTime, Duration, Utc};
 
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+
+use crate::domain::{
+    ManagedInputError,
+    clock::{Clock, SystemClock},
+    expiry::ExpiryPolicy,
+    form::compiled::SchemaCache,
+    ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+    limits::Limits,
+    round::{
+        ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
+    },
+    session::{NewSession, Session},
+};
 
 /// Which database engine a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,37 +58,205 @@ impl Backend {
     }
 }
 
-/// What can go wrong talking to the database itself (as opposed to a refused state change).
+/// Why a store call did not succeed: the domain refused it, or the database failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The operation was refused with a typed error a caller can show (SPEC §7).
+    #[error(transparent)]
+    Refused(#[from] ManagedInputError),
     #[error("the database URL must start with sqlite: or postgres://")]
     UnsupportedUrl,
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
     #[error("database migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// A stored record could not be read back (never caused by input).
+    #[error("stored data is unreadable: {0}")]
+    Corrupt(String),
 }
 
-/// The store contract shared by both backends.
+impl StoreError {
+    /// The typed refusal, if this is one.
+    pub fn refusal(&self) -> Option<&ManagedInputError> {
+        match self {
+            Self::Refused(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What a store is built with: where time comes from and the rules it applies.
+#[derive(Clone)]
+pub struct StoreOptions {
+    pub clock: Arc<dyn Clock>,
+    pub expiry: ExpiryPolicy,
+    pub limits: Limits,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            expiry: ExpiryPolicy::default(),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// What the store shares between its two backends: options and the compiled-schema cache.
+pub(crate) struct StoreContext {
+    pub options: StoreOptions,
+    pub schemas: SchemaCache,
+}
+
+impl StoreContext {
+    fn new(options: StoreOptions) -> Self {
+        Self {
+            options,
+            schemas: SchemaCache::default(),
+        }
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.options.clock.now()
+    }
+}
+
+/// One session in the attention queue, with what is open in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueEntry {
+    pub session: Session,
+    pub open_rounds: u32,
+    /// When the oldest open question was asked (the queue's order within needs-input sessions).
+    pub oldest_open_at: Option<DateTime<Utc>>,
+}
+
+/// The store contract shared by both backends. Method names follow the managed-input contract (SPEC §5.3).
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
     /// Applies every migration not yet applied; running it again is a no-op.
-    async fn migrate(&self) -> Result<(), StoreError>;
+    async fn migrate(&self) -> StoreResult<()>;
 
     /// A cheap round trip proving the database answers (for `/readyz`).
-    async fn ping(&self) -> Result<(), StoreError>;
+    async fn ping(&self) -> StoreResult<()>;
 
     /// How many migrations the database has recorded as applied.
-    async fn applied_migrations(&self) -> Result<i64, StoreError>;
+    async fn applied_migrations(&self) -> StoreResult<i64>;
+
+    // Sessions.
+
+    /// Creates the session, or returns it unchanged if it exists.
+    async fn register_session(&self, new: NewSession) -> StoreResult<Session>;
+
+    /// Reads a session, expiring its overdue rounds first.
+    async fn get_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    /// Sessions in attention-queue order: open questions first (oldest wait first), then lost
+    /// elicitations, then the rest (most recently changed first). Expires overdue rounds first.
+    async fn list_sessions(&self, limit: u32) -> StoreResult<Vec<QueueEntry>>;
+
+    /// A person or orchestrator resumed the session: markers cleared.
+    async fn resume_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    /// The agent run finished (refused while questions are open).
+    async fn finish_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    /// Cancels the session and fails its unfinished rounds with `cancelled`.
+    async fn cancel_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    // Rounds: the managed-input contract.
+
+    /// Stores a new pending round (deadline decided by the domain) and parks its session in `needs_input`.
+    async fn create_round(&self, new: NewRound) -> StoreResult<Round>;
+
+    /// Reads a round, expiring it first if its deadline has passed.
+    async fn get_round(&self, id: RoundId) -> StoreResult<Round>;
+
+    /// Reads a round by the id its producer polls with, expiring it first if due.
+    async fn get_round_by_request_id(&self, id: &RequestId) -> StoreResult<Round>;
+
+    /// The session's rounds, newest first (overdue ones expired first).
+    async fn list_rounds(&self, session: &SessionId) -> StoreResult<Vec<Round>>;
+
+    /// The session's single pending round; `managed_input_state` when storage holds more than one.
+    async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>>;
+
+    async fn claim_round(&self, id: RoundId, owner: OwnerId, lease: Duration)
+    -> StoreResult<Lease>;
+
+    async fn renew(
+        &self,
+        id: RoundId,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        lease: Duration,
+    ) -> StoreResult<Lease>;
+
+    /// Validates and records an answer (`pending -> response_validated`) in one transaction.
+    async fn submit_responses(
+        &self,
+        id: RoundId,
+        responses: BTreeMap<RequestKey, ElicitationResponse>,
+        idempotency_key: IdempotencyKey,
+        answered_by: Option<String>,
+    ) -> StoreResult<(Round, Submission)>;
+
+    async fn start_delivery(
+        &self,
+        id: RoundId,
+        owner: &OwnerId,
+        token: &LeaseToken,
+    ) -> StoreResult<Round>;
+
+    async fn mark_delivered(
+        &self,
+        id: RoundId,
+        owner: &OwnerId,
+        token: &LeaseToken,
+    ) -> StoreResult<Round>;
+
+    async fn resolve(&self, id: RoundId, owner: &OwnerId, token: &LeaseToken)
+    -> StoreResult<Round>;
+
+    async fn fail(
+        &self,
+        id: RoundId,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        code: FailureCode,
+        message: String,
+    ) -> StoreResult<Round>;
+
+    /// Marks a round whose worker vanished mid-delivery `failed / recovery_unavailable`, session `failed`.
+    async fn fail_recovery(&self, id: RoundId) -> StoreResult<Round>;
+
+    /// A pulsemcp poll picked up the answer: counts a delivery and marks the round delivered.
+    async fn record_poll_delivery(&self, id: RoundId) -> StoreResult<Round>;
+
+    /// Keys, actions and field names of the answer; never values.
+    async fn redacted_responses(&self, id: RoundId) -> StoreResult<RedactedResponses>;
+
+    // Sweeps (scheduled jobs), each one batch per call.
+
+    /// Fails every pending round past its deadline with `expired` and moves the sessions (SPEC §2.3).
+    async fn expire_due_rounds(&self) -> StoreResult<Vec<Round>>;
+
+    /// Clears `blocked_on_elicitation` markers that outlived every active round (SPEC §2.3).
+    async fn sweep_stranded(&self) -> StoreResult<Vec<Session>>;
+
+    /// Fails rounds whose worker's lease ran out mid-delivery (`recovery_unavailable`), sessions `failed`.
+    async fn recover_leases(&self) -> StoreResult<Vec<Round>>;
 }
 
 /// Opens a connection pool for `url` (creating an SQLite file if it does not exist yet). Does not migrate.
-pub async fn connect(url: &str) -> Result<Arc<dyn Store>, StoreError> {
+pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Arc<dyn Store>> {
     Ok(match Backend::from_url(url)? {
-        Backend::Sqlite => Arc::new(SqliteStore::connect(url).await?),
-        Backend::Postgres => Arc::new(PostgresStore::connect(url).await?),
+        Backend::Sqlite => Arc::new(SqliteStore::connect(url, options).await?),
+        Backend::Postgres => Arc::new(PostgresStore::connect(url, options).await?),
     })
 }
 

@@ -1,59 +1,53 @@
 //! The store on PostgreSQL, for several Anteroom instances sharing one database.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration as StdDuration};
 
-use sqlx::{PgPool, postgres::PgPoolOptions};
+use sqlx::{PgPool, Postgres, postgres::PgPoolOptions};
 
-use super::{Backend, Store, StoreError};
+use super::{StoreContext, StoreOptions, engine::sql_store};
 
 /// The PostgreSQL implementation of [`Store`].
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    ctx: Arc<StoreContext>,
 }
 
 impl PostgresStore {
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+    const BACKEND: crate::store::Backend = crate::store::Backend::Postgres;
+
+    pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
-            .acquire_timeout(Duration::from_secs(5))
+            .acquire_timeout(StdDuration::from_secs(5))
             .connect(url)
             .await?;
-        Ok(Self { pool })
+        Ok(Self::from_pool(pool, options))
     }
 
     /// Wraps an existing pool (tests use this to point a store at a schema of their own).
-    pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
+    pub fn from_pool(pool: PgPool, options: StoreOptions) -> Self {
+        Self {
+            pool,
+            ctx: Arc::new(StoreContext::new(options)),
+        }
     }
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
-}
 
-#[async_trait::async_trait]
-impl Store for PostgresStore {
-    fn backend(&self) -> Backend {
-        Backend::Postgres
-    }
-
-    async fn migrate(&self) -> Result<(), StoreError> {
+    async fn run_migrations(&self) -> StoreResult<()> {
         sqlx::migrate!("../migrations/postgres")
             .run(&self.pool)
             .await?;
         Ok(())
     }
 
-    async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
-        Ok(())
-    }
-
-    async fn applied_migrations(&self) -> Result<i64, StoreError> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(count)
+    /// Rows read for writing are locked with `FOR UPDATE`, so concurrent writers queue per round.
+    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
+        Ok(self.pool.begin().await?)
     }
 }
+
+sql_store!(PostgresStore, Postgres, lock = " FOR UPDATE");

@@ -1,63 +1,58 @@
 //! The store on embedded SQLite: one file, WAL journal, a busy timeout, foreign keys on.
 
-use std::{str::FromStr, time::Duration};
+use std::{str::FromStr, sync::Arc, time::Duration as StdDuration};
 
 use sqlx::{
-    SqlitePool,
+    Sqlite, SqlitePool,
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
 
-use super::{Backend, Store, StoreError};
+use super::{StoreContext, StoreOptions, engine::sql_store};
 
-/// The SQLite implementation of [`Store`].
+/// The SQLite implementation of [`Store`]. One instance per database file.
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    ctx: Arc<StoreContext>,
 }
 
 impl SqliteStore {
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::from_str(url)?
+    const BACKEND: crate::store::Backend = crate::store::Backend::Sqlite;
+
+    pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Self> {
+        let connect = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             // With WAL, NORMAL survives an application crash; only a power loss can drop the last commits.
             .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5))
+            .busy_timeout(StdDuration::from_secs(5))
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
-            .connect_with(options)
+            .connect_with(connect)
             .await?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            ctx: Arc::new(StoreContext::new(options)),
+        })
     }
 
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
-}
 
-#[async_trait::async_trait]
-impl Store for SqliteStore {
-    fn backend(&self) -> Backend {
-        Backend::Sqlite
-    }
-
-    async fn migrate(&self) -> Result<(), StoreError> {
+    async fn run_migrations(&self) -> StoreResult<()> {
         sqlx::migrate!("../migrations/sqlite")
             .run(&self.pool)
             .await?;
         Ok(())
     }
 
-    async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
-        Ok(())
-    }
-
-    async fn applied_migrations(&self) -> Result<i64, StoreError> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(count)
+    /// Takes the write lock up front: a deferred transaction that reads and then writes can fail with
+    /// "database is locked" when another writer got there in between.
+    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 }
+
+sql_store!(SqliteStore, Sqlite, lock = "");

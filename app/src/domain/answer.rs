@@ -1,0 +1,93 @@
+//! The outward answer (SPEC §2.2): what a polling producer sees for a round, decided in one place.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::round::{FailureCode, ResponseAction, Round, RoundStatus};
+
+/// The `action` of a poll reply, as the pulsemcp client understands it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PollAction {
+    Pending,
+    Accept,
+    Decline,
+    Cancel,
+    Expired,
+}
+
+impl From<ResponseAction> for PollAction {
+    fn from(action: ResponseAction) -> Self {
+        match action {
+            ResponseAction::Accept => Self::Accept,
+            ResponseAction::Decline => Self::Decline,
+            ResponseAction::Cancel => Self::Cancel,
+        }
+    }
+}
+
+/// What a producer's poll of one request gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutwardAnswer {
+    pub action: PollAction,
+    /// Present only for `accept` of a form request.
+    pub content: Option<Map<String, Value>>,
+    /// For a failure other than expiry, its code (`_meta["anteroom/failure"]`).
+    pub failure_code: Option<String>,
+}
+
+/// The answer for the request `key` of `round` (for a single-request round, its only key).
+pub fn outward_answer(round: &Round, key: &str) -> OutwardAnswer {
+    match round.status {
+        RoundStatus::Pending => OutwardAnswer {
+            action: PollAction::Pending,
+            content: None,
+            failure_code: None,
+        },
+        RoundStatus::Failed => {
+            let code = round.failure.as_ref().map(|failure| &failure.code);
+            match code {
+                Some(FailureCode::Expired) => OutwardAnswer {
+                    action: PollAction::Expired,
+                    content: None,
+                    failure_code: None,
+                },
+                other => OutwardAnswer {
+                    action: PollAction::Cancel,
+                    content: None,
+                    failure_code: Some(
+                        other
+                            .map(|code| code.as_str().to_owned())
+                            .unwrap_or_else(|| "failed".to_owned()),
+                    ),
+                },
+            }
+        }
+        RoundStatus::ResponseValidated
+        | RoundStatus::DeliveryStarted
+        | RoundStatus::Delivered
+        | RoundStatus::Resolved => {
+            let response = round
+                .responses
+                .as_ref()
+                .and_then(|responses| responses.iter().find(|(k, _)| k.as_str() == key))
+                .map(|(_, response)| response);
+            match response {
+                Some(response) => OutwardAnswer {
+                    action: response.action.into(),
+                    content: match response.action {
+                        ResponseAction::Accept => response.content.clone(),
+                        ResponseAction::Decline | ResponseAction::Cancel => None,
+                    },
+                    failure_code: None,
+                },
+                // An answered round always holds every key; an unknown key reads as dismissed.
+                None => OutwardAnswer {
+                    action: PollAction::Cancel,
+                    content: None,
+                    failure_code: None,
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,984 @@
+//! Rounds: one pause of an agent for human input, and its lifecycle (SPEC §2.1, §5.3) as pure functions.
+//!
+//! Every method checks the current state, then either changes the round or refuses with a typed error,
+//! leaving it untouched. The store persists what these functions decide.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::{
+    ManagedInputError,
+    form::FormModel,
+    ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+    limits::Limits,
+    session::{LostElicitation, LostReason, SessionEffect},
+};
+
+/// Where a round is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundStatus {
+    Pending,
+    ResponseValidated,
+    DeliveryStarted,
+    Delivered,
+    Resolved,
+    Failed,
+}
+
+impl RoundStatus {
+    pub const ALL: [Self; 6] = [
+        Self::Pending,
+        Self::ResponseValidated,
+        Self::DeliveryStarted,
+        Self::Delivered,
+        Self::Resolved,
+        Self::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::ResponseValidated => "response_validated",
+            Self::DeliveryStarted => "delivery_started",
+            Self::Delivered => "delivered",
+            Self::Resolved => "resolved",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|status| status.as_str() == value)
+    }
+
+    /// `resolved` and `failed` never change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Resolved | Self::Failed)
+    }
+}
+
+/// What kind of MCP operation is asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OperationKind {
+    Tool,
+    Prompt,
+    Resource,
+}
+
+impl OperationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Prompt => "prompt",
+            Self::Resource => "resource",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        [Self::Tool, Self::Prompt, Self::Resource]
+            .into_iter()
+            .find(|kind| kind.as_str() == value)
+    }
+}
+
+/// One question: a form rendered from a JSON Schema, or consent to open a URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum ElicitationRequest {
+    Form {
+        message: String,
+        #[serde(rename = "requestedSchema")]
+        requested_schema: Value,
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Map<String, Value>>,
+    },
+    Url {
+        message: String,
+        url: String,
+        #[serde(rename = "elicitationId")]
+        elicitation_id: String,
+        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Map<String, Value>>,
+    },
+}
+
+impl ElicitationRequest {
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Form { message, .. } | Self::Url { message, .. } => message,
+        }
+    }
+
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        match self {
+            Self::Form { meta, .. } | Self::Url { meta, .. } => meta.as_ref(),
+        }
+    }
+
+    /// The producer's own deadline for this request (`_meta["com.pulsemcp/expires-at"]`), if it parses.
+    pub fn producer_deadline(&self) -> Option<DateTime<Utc>> {
+        let raw = self.meta()?.get("com.pulsemcp/expires-at")?.as_str()?;
+        DateTime::parse_from_rfc3339(raw)
+            .ok()
+            .map(|at| at.with_timezone(&Utc))
+    }
+}
+
+/// How a person answered one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseAction {
+    Accept,
+    Decline,
+    /// Dismissed without answering.
+    Cancel,
+}
+
+impl ResponseAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        [Self::Accept, Self::Decline, Self::Cancel]
+            .into_iter()
+            .find(|action| action.as_str() == value)
+    }
+}
+
+/// The answer to one request. Only a form `accept` carries content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationResponse {
+    pub action: ResponseAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Map<String, Value>>,
+}
+
+/// A worker's compare-and-set claim on a round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lease {
+    pub owner_id: OwnerId,
+    pub lease_token: LeaseToken,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl Lease {
+    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+        now < self.expires_at
+    }
+}
+
+/// Why a round failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum FailureCode {
+    /// The deadline passed with nobody answering.
+    Expired,
+    /// The session (execution) was cancelled.
+    Cancelled,
+    /// The worker vanished mid-delivery; the round cannot be resumed.
+    RecoveryUnavailable,
+    DeliveryFailed,
+    /// A code the producer chose.
+    Other(String),
+}
+
+impl FailureCode {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
+            Self::RecoveryUnavailable => "recovery_unavailable",
+            Self::DeliveryFailed => "delivery_failed",
+            Self::Other(code) => code,
+        }
+    }
+}
+
+impl From<String> for FailureCode {
+    fn from(code: String) -> Self {
+        match code.as_str() {
+            "expired" => Self::Expired,
+            "cancelled" => Self::Cancelled,
+            "recovery_unavailable" => Self::RecoveryUnavailable,
+            "delivery_failed" => Self::DeliveryFailed,
+            _ => Self::Other(code),
+        }
+    }
+}
+
+impl From<FailureCode> for String {
+    fn from(code: FailureCode) -> String {
+        code.as_str().to_owned()
+    }
+}
+
+/// A failed round's reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub code: FailureCode,
+    pub message: String,
+    pub at: DateTime<Utc>,
+}
+
+/// What a producer asks for when it opens a round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRound {
+    pub session_id: SessionId,
+    /// The id the producer will poll by; the round id when absent.
+    pub request_id: Option<RequestId>,
+    pub logical_operation_id: String,
+    pub server: Option<String>,
+    pub operation_kind: OperationKind,
+    pub operation_name: String,
+    pub requests: BTreeMap<RequestKey, ElicitationRequest>,
+    pub request_state: Option<String>,
+    pub round_index: u32,
+    pub round_limit: u32,
+    /// A deadline the producer names for the whole round (outranks per-request `expires-at`).
+    pub deadline: Option<DateTime<Utc>>,
+}
+
+/// The failure message of an expired round.
+pub const EXPIRED_MESSAGE: &str = "Nobody answered before the deadline.";
+/// The failure message of a round whose worker vanished mid-delivery.
+pub const RECOVERY_MESSAGE: &str =
+    "The worker delivering this answer vanished; the native action cannot be resumed.";
+
+/// Longest summary kept in a lost-elicitation marker.
+pub const SUMMARY_LIMIT: usize = 300;
+
+impl NewRound {
+    /// Checks everything a round must satisfy before it is stored (SPEC §2, §4, §7).
+    pub fn validate(&self, limits: &Limits) -> Result<(), ManagedInputError> {
+        if self.requests.is_empty() {
+            return Err(ManagedInputError::validation(
+                "A round needs at least one request in `requests`.",
+            ));
+        }
+        if self.round_limit == 0 || self.round_index >= self.round_limit {
+            return Err(ManagedInputError::validation(format!(
+                "round_index ({}) must be zero-based and less than round_limit ({}).",
+                self.round_index, self.round_limit
+            )));
+        }
+        for (label, value) in [
+            ("logical_operation_id", &self.logical_operation_id),
+            ("operation_name", &self.operation_name),
+        ] {
+            if value.chars().count() > 512 {
+                return Err(ManagedInputError::validation(format!(
+                    "{label} is longer than 512 characters."
+                )));
+            }
+        }
+        if let Some(server) = &self.server
+            && (server.is_empty() || server.chars().count() > 128)
+        {
+            return Err(ManagedInputError::validation(
+                "The server name must be 1 to 128 characters.",
+            ));
+        }
+        for (key, request) in &self.requests {
+            validate_request(key, request, limits)?;
+        }
+        Ok(())
+    }
+
+    /// The earliest deadline any request names for itself, or the round's own.
+    pub fn producer_deadline(&self) -> Option<DateTime<Utc>> {
+        self.deadline.or_else(|| {
+            self.requests
+                .values()
+                .filter_map(ElicitationRequest::producer_deadline)
+                .min()
+        })
+    }
+
+    /// `"<tool_name>: <message>"` of the first request, cut to [`SUMMARY_LIMIT`] characters.
+    pub fn summary(&self) -> String {
+        let message = self
+            .requests
+            .values()
+            .next()
+            .map(ElicitationRequest::message)
+            .unwrap_or_default();
+        let full = format!("{}: {}", self.operation_name, message);
+        full.chars().take(SUMMARY_LIMIT).collect()
+    }
+}
+
+fn validate_request(
+    key: &RequestKey,
+    request: &ElicitationRequest,
+    limits: &Limits,
+) -> Result<(), ManagedInputError> {
+    let message = request.message();
+    if message.trim().is_empty() {
+        return Err(ManagedInputError::validation(format!(
+            "Request {key}: `message` is empty; say what you are asking."
+        )));
+    }
+    if message.chars().count() > limits.message_chars {
+        return Err(ManagedInputError::validation(format!(
+            "Request {key}: `message` is longer than {} characters.",
+            limits.message_chars
+        )));
+    }
+    match request {
+        ElicitationRequest::Form {
+            requested_schema, ..
+        } => FormModel::from_schema(requested_schema, limits)
+            .map(drop)
+            .map_err(|error| prefix_validation(key, error)),
+        ElicitationRequest::Url {
+            url,
+            elicitation_id,
+            ..
+        } => {
+            let has_scheme = url.starts_with("https://") || url.starts_with("http://");
+            if !has_scheme || url.len() > 2048 || url.chars().any(char::is_whitespace) {
+                return Err(ManagedInputError::validation(format!(
+                    "Request {key}: `url` must be an http(s) URL of at most 2048 characters without spaces."
+                )));
+            }
+            if elicitation_id.is_empty() || elicitation_id.len() > 128 {
+                return Err(ManagedInputError::validation(format!(
+                    "Request {key}: `elicitationId` must be 1 to 128 characters."
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn prefix_validation(key: &RequestKey, error: ManagedInputError) -> ManagedInputError {
+    match error {
+        ManagedInputError::ValidationError { message, details } => {
+            ManagedInputError::ValidationError {
+                message: format!("Request {key}: {message}"),
+                details,
+            }
+        }
+        other => other,
+    }
+}
+
+/// A stored round: the pause, the answer once given, and the worker's bookkeeping.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    pub round_id: RoundId,
+    pub session_id: SessionId,
+    pub request_id: RequestId,
+    pub logical_operation_id: String,
+    pub server: Option<String>,
+    pub operation_kind: OperationKind,
+    pub operation_name: String,
+    pub requests: BTreeMap<RequestKey, ElicitationRequest>,
+    pub request_state: Option<String>,
+    pub round_index: u32,
+    pub round_limit: u32,
+    pub status: RoundStatus,
+    pub created_at: DateTime<Utc>,
+    pub deadline: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub lease: Option<Lease>,
+    pub responses: Option<BTreeMap<RequestKey, ElicitationResponse>>,
+    pub idempotency_key: Option<IdempotencyKey>,
+    pub responded_at: Option<DateTime<Utc>>,
+    pub responded_by: Option<String>,
+    pub delivery_attempts: u32,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub failure: Option<Failure>,
+    /// `"<tool>: <message>"`, cut to 300 characters: what a lost-elicitation banner says was lost.
+    pub summary: String,
+    /// Bumped by every write; the store's compare-and-set checks it.
+    pub version: i64,
+}
+
+/// Validates the accepted content of one form request (the server passes its compiled-schema check).
+pub type ContentCheck<'a> = dyn Fn(&RequestKey, &ElicitationRequest, &Map<String, Value>) -> Result<(), ManagedInputError>
+    + 'a;
+
+/// The result of a submission: a new answer, or the stored one returned again for a retried request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Submission {
+    Recorded,
+    Replayed,
+}
+
+impl Round {
+    /// Opens a round from a validated [`NewRound`] with an already decided deadline.
+    pub fn open(
+        new: NewRound,
+        round_id: RoundId,
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Self {
+        let summary = new.summary();
+        let request_id = new
+            .request_id
+            .clone()
+            .unwrap_or_else(|| RequestId::from(round_id));
+        Self {
+            round_id,
+            session_id: new.session_id,
+            request_id,
+            logical_operation_id: new.logical_operation_id,
+            server: new.server,
+            operation_kind: new.operation_kind,
+            operation_name: new.operation_name,
+            requests: new.requests,
+            request_state: new.request_state,
+            round_index: new.round_index,
+            round_limit: new.round_limit,
+            status: RoundStatus::Pending,
+            created_at: now,
+            deadline,
+            updated_at: now,
+            lease: None,
+            responses: None,
+            idempotency_key: None,
+            responded_at: None,
+            responded_by: None,
+            delivery_attempts: 0,
+            delivered_at: None,
+            resolved_at: None,
+            failure: None,
+            summary,
+            version: 0,
+        }
+    }
+
+    /// A pending round whose deadline has passed: nobody may answer it any more.
+    pub fn is_due(&self, now: DateTime<Utc>) -> bool {
+        self.status == RoundStatus::Pending && now >= self.deadline
+    }
+
+    /// Still waiting for a person (SPEC: "active").
+    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        self.status == RoundStatus::Pending && now < self.deadline
+    }
+
+    /// Fails a due round with `expired`. Returns whether it changed.
+    pub fn expire_if_due(&mut self, now: DateTime<Utc>) -> bool {
+        if !self.is_due(now) {
+            return false;
+        }
+        self.fail_with(FailureCode::Expired, EXPIRED_MESSAGE.to_owned(), now);
+        true
+    }
+
+    /// Records a person's answer: the map must hold exactly the pending keys, each valid for its request.
+    /// A retry with the same idempotency key and the same answer returns [`Submission::Replayed`].
+    pub fn submit(
+        &mut self,
+        responses: BTreeMap<RequestKey, ElicitationResponse>,
+        idempotency_key: IdempotencyKey,
+        answered_by: Option<String>,
+        now: DateTime<Utc>,
+        check_content: &ContentCheck<'_>,
+    ) -> Result<Submission, ManagedInputError> {
+        let responses = self.normalise_responses(responses, check_content)?;
+
+        if self.idempotency_key.as_ref() == Some(&idempotency_key) {
+            return if self.responses.as_ref() == Some(&responses) {
+                Ok(Submission::Replayed)
+            } else {
+                Err(ManagedInputError::conflict(format!(
+                    "The idempotency key {idempotency_key} was already used for a different answer to round {}; use a new key for a new answer.",
+                    self.round_id
+                )))
+            };
+        }
+        self.refuse_unless_answerable(now)?;
+
+        self.status = RoundStatus::ResponseValidated;
+        self.responses = Some(responses);
+        self.idempotency_key = Some(idempotency_key);
+        self.responded_at = Some(now);
+        self.responded_by = answered_by;
+        self.touch(now);
+        Ok(Submission::Recorded)
+    }
+
+    /// Checks keys and actions, validates accepted form content, and drops content that must not be stored.
+    fn normalise_responses(
+        &self,
+        responses: BTreeMap<RequestKey, ElicitationResponse>,
+        check_content: &ContentCheck<'_>,
+    ) -> Result<BTreeMap<RequestKey, ElicitationResponse>, ManagedInputError> {
+        let expected: Vec<&RequestKey> = self.requests.keys().collect();
+        let given: Vec<&RequestKey> = responses.keys().collect();
+        if expected != given {
+            let missing: Vec<String> = self
+                .requests
+                .keys()
+                .filter(|key| !responses.contains_key(*key))
+                .map(ToString::to_string)
+                .collect();
+            let unknown: Vec<String> = responses
+                .keys()
+                .filter(|key| !self.requests.contains_key(*key))
+                .map(ToString::to_string)
+                .collect();
+            return Err(ManagedInputError::validation_with(
+                format!(
+                    "The response map must hold exactly the round's request keys ({}).",
+                    expected
+                        .iter()
+                        .map(|key| key.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                json!({ "missing": missing, "unknown": unknown }),
+            ));
+        }
+
+        let mut normalised = BTreeMap::new();
+        for (key, response) in responses {
+            let Some(request) = self.requests.get(&key) else {
+                continue;
+            };
+            let content = match (response.action, request) {
+                (ResponseAction::Accept, ElicitationRequest::Form { .. }) => {
+                    let content = response.content.unwrap_or_default();
+                    check_content(&key, request, &content)?;
+                    Some(content)
+                }
+                (ResponseAction::Accept, ElicitationRequest::Url { .. }) => {
+                    if response.content.as_ref().is_some_and(|c| !c.is_empty()) {
+                        return Err(ManagedInputError::validation(format!(
+                            "Request {key} asks for consent to open a URL: an accept records consent only and carries no content."
+                        )));
+                    }
+                    None
+                }
+                // Content sent with a decline or a dismissal is dropped: never stored, never replayed.
+                (ResponseAction::Decline | ResponseAction::Cancel, _) => None,
+            };
+            normalised.insert(
+                key,
+                ElicitationResponse {
+                    action: response.action,
+                    content,
+                },
+            );
+        }
+        Ok(normalised)
+    }
+
+    fn refuse_unless_answerable(&self, now: DateTime<Utc>) -> Result<(), ManagedInputError> {
+        match self.status {
+            RoundStatus::Pending if now >= self.deadline => Err(self.expired_error()),
+            RoundStatus::Pending => Ok(()),
+            RoundStatus::Failed => Err(self.failed_error()),
+            _ => Err(self.already_answered_error()),
+        }
+    }
+
+    fn expired_error(&self) -> ManagedInputError {
+        ManagedInputError::state(format!(
+            "This question expired at {}; the agent has gone on without an answer, so this one was not recorded.",
+            self.deadline.to_rfc3339()
+        ))
+    }
+
+    fn failed_error(&self) -> ManagedInputError {
+        match self.failure.as_ref().map(|failure| &failure.code) {
+            Some(FailureCode::Expired) => self.expired_error(),
+            Some(FailureCode::RecoveryUnavailable) => ManagedInputError::recovery(format!(
+                "Round {} cannot be resumed: the worker that was delivering it vanished, so a late answer cannot reach the agent.",
+                self.round_id
+            )),
+            Some(code) => ManagedInputError::state(format!(
+                "Round {} has ended ({}); it can no longer be answered.",
+                self.round_id,
+                code.as_str()
+            )),
+            None => ManagedInputError::state(format!(
+                "Round {} has ended; it can no longer be answered.",
+                self.round_id
+            )),
+        }
+    }
+
+    /// The 409 for a second answer: names the winning answer, who gave it and when.
+    pub fn already_answered_error(&self) -> ManagedInputError {
+        let winner: BTreeMap<&str, &str> = self
+            .responses
+            .iter()
+            .flatten()
+            .map(|(key, response)| (key.as_str(), response.action.as_str()))
+            .collect();
+        let by = self.responded_by.as_deref().unwrap_or("someone");
+        let when = self
+            .responded_at
+            .map(|at| at.to_rfc3339())
+            .unwrap_or_default();
+        ManagedInputError::conflict_with(
+            format!("This question was already answered by {by} at {when}."),
+            json!({
+                "responses": self.responses,
+                "answered_by": self.responded_by,
+                "answered_at": self.responded_at,
+                "actions": winner,
+            }),
+        )
+    }
+
+    /// Gives `owner` a lease of `lease` length, if nobody else holds a live one.
+    pub fn claim(
+        &mut self,
+        owner: OwnerId,
+        token: LeaseToken,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Lease, ManagedInputError> {
+        check_lease_length(lease)?;
+        match self.status {
+            RoundStatus::Resolved | RoundStatus::Failed => return Err(self.terminal_error()),
+            RoundStatus::DeliveryStarted | RoundStatus::Delivered
+                if !self.lease.as_ref().is_some_and(|l| l.is_live(now)) =>
+            {
+                return Err(ManagedInputError::recovery(format!(
+                    "Round {} was mid-delivery when its worker's lease ran out; it cannot be reclaimed safely.",
+                    self.round_id
+                )));
+            }
+            _ => {}
+        }
+        if let Some(current) = self.lease.as_ref().filter(|l| l.is_live(now)) {
+            return Err(ManagedInputError::conflict(format!(
+                "Round {} is leased to {} until {}; wait for the lease to end.",
+                self.round_id,
+                current.owner_id,
+                current.expires_at.to_rfc3339()
+            )));
+        }
+        let granted = Lease {
+            owner_id: owner,
+            lease_token: token,
+            expires_at: now + lease,
+        };
+        self.lease = Some(granted.clone());
+        self.touch(now);
+        Ok(granted)
+    }
+
+    /// Extends the caller's live lease.
+    pub fn renew(
+        &mut self,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Lease, ManagedInputError> {
+        check_lease_length(lease)?;
+        self.check_worker(owner, token, now)?;
+        let renewed = Lease {
+            owner_id: owner.clone(),
+            lease_token: token.clone(),
+            expires_at: now + lease,
+        };
+        self.lease = Some(renewed.clone());
+        self.touch(now);
+        Ok(renewed)
+    }
+
+    /// `response_validated -> delivery_started`, by the lease holder.
+    pub fn start_delivery(
+        &mut self,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        now: DateTime<Utc>,
+    ) -> Result<(), ManagedInputError> {
+        self.check_worker(owner, token, now)?;
+        self.require_status(RoundStatus::ResponseValidated, "start delivery")?;
+        self.status = RoundStatus::DeliveryStarted;
+        self.delivery_attempts += 1;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// `delivery_started -> delivered`, by the lease holder.
+    pub fn mark_delivered(
+        &mut self,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        now: DateTime<Utc>,
+    ) -> Result<(), ManagedInputError> {
+        self.check_worker(owner, token, now)?;
+        self.require_status(RoundStatus::DeliveryStarted, "mark it delivered")?;
+        self.status = RoundStatus::Delivered;
+        self.delivered_at = Some(now);
+        self.touch(now);
+        Ok(())
+    }
+
+    /// `delivered -> resolved`, by the lease holder.
+    pub fn resolve(
+        &mut self,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        now: DateTime<Utc>,
+    ) -> Result<(), ManagedInputError> {
+        self.check_worker(owner, token, now)?;
+        self.require_status(RoundStatus::Delivered, "resolve it")?;
+        self.status = RoundStatus::Resolved;
+        self.resolved_at = Some(now);
+        self.lease = None;
+        self.touch(now);
+        Ok(())
+    }
+
+    /// Any non-terminal state `-> failed`, by the lease holder, with the worker's code.
+    pub fn fail(
+        &mut self,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        code: FailureCode,
+        message: String,
+        now: DateTime<Utc>,
+    ) -> Result<(), ManagedInputError> {
+        self.check_worker(owner, token, now)?;
+        if code == FailureCode::Expired || code == FailureCode::RecoveryUnavailable {
+            return Err(ManagedInputError::validation(format!(
+                "The failure code {:?} is reserved for Anteroom itself.",
+                code.as_str()
+            )));
+        }
+        if code.as_str().is_empty() || code.as_str().len() > 64 {
+            return Err(ManagedInputError::validation(
+                "A failure code must be 1 to 64 characters.",
+            ));
+        }
+        self.fail_with(code, message.chars().take(2000).collect(), now);
+        Ok(())
+    }
+
+    /// A worker vanished mid-delivery: the round fails `recovery_unavailable` and never becomes pending again.
+    pub fn fail_recovery(&mut self, now: DateTime<Utc>) -> Result<(), ManagedInputError> {
+        if self.status.is_terminal() {
+            return Err(self.terminal_error());
+        }
+        if !matches!(
+            self.status,
+            RoundStatus::DeliveryStarted | RoundStatus::Delivered
+        ) {
+            return Err(ManagedInputError::state(format!(
+                "Round {} is {}: only a round whose delivery had started needs recovery.",
+                self.round_id,
+                self.status.as_str()
+            )));
+        }
+        if let Some(lease) = self.lease.as_ref().filter(|l| l.is_live(now)) {
+            return Err(ManagedInputError::conflict(format!(
+                "Round {} is still leased to {} until {}; its worker is alive.",
+                self.round_id,
+                lease.owner_id,
+                lease.expires_at.to_rfc3339()
+            )));
+        }
+        self.fail_with(
+            FailureCode::RecoveryUnavailable,
+            RECOVERY_MESSAGE.to_owned(),
+            now,
+        );
+        Ok(())
+    }
+
+    /// The session was cancelled: an unfinished round fails `cancelled`.
+    pub fn cancel(&mut self, now: DateTime<Utc>) -> bool {
+        if self.status.is_terminal() {
+            return false;
+        }
+        self.fail_with(
+            FailureCode::Cancelled,
+            "The session was cancelled.".to_owned(),
+            now,
+        );
+        true
+    }
+
+    /// A pulsemcp poll picked up the answer: records a delivery attempt and marks the round delivered.
+    pub fn record_poll_delivery(&mut self, now: DateTime<Utc>) -> bool {
+        match self.status {
+            RoundStatus::ResponseValidated | RoundStatus::Delivered if self.lease.is_none() => {
+                self.status = RoundStatus::Delivered;
+                self.delivery_attempts += 1;
+                self.delivered_at.get_or_insert(now);
+                self.touch(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn fail_with(&mut self, code: FailureCode, message: String, now: DateTime<Utc>) {
+        self.status = RoundStatus::Failed;
+        self.failure = Some(Failure {
+            code,
+            message,
+            at: now,
+        });
+        self.lease = None;
+        self.touch(now);
+    }
+
+    fn check_worker(
+        &self,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        now: DateTime<Utc>,
+    ) -> Result<(), ManagedInputError> {
+        if self.status.is_terminal() {
+            return Err(self.terminal_error());
+        }
+        let Some(lease) = &self.lease else {
+            return Err(ManagedInputError::conflict(format!(
+                "Round {} has no lease; claim it first.",
+                self.round_id
+            )));
+        };
+        if &lease.owner_id != owner {
+            return Err(ManagedInputError::conflict(format!(
+                "Round {} is leased to another worker ({}); this worker was replaced.",
+                self.round_id, lease.owner_id
+            )));
+        }
+        if &lease.lease_token != token {
+            return Err(ManagedInputError::conflict(format!(
+                "The lease token for round {} is stale; claim the round again.",
+                self.round_id
+            )));
+        }
+        if !lease.is_live(now) {
+            return Err(ManagedInputError::conflict(format!(
+                "The lease on round {} expired at {}; claim the round again.",
+                self.round_id,
+                lease.expires_at.to_rfc3339()
+            )));
+        }
+        Ok(())
+    }
+
+    fn require_status(&self, wanted: RoundStatus, doing: &str) -> Result<(), ManagedInputError> {
+        if self.status == wanted {
+            Ok(())
+        } else {
+            Err(ManagedInputError::state(format!(
+                "Cannot {doing}: round {} is {}, not {}.",
+                self.round_id,
+                self.status.as_str(),
+                wanted.as_str()
+            )))
+        }
+    }
+
+    fn terminal_error(&self) -> ManagedInputError {
+        if self
+            .failure
+            .as_ref()
+            .is_some_and(|f| f.code == FailureCode::RecoveryUnavailable)
+        {
+            return self.failed_error();
+        }
+        ManagedInputError::state(format!(
+            "Round {} is {} and can no longer change.",
+            self.round_id,
+            self.status.as_str()
+        ))
+    }
+
+    fn touch(&mut self, now: DateTime<Utc>) {
+        self.updated_at = now;
+        self.version += 1;
+    }
+
+    /// The diagnostic projection: keys, actions and field names, never values.
+    pub fn redacted(&self) -> RedactedResponses {
+        RedactedResponses {
+            round_id: self.round_id,
+            status: self.status,
+            responses: self
+                .responses
+                .iter()
+                .flatten()
+                .map(|(key, response)| RedactedResponse {
+                    request_key: key.clone(),
+                    action: response.action,
+                    fields: response
+                        .content
+                        .iter()
+                        .flat_map(|content| content.keys().cloned())
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn check_lease_length(lease: Duration) -> Result<(), ManagedInputError> {
+    if lease < Duration::seconds(1) || lease > Duration::hours(24) {
+        return Err(ManagedInputError::validation(
+            "lease_seconds must be between 1 and 86400.",
+        ));
+    }
+    Ok(())
+}
+
+/// What `redacted_responses` returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RedactedResponses {
+    pub round_id: RoundId,
+    pub status: RoundStatus,
+    pub responses: Vec<RedactedResponse>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RedactedResponse {
+    pub request_key: RequestKey,
+    pub action: ResponseAction,
+    pub fields: Vec<String>,
+}
+
+impl Round {
+    /// What this round's move from `before` means for its session, if anything.
+    pub fn session_effect(&self, before: Option<RoundStatus>) -> Option<SessionEffect> {
+        let code = self.failure.as_ref().map(|failure| &failure.code);
+        match (before, self.status, code) {
+            (None, RoundStatus::Pending, _) => Some(SessionEffect::Opened),
+            (Some(RoundStatus::Pending), RoundStatus::ResponseValidated, _) => {
+                Some(SessionEffect::Settled)
+            }
+            (Some(RoundStatus::Pending), RoundStatus::Failed, Some(FailureCode::Expired)) => {
+                let at = self.failure.as_ref().map_or(self.updated_at, |f| f.at);
+                Some(SessionEffect::Expired(LostElicitation {
+                    reason: LostReason::Expired,
+                    at,
+                    request_id: self.request_id.clone(),
+                    summary: self.summary.clone(),
+                }))
+            }
+            (Some(before), RoundStatus::Failed, Some(FailureCode::RecoveryUnavailable))
+                if before != RoundStatus::Failed =>
+            {
+                Some(SessionEffect::RecoveryFailed)
+            }
+            (Some(RoundStatus::Pending), RoundStatus::Failed, _) => Some(SessionEffect::Settled),
+            _ => None,
+        }
+    }
+}

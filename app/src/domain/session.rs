@@ -1,0 +1,285 @@
+//! Sessions: one agent run a person may have to attend to, and how rounds move it (SPEC §2, §2.3).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    ManagedInputError,
+    ids::{RequestId, SessionId},
+};
+
+/// Where an agent run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    Running,
+    NeedsInput,
+    Idle,
+    Finished,
+    Failed,
+    Cancelled,
+}
+
+impl SessionStatus {
+    pub const ALL: [Self; 6] = [
+        Self::Running,
+        Self::NeedsInput,
+        Self::Idle,
+        Self::Finished,
+        Self::Failed,
+        Self::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::NeedsInput => "needs_input",
+            Self::Idle => "idle",
+            Self::Finished => "finished",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|status| status.as_str() == value)
+    }
+
+    /// `finished`, `failed` and `cancelled` keep their status when a question expires.
+    pub fn is_ended(self) -> bool {
+        matches!(self, Self::Finished | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// Why a round trip ended with nobody deciding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LostReason {
+    /// The clock ran out.
+    Expired,
+    /// The `blocked_on_elicitation` marker outlived every active round.
+    Stranded,
+}
+
+impl LostReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Expired => "expired",
+            Self::Stranded => "stranded",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "expired" => Some(Self::Expired),
+            "stranded" => Some(Self::Stranded),
+            _ => None,
+        }
+    }
+}
+
+/// The marker that makes the session page explain what was lost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostElicitation {
+    pub reason: LostReason,
+    pub at: DateTime<Utc>,
+    pub request_id: RequestId,
+    /// `"<tool_name>: <message>"`, at most 300 characters; producer text, always rendered escaped.
+    pub summary: String,
+}
+
+/// A session as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub id: SessionId,
+    pub title: String,
+    pub agent: Option<String>,
+    pub status: SessionStatus,
+    pub blocked_on_elicitation: bool,
+    pub lost_elicitation: Option<LostElicitation>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What registering a session asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewSession {
+    pub id: SessionId,
+    pub title: Option<String>,
+    pub agent: Option<String>,
+}
+
+impl NewSession {
+    pub fn validate(&self) -> Result<(), ManagedInputError> {
+        if self.title.as_ref().is_some_and(|t| t.chars().count() > 200) {
+            return Err(ManagedInputError::validation(
+                "The session title is longer than 200 characters.",
+            ));
+        }
+        if self.agent.as_ref().is_some_and(|a| a.chars().count() > 100) {
+            return Err(ManagedInputError::validation(
+                "The agent name is longer than 100 characters.",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Session {
+    pub fn new(new: NewSession, now: DateTime<Utc>) -> Self {
+        Self {
+            title: new.title.unwrap_or_else(|| new.id.to_string()),
+            id: new.id,
+            agent: new.agent,
+            status: SessionStatus::Running,
+            blocked_on_elicitation: false,
+            lost_elicitation: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// Whether a new question may be asked in this session.
+    pub fn accepts_rounds(&self) -> Result<(), ManagedInputError> {
+        match self.status {
+            SessionStatus::Cancelled | SessionStatus::Failed => {
+                Err(ManagedInputError::state(format!(
+                    "Session {} is {}; it takes no new questions.",
+                    self.id,
+                    self.status.as_str()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A round became active: the session needs a person.
+    pub fn on_round_opened(&mut self, now: DateTime<Utc>) {
+        self.status = SessionStatus::NeedsInput;
+        self.blocked_on_elicitation = true;
+        self.lost_elicitation = None;
+        self.updated_at = now;
+    }
+
+    /// A round was answered (any action), or ended by its producer: back to running once nothing is open.
+    pub fn on_round_settled(&mut self, other_active: bool, now: DateTime<Utc>) {
+        self.lost_elicitation = None;
+        if !other_active {
+            self.blocked_on_elicitation = false;
+            if self.status == SessionStatus::NeedsInput {
+                self.status = SessionStatus::Running;
+            }
+        }
+        self.updated_at = now;
+    }
+
+    /// A round expired. With nothing else open, the agent went on without approval: say so.
+    pub fn on_round_expired(&mut self, other_active: bool, lost: LostElicitation) {
+        if other_active {
+            return;
+        }
+        self.updated_at = lost.at;
+        self.blocked_on_elicitation = false;
+        if !self.status.is_ended() {
+            self.status = SessionStatus::Running;
+        }
+        self.lost_elicitation = Some(lost);
+    }
+
+    /// The stranded sweep: the marker outlived every active round. Returns whether anything changed.
+    pub fn sweep_stranded(
+        &mut self,
+        has_active: bool,
+        last_round: Option<(RequestId, String)>,
+        now: DateTime<Utc>,
+    ) -> bool {
+        if !self.blocked_on_elicitation || has_active {
+            return false;
+        }
+        self.blocked_on_elicitation = false;
+        self.updated_at = now;
+        // Flipping `needs_input` to running would invent a running session nobody watches; explain instead.
+        if self.status == SessionStatus::NeedsInput
+            && let Some((request_id, summary)) = last_round
+        {
+            self.lost_elicitation = Some(LostElicitation {
+                reason: LostReason::Stranded,
+                at: now,
+                request_id,
+                summary,
+            });
+        }
+        true
+    }
+
+    /// A person or orchestrator resumed the session.
+    pub fn resume(&mut self, has_active: bool, now: DateTime<Utc>) {
+        self.lost_elicitation = None;
+        self.status = if has_active {
+            SessionStatus::NeedsInput
+        } else {
+            SessionStatus::Running
+        };
+        self.blocked_on_elicitation = has_active;
+        self.updated_at = now;
+    }
+
+    /// The agent run is done. Refused while a question is still open.
+    pub fn finish(
+        &mut self,
+        open_rounds: usize,
+        now: DateTime<Utc>,
+    ) -> Result<(), ManagedInputError> {
+        if open_rounds > 0 {
+            return Err(ManagedInputError::state(format!(
+                "Session {} still has {open_rounds} open question(s); answer them or cancel the session.",
+                self.id
+            )));
+        }
+        self.status = SessionStatus::Finished;
+        self.blocked_on_elicitation = false;
+        self.updated_at = now;
+        Ok(())
+    }
+
+    /// The session is cancelled (its open rounds fail `cancelled`).
+    pub fn cancel(&mut self, now: DateTime<Utc>) {
+        self.status = SessionStatus::Cancelled;
+        self.blocked_on_elicitation = false;
+        self.updated_at = now;
+    }
+
+    /// A worker vanished mid-delivery: the execution ends as failed.
+    pub fn on_recovery_failed(&mut self, now: DateTime<Utc>) {
+        self.status = SessionStatus::Failed;
+        self.blocked_on_elicitation = false;
+        self.updated_at = now;
+    }
+}
+
+/// How a round's change moves its session (SPEC §2.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEffect {
+    /// A round became active.
+    Opened,
+    /// A round was answered, or ended by its producer, while a person could still have answered it.
+    Settled,
+    /// A round expired with nobody answering.
+    Expired(LostElicitation),
+    /// A worker vanished mid-delivery.
+    RecoveryFailed,
+}
+
+impl Session {
+    /// Applies `effect`; `other_active` says whether another round of this session is still waiting.
+    pub fn apply(&mut self, effect: SessionEffect, other_active: bool, now: DateTime<Utc>) {
+        match effect {
+            SessionEffect::Opened => self.on_round_opened(now),
+            SessionEffect::Settled => self.on_round_settled(other_active, now),
+            SessionEffect::Expired(lost) => self.on_round_expired(other_active, lost),
+            SessionEffect::RecoveryFailed => self.on_recovery_failed(now),
+        }
+    }
+}

@@ -1,0 +1,790 @@
+//! The store's behaviour, written once and instantiated for each backend's sqlx types.
+//!
+//! Each call loads records, lets the domain decide, and writes the outcome back in one transaction.
+//! A backend supplies its pool, how it opens a write transaction, and the row-lock clause it needs.
+
+/// Implements [`super::Store`] (all but `backend`, `migrate` and `begin_write`) for `$store`, a struct with
+/// `pool: sqlx::Pool<$db>` and `ctx: Arc<StoreContext>`, whose inherent `begin_write` opens a transaction that
+/// may write. `$lock` is appended to reads that precede a write (`" FOR UPDATE"` on PostgreSQL; SQLite's
+/// write transaction already excludes other writers).
+macro_rules! sql_store {
+    ($store:ident, $db:ty, lock = $lock:literal) => {
+        use std::collections::{BTreeMap, HashMap};
+
+        use chrono::{DateTime, Duration, Utc};
+        use serde_json::{Map, Value};
+        use sqlx::QueryBuilder;
+
+        use crate::domain::{
+            ManagedInputError,
+            ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+            round::{
+                ElicitationRequest, ElicitationResponse, EXPIRED_MESSAGE, FailureCode, Lease, NewRound,
+                RECOVERY_MESSAGE, RedactedResponses, Round, RoundStatus, Submission,
+            },
+            session::{NewSession, Session, SessionEffect},
+        };
+        use crate::store::{
+            QueueEntry, Store, StoreError, StoreResult,
+            records::{QueueRow, RoundColumns, RoundRow, SessionColumns, SessionRow, from_ms, to_ms},
+            sql,
+        };
+
+        type Tx = sqlx::Transaction<'static, $db>;
+
+        fn locked(query: &str) -> String {
+            format!("{query}{}", $lock)
+        }
+
+        fn round_not_found(id: impl std::fmt::Display) -> StoreError {
+            ManagedInputError::not_found(format!("No round {id} exists.")).into()
+        }
+
+        fn session_not_found(id: &SessionId) -> StoreError {
+            ManagedInputError::not_found(format!(
+                "No session {id} exists; register it first (POST /api/v1/sessions)."
+            ))
+            .into()
+        }
+
+        fn rows_to_rounds(rows: Vec<RoundRow>) -> StoreResult<Vec<Round>> {
+            rows.into_iter().map(RoundRow::into_round).collect()
+        }
+
+        impl $store {
+            fn now(&self) -> DateTime<Utc> {
+                self.ctx.now()
+            }
+
+            async fn fetch_round(&self, tx: &mut Tx, id: RoundId) -> StoreResult<Option<Round>> {
+                sqlx::query_as::<$db, RoundRow>(&locked(sql::SELECT_ROUND))
+                    .bind(id.to_string())
+                    .fetch_optional(&mut **tx)
+                    .await?
+                    .map(RoundRow::into_round)
+                    .transpose()
+            }
+
+            async fn read_round(&self, id: RoundId) -> StoreResult<Option<Round>> {
+                sqlx::query_as::<$db, RoundRow>(sql::SELECT_ROUND)
+                    .bind(id.to_string())
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .map(RoundRow::into_round)
+                    .transpose()
+            }
+
+            async fn insert_round(&self, tx: &mut Tx, round: &Round) -> StoreResult<()> {
+                let c = RoundColumns::of(round)?;
+                let inserted = sqlx::query::<$db>(sql::INSERT_ROUND)
+                    .bind(c.round_id)
+                    .bind(c.session_id)
+                    .bind(c.request_id)
+                    .bind(&round.logical_operation_id)
+                    .bind(&round.server)
+                    .bind(round.operation_kind.as_str())
+                    .bind(&round.operation_name)
+                    .bind(c.requests)
+                    .bind(&round.request_state)
+                    .bind(i64::from(round.round_index))
+                    .bind(i64::from(round.round_limit))
+                    .bind(c.status)
+                    .bind(c.created_at_ms)
+                    .bind(c.deadline_ms)
+                    .bind(c.updated_at_ms)
+                    .bind(c.lease_owner)
+                    .bind(c.lease_token)
+                    .bind(c.lease_expires_at_ms)
+                    .bind(c.responses)
+                    .bind(c.idempotency_key)
+                    .bind(c.responded_at_ms)
+                    .bind(&round.responded_by)
+                    .bind(i64::from(round.delivery_attempts))
+                    .bind(c.delivered_at_ms)
+                    .bind(c.resolved_at_ms)
+                    .bind(c.failure_code)
+                    .bind(c.failure_message)
+                    .bind(c.failed_at_ms)
+                    .bind(&round.summary)
+                    .bind(round.version)
+                    .execute(&mut **tx)
+                    .await;
+                match inserted {
+                    Ok(_) => Ok(()),
+                    Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
+                        Err(ManagedInputError::conflict(format!(
+                            "The request id {} is already in use by another round.",
+                            round.request_id
+                        ))
+                        .into())
+                    }
+                    Err(error) => Err(error.into()),
+                }
+            }
+
+            /// Writes `after` over `before`, only if nobody changed the round in between.
+            async fn save_round(&self, tx: &mut Tx, before: &Round, after: &Round) -> StoreResult<()> {
+                let c = RoundColumns::of(after)?;
+                let old = RoundColumns::of(before)?;
+                let written = sqlx::query::<$db>(sql::UPDATE_ROUND)
+                    .bind(c.status)
+                    .bind(c.updated_at_ms)
+                    .bind(c.lease_owner)
+                    .bind(c.lease_token)
+                    .bind(c.lease_expires_at_ms)
+                    .bind(c.responses)
+                    .bind(c.idempotency_key)
+                    .bind(c.responded_at_ms)
+                    .bind(&after.responded_by)
+                    .bind(i64::from(after.delivery_attempts))
+                    .bind(c.delivered_at_ms)
+                    .bind(c.resolved_at_ms)
+                    .bind(c.failure_code)
+                    .bind(c.failure_message)
+                    .bind(c.failed_at_ms)
+                    .bind(after.version)
+                    .bind(c.round_id)
+                    .bind(before.version)
+                    .bind(old.status)
+                    .bind(old.lease_owner.unwrap_or_default())
+                    .bind(old.lease_token.unwrap_or_default())
+                    .execute(&mut **tx)
+                    .await?;
+                if written.rows_affected() == 1 {
+                    Ok(())
+                } else {
+                    Err(ManagedInputError::conflict(format!(
+                        "Round {} was changed by someone else at the same time; read it again and retry.",
+                        after.round_id
+                    ))
+                    .into())
+                }
+            }
+
+            async fn fetch_sessions(
+                &self,
+                tx: &mut Tx,
+                ids: &[SessionId],
+            ) -> StoreResult<HashMap<SessionId, Session>> {
+                let mut found = HashMap::with_capacity(ids.len());
+                for chunk in ids.chunks(sql::BATCH) {
+                    let mut query =
+                        QueryBuilder::<$db>::new("SELECT * FROM sessions WHERE id IN (");
+                    let mut list = query.separated(", ");
+                    for id in chunk {
+                        list.push_bind(id.to_string());
+                    }
+                    query.push(")");
+                    query.push($lock);
+                    for row in query
+                        .build_query_as::<SessionRow>()
+                        .fetch_all(&mut **tx)
+                        .await?
+                    {
+                        let session = row.into_session()?;
+                        found.insert(session.id.clone(), session);
+                    }
+                }
+                Ok(found)
+            }
+
+            async fn fetch_session(&self, tx: &mut Tx, id: &SessionId) -> StoreResult<Session> {
+                self.fetch_sessions(tx, std::slice::from_ref(id))
+                    .await?
+                    .remove(id)
+                    .ok_or_else(|| session_not_found(id))
+            }
+
+            /// Writes whole sessions back, many per statement.
+            async fn save_sessions(&self, tx: &mut Tx, sessions: &[&Session]) -> StoreResult<()> {
+                for chunk in sessions.chunks(sql::BATCH) {
+                    let mut query = QueryBuilder::<$db>::new(sql::UPSERT_SESSIONS_HEAD);
+                    query.push_values(chunk, |mut row, session| {
+                        let c = SessionColumns::of(session);
+                        row.push_bind(c.id)
+                            .push_bind(c.title)
+                            .push_bind(c.agent)
+                            .push_bind(c.status)
+                            .push_bind(c.blocked_on_elicitation)
+                            .push_bind(c.lost_reason)
+                            .push_bind(c.lost_at_ms)
+                            .push_bind(c.lost_request_id)
+                            .push_bind(c.lost_summary)
+                            .push_bind(c.created_at_ms)
+                            .push_bind(c.updated_at_ms);
+                    });
+                    query.push(sql::UPSERT_SESSIONS_TAIL);
+                    query.build().execute(&mut **tx).await?;
+                }
+                Ok(())
+            }
+
+            /// How many rounds of each session still wait for a person.
+            async fn open_counts(
+                &self,
+                tx: &mut Tx,
+                ids: &[SessionId],
+                now: DateTime<Utc>,
+            ) -> StoreResult<HashMap<String, i64>> {
+                let mut counts = HashMap::new();
+                for chunk in ids.chunks(sql::BATCH) {
+                    let mut query = QueryBuilder::<$db>::new(
+                        "SELECT session_id, COUNT(*) FROM rounds WHERE status = 'pending' AND deadline_ms > ",
+                    );
+                    query.push_bind(to_ms(now));
+                    query.push(" AND session_id IN (");
+                    let mut list = query.separated(", ");
+                    for id in chunk {
+                        list.push_bind(id.to_string());
+                    }
+                    query.push(") GROUP BY session_id");
+                    let rows: Vec<(String, i64)> =
+                        query.build_query_as().fetch_all(&mut **tx).await?;
+                    counts.extend(rows);
+                }
+                Ok(counts)
+            }
+
+            /// Moves each session by the effects of its rounds' changes (SPEC §2.3), in order.
+            async fn apply_session_effects(
+                &self,
+                tx: &mut Tx,
+                effects: Vec<(SessionId, SessionEffect)>,
+                now: DateTime<Utc>,
+            ) -> StoreResult<Vec<Session>> {
+                if effects.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut ids: Vec<SessionId> = effects.iter().map(|(id, _)| id.clone()).collect();
+                ids.sort();
+                ids.dedup();
+                let mut sessions = self.fetch_sessions(tx, &ids).await?;
+                let open = self.open_counts(tx, &ids, now).await?;
+                for (id, effect) in effects {
+                    if let Some(session) = sessions.get_mut(&id) {
+                        let other_active = open.get(id.as_str()).copied().unwrap_or(0) > 0;
+                        session.apply(effect, other_active, now);
+                    }
+                }
+                let changed: Vec<&Session> = sessions.values().collect();
+                self.save_sessions(tx, &changed).await?;
+                Ok(sessions.into_values().collect())
+            }
+
+            /// Expires every due round (of one session, or all) and moves their sessions.
+            async fn expire_due_in(
+                &self,
+                tx: &mut Tx,
+                now: DateTime<Utc>,
+                session: Option<&SessionId>,
+            ) -> StoreResult<Vec<Round>> {
+                let rows = match session {
+                    Some(id) => {
+                        sqlx::query_as::<$db, RoundRow>(sql::EXPIRE_DUE_IN_SESSION)
+                            .bind(to_ms(now))
+                            .bind(EXPIRED_MESSAGE)
+                            .bind(id.to_string())
+                            .fetch_all(&mut **tx)
+                            .await?
+                    }
+                    None => {
+                        sqlx::query_as::<$db, RoundRow>(sql::EXPIRE_DUE)
+                            .bind(to_ms(now))
+                            .bind(EXPIRED_MESSAGE)
+                            .fetch_all(&mut **tx)
+                            .await?
+                    }
+                };
+                let mut expired = rows_to_rounds(rows)?;
+                // The latest deadline's marker wins when a session lost several questions at once.
+                expired.sort_by_key(|round| (round.deadline, round.round_id));
+                let effects = expired
+                    .iter()
+                    .filter_map(|round| {
+                        round
+                            .session_effect(Some(RoundStatus::Pending))
+                            .map(|effect| (round.session_id.clone(), effect))
+                    })
+                    .collect();
+                self.apply_session_effects(tx, effects, now).await?;
+                Ok(expired)
+            }
+
+            async fn any_due(&self, now: DateTime<Utc>, session: Option<&SessionId>) -> StoreResult<bool> {
+                let found: Option<(String,)> = match session {
+                    Some(id) => {
+                        sqlx::query_as(sql::ANY_DUE_IN_SESSION)
+                            .bind(to_ms(now))
+                            .bind(id.to_string())
+                            .fetch_optional(&self.pool)
+                            .await?
+                    }
+                    None => {
+                        sqlx::query_as(sql::ANY_DUE)
+                            .bind(to_ms(now))
+                            .fetch_optional(&self.pool)
+                            .await?
+                    }
+                };
+                Ok(found.is_some())
+            }
+
+            /// Lazy expiry on read: only takes a write transaction when something is actually due.
+            async fn expire_lazily(&self, session: Option<&SessionId>) -> StoreResult<()> {
+                let now = self.now();
+                if self.any_due(now, session).await? {
+                    let mut tx = self.begin_write().await?;
+                    self.expire_due_in(&mut tx, now, session).await?;
+                    tx.commit().await?;
+                }
+                Ok(())
+            }
+
+            /// Loads a round for writing, expires it first if due, lets `op` decide, and saves the outcome.
+            /// A refusal still commits the expiry: a deadline is final whatever the caller wanted.
+            async fn mutate_round<T, F>(&self, id: RoundId, op: F) -> StoreResult<(Round, T)>
+            where
+                F: FnOnce(&mut Round, DateTime<Utc>) -> Result<T, ManagedInputError> + Send,
+                T: Send,
+            {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                let mut round = self
+                    .fetch_round(&mut tx, id)
+                    .await?
+                    .ok_or_else(|| round_not_found(id))?;
+                if round.is_due(now) {
+                    self.expire_due_in(&mut tx, now, Some(&round.session_id)).await?;
+                    round = self
+                        .fetch_round(&mut tx, id)
+                        .await?
+                        .ok_or_else(|| round_not_found(id))?;
+                }
+                let before = round.clone();
+                match op(&mut round, now) {
+                    Err(refusal) => {
+                        tx.commit().await?;
+                        Err(refusal.into())
+                    }
+                    Ok(outcome) => {
+                        if round.version != before.version {
+                            self.save_round(&mut tx, &before, &round).await?;
+                            if let Some(effect) = round.session_effect(Some(before.status)) {
+                                self.apply_session_effects(
+                                    &mut tx,
+                                    vec![(round.session_id.clone(), effect)],
+                                    now,
+                                )
+                                .await?;
+                            }
+                        }
+                        tx.commit().await?;
+                        Ok((round, outcome))
+                    }
+                }
+            }
+
+            /// Applies a session-level change under the session's lock, after expiring its due rounds.
+            async fn mutate_session<F>(&self, id: &SessionId, op: F) -> StoreResult<Session>
+            where
+                F: FnOnce(&mut Session, usize, DateTime<Utc>) -> Result<(), ManagedInputError> + Send,
+            {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                let mut session = self.fetch_session(&mut tx, id).await?;
+                self.expire_due_in(&mut tx, now, Some(id)).await?;
+                // Expiry may have moved the session; read it again.
+                session = self.fetch_sessions(&mut tx, std::slice::from_ref(id)).await?.remove(id).unwrap_or(session);
+                let open = self
+                    .open_counts(&mut tx, std::slice::from_ref(id), now)
+                    .await?
+                    .get(id.as_str())
+                    .copied()
+                    .unwrap_or(0);
+                match op(&mut session, usize::try_from(open).unwrap_or(usize::MAX), now) {
+                    Err(refusal) => {
+                        tx.commit().await?;
+                        Err(refusal.into())
+                    }
+                    Ok(()) => {
+                        self.save_sessions(&mut tx, &[&session]).await?;
+                        tx.commit().await?;
+                        Ok(session)
+                    }
+                }
+            }
+
+            /// Validates accepted form content with the compiled schema (cached per schema).
+            fn check_content(
+                &self,
+                key: &RequestKey,
+                request: &ElicitationRequest,
+                content: &Map<String, Value>,
+            ) -> Result<(), ManagedInputError> {
+                match request {
+                    ElicitationRequest::Form {
+                        requested_schema, ..
+                    } => self
+                        .ctx
+                        .schemas
+                        .get(requested_schema, &self.ctx.options.limits)?
+                        .validate(key.as_str(), content),
+                    ElicitationRequest::Url { .. } => Ok(()),
+                }
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl Store for $store {
+            fn backend(&self) -> crate::store::Backend {
+                Self::BACKEND
+            }
+
+            async fn migrate(&self) -> StoreResult<()> {
+                self.run_migrations().await
+            }
+
+            async fn ping(&self) -> StoreResult<()> {
+                sqlx::query::<$db>("SELECT 1").execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn applied_migrations(&self) -> StoreResult<i64> {
+                let (count,): (i64,) =
+                    sqlx::query_as("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+                        .fetch_one(&self.pool)
+                        .await?;
+                Ok(count)
+            }
+
+            async fn register_session(&self, new: NewSession) -> StoreResult<Session> {
+                new.validate()?;
+                let id = new.id.clone();
+                let c = SessionColumns::of(&Session::new(new, self.now()));
+                sqlx::query::<$db>(sql::INSERT_SESSION_IF_NEW)
+                    .bind(c.id)
+                    .bind(c.title)
+                    .bind(c.agent)
+                    .bind(c.status)
+                    .bind(c.blocked_on_elicitation)
+                    .bind(c.lost_reason)
+                    .bind(c.lost_at_ms)
+                    .bind(c.lost_request_id)
+                    .bind(c.lost_summary)
+                    .bind(c.created_at_ms)
+                    .bind(c.updated_at_ms)
+                    .execute(&self.pool)
+                    .await?;
+                self.get_session(&id).await
+            }
+
+            async fn get_session(&self, id: &SessionId) -> StoreResult<Session> {
+                self.expire_lazily(Some(id)).await?;
+                sqlx::query_as::<$db, SessionRow>(sql::SELECT_SESSION)
+                    .bind(id.to_string())
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .ok_or_else(|| session_not_found(id))?
+                    .into_session()
+            }
+
+            async fn list_sessions(&self, limit: u32) -> StoreResult<Vec<QueueEntry>> {
+                self.expire_lazily(None).await?;
+                let rows = sqlx::query_as::<$db, QueueRow>(sql::SELECT_QUEUE)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows.into_iter()
+                    .map(|row| {
+                        Ok(QueueEntry {
+                            session: row.session.into_session()?,
+                            open_rounds: u32::try_from(row.open_rounds).unwrap_or(u32::MAX),
+                            oldest_open_at: row.oldest_open_ms.map(from_ms).transpose()?,
+                        })
+                    })
+                    .collect()
+            }
+
+            async fn resume_session(&self, id: &SessionId) -> StoreResult<Session> {
+                self.mutate_session(id, |session, open, now| {
+                    session.resume(open > 0, now);
+                    Ok(())
+                })
+                .await
+            }
+
+            async fn finish_session(&self, id: &SessionId) -> StoreResult<Session> {
+                self.mutate_session(id, |session, open, now| session.finish(open, now))
+                    .await
+            }
+
+            async fn cancel_session(&self, id: &SessionId) -> StoreResult<Session> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                let mut session = self.fetch_session(&mut tx, id).await?;
+                let rows = sqlx::query_as::<$db, RoundRow>(&locked(sql::SELECT_UNFINISHED_ROUNDS))
+                    .bind(id.to_string())
+                    .fetch_all(&mut *tx)
+                    .await?;
+                for before in rows_to_rounds(rows)? {
+                    let mut round = before.clone();
+                    if round.cancel(now) {
+                        self.save_round(&mut tx, &before, &round).await?;
+                    }
+                }
+                session.cancel(now);
+                self.save_sessions(&mut tx, &[&session]).await?;
+                tx.commit().await?;
+                Ok(session)
+            }
+
+            async fn create_round(&self, new: NewRound) -> StoreResult<Round> {
+                let limits = self.ctx.options.limits;
+                new.validate(&limits)?;
+                for request in new.requests.values() {
+                    if let ElicitationRequest::Form {
+                        requested_schema, ..
+                    } = request
+                    {
+                        self.ctx.schemas.get(requested_schema, &limits)?;
+                    }
+                }
+                let now = self.now();
+                let deadline = self.ctx.options.expiry.deadline(now, new.producer_deadline());
+                let mut tx = self.begin_write().await?;
+                let session = self.fetch_session(&mut tx, &new.session_id).await?;
+                session.accepts_rounds()?;
+                let round = Round::open(new, RoundId::generate(), now, deadline);
+                self.insert_round(&mut tx, &round).await?;
+                self.apply_session_effects(
+                    &mut tx,
+                    vec![(round.session_id.clone(), SessionEffect::Opened)],
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(round)
+            }
+
+            async fn get_round(&self, id: RoundId) -> StoreResult<Round> {
+                let round = self.read_round(id).await?.ok_or_else(|| round_not_found(id))?;
+                if !round.is_due(self.now()) {
+                    return Ok(round);
+                }
+                self.expire_lazily(Some(&round.session_id)).await?;
+                self.read_round(id).await?.ok_or_else(|| round_not_found(id))
+            }
+
+            async fn get_round_by_request_id(&self, id: &RequestId) -> StoreResult<Round> {
+                let row = sqlx::query_as::<$db, RoundRow>(sql::SELECT_ROUND_BY_REQUEST_ID)
+                    .bind(id.to_string())
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .ok_or_else(|| {
+                        StoreError::from(ManagedInputError::not_found(format!(
+                            "No question with request id {id} exists."
+                        )))
+                    })?;
+                let round = row.into_round()?;
+                if round.is_due(self.now()) {
+                    return self.get_round(round.round_id).await;
+                }
+                Ok(round)
+            }
+
+            async fn list_rounds(&self, session: &SessionId) -> StoreResult<Vec<Round>> {
+                self.get_session(session).await?;
+                let rows = sqlx::query_as::<$db, RoundRow>(sql::SELECT_SESSION_ROUNDS)
+                    .bind(session.to_string())
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows_to_rounds(rows)
+            }
+
+            async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>> {
+                self.get_session(session).await?;
+                let mut pending = rows_to_rounds(
+                    sqlx::query_as::<$db, RoundRow>(sql::SELECT_PENDING_ROUNDS)
+                        .bind(session.to_string())
+                        .fetch_all(&self.pool)
+                        .await?,
+                )?;
+                if pending.len() > 1 {
+                    return Err(ManagedInputError::state(format!(
+                        "Session {session} has more than one pending round; read them with GET /api/v1/sessions/{session}/rounds."
+                    ))
+                    .into());
+                }
+                Ok(pending.pop())
+            }
+
+            async fn claim_round(&self, id: RoundId, owner: OwnerId, lease: Duration) -> StoreResult<Lease> {
+                let token = LeaseToken::generate();
+                self.mutate_round(id, move |round, now| round.claim(owner, token, lease, now))
+                    .await
+                    .map(|(_, lease)| lease)
+            }
+
+            async fn renew(
+                &self,
+                id: RoundId,
+                owner: &OwnerId,
+                token: &LeaseToken,
+                lease: Duration,
+            ) -> StoreResult<Lease> {
+                self.mutate_round(id, |round, now| round.renew(owner, token, lease, now))
+                    .await
+                    .map(|(_, lease)| lease)
+            }
+
+            async fn submit_responses(
+                &self,
+                id: RoundId,
+                responses: BTreeMap<RequestKey, ElicitationResponse>,
+                idempotency_key: IdempotencyKey,
+                answered_by: Option<String>,
+            ) -> StoreResult<(Round, Submission)> {
+                let check = |key: &RequestKey, request: &ElicitationRequest, content: &Map<String, Value>| {
+                    self.check_content(key, request, content)
+                };
+                self.mutate_round(id, move |round, now| {
+                    round.submit(responses, idempotency_key, answered_by, now, &check)
+                })
+                .await
+            }
+
+            async fn start_delivery(&self, id: RoundId, owner: &OwnerId, token: &LeaseToken) -> StoreResult<Round> {
+                self.mutate_round(id, |round, now| round.start_delivery(owner, token, now))
+                    .await
+                    .map(|(round, ())| round)
+            }
+
+            async fn mark_delivered(&self, id: RoundId, owner: &OwnerId, token: &LeaseToken) -> StoreResult<Round> {
+                self.mutate_round(id, |round, now| round.mark_delivered(owner, token, now))
+                    .await
+                    .map(|(round, ())| round)
+            }
+
+            async fn resolve(&self, id: RoundId, owner: &OwnerId, token: &LeaseToken) -> StoreResult<Round> {
+                self.mutate_round(id, |round, now| round.resolve(owner, token, now))
+                    .await
+                    .map(|(round, ())| round)
+            }
+
+            async fn fail(
+                &self,
+                id: RoundId,
+                owner: &OwnerId,
+                token: &LeaseToken,
+                code: FailureCode,
+                message: String,
+            ) -> StoreResult<Round> {
+                self.mutate_round(id, |round, now| round.fail(owner, token, code, message, now))
+                    .await
+                    .map(|(round, ())| round)
+            }
+
+            async fn fail_recovery(&self, id: RoundId) -> StoreResult<Round> {
+                self.mutate_round(id, |round, now| round.fail_recovery(now))
+                    .await
+                    .map(|(round, ())| round)
+            }
+
+            async fn record_poll_delivery(&self, id: RoundId) -> StoreResult<Round> {
+                self.mutate_round(id, |round, now| Ok(round.record_poll_delivery(now)))
+                    .await
+                    .map(|(round, _)| round)
+            }
+
+            async fn redacted_responses(&self, id: RoundId) -> StoreResult<RedactedResponses> {
+                Ok(self.get_round(id).await?.redacted())
+            }
+
+            async fn expire_due_rounds(&self) -> StoreResult<Vec<Round>> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                let expired = self.expire_due_in(&mut tx, now, None).await?;
+                tx.commit().await?;
+                Ok(expired)
+            }
+
+            async fn sweep_stranded(&self) -> StoreResult<Vec<Session>> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                // Due rounds expire first, so an overdue question is reported as expired, not stranded.
+                self.expire_due_in(&mut tx, now, None).await?;
+                let stranded: Vec<Session> =
+                    sqlx::query_as::<$db, SessionRow>(&locked(sql::SELECT_STRANDED))
+                        .bind(to_ms(now))
+                        .bind(true)
+                        .fetch_all(&mut *tx)
+                        .await?
+                        .into_iter()
+                        .map(SessionRow::into_session)
+                        .collect::<StoreResult<_>>()?;
+                if stranded.is_empty() {
+                    tx.commit().await?;
+                    return Ok(Vec::new());
+                }
+                let ids: Vec<SessionId> = stranded.iter().map(|s| s.id.clone()).collect();
+                let mut last_rounds: HashMap<String, (RequestId, String)> = HashMap::new();
+                for chunk in ids.chunks(sql::BATCH) {
+                    let mut query = QueryBuilder::<$db>::new(
+                        "SELECT r.session_id, r.request_id, r.summary FROM rounds r WHERE r.session_id IN (",
+                    );
+                    let mut list = query.separated(", ");
+                    for id in chunk {
+                        list.push_bind(id.to_string());
+                    }
+                    query.push(
+                        ") AND r.created_at_ms = (SELECT MAX(r2.created_at_ms) FROM rounds r2 \
+                         WHERE r2.session_id = r.session_id)",
+                    );
+                    let rows: Vec<(String, String, String)> =
+                        query.build_query_as().fetch_all(&mut *tx).await?;
+                    for (session_id, request_id, summary) in rows {
+                        if let Ok(request_id) = RequestId::parse(request_id) {
+                            last_rounds.insert(session_id, (request_id, summary));
+                        }
+                    }
+                }
+                let mut changed = Vec::new();
+                for mut session in stranded {
+                    let last = last_rounds.remove(session.id.as_str());
+                    if session.sweep_stranded(false, last, now) {
+                        changed.push(session);
+                    }
+                }
+                let refs: Vec<&Session> = changed.iter().collect();
+                self.save_sessions(&mut tx, &refs).await?;
+                tx.commit().await?;
+                Ok(changed)
+            }
+
+            async fn recover_leases(&self) -> StoreResult<Vec<Round>> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                let failed = rows_to_rounds(
+                    sqlx::query_as::<$db, RoundRow>(sql::RECOVER_LEASES)
+                        .bind(to_ms(now))
+                        .bind(RECOVERY_MESSAGE)
+                        .fetch_all(&mut *tx)
+                        .await?,
+                )?;
+                let effects = failed
+                    .iter()
+                    .filter_map(|round| {
+                        round
+                            .session_effect(Some(RoundStatus::DeliveryStarted))
+                            .map(|effect| (round.session_id.clone(), effect))
+                    })
+                    .collect();
+                self.apply_session_effects(&mut tx, effects, now).await?;
+                tx.commit().await?;
+                Ok(failed)
+            }
+        }
+    };
+}
+
+pub(crate) use sql_store;

@@ -1,0 +1,281 @@
+//! Rows as both backends return them, and their conversion to and from the domain types.
+//!
+//! Every column is a type both SQLite and PostgreSQL decode the same way (text, 64-bit integers, booleans),
+//! so one row type serves both backends.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use super::StoreError;
+use crate::domain::{
+    ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+    round::{
+        ElicitationRequest, ElicitationResponse, Failure, FailureCode, Lease, OperationKind, Round,
+        RoundStatus,
+    },
+    session::{LostElicitation, LostReason, Session, SessionStatus},
+};
+
+/// Unix milliseconds, the stored form of every time.
+pub fn to_ms(at: DateTime<Utc>) -> i64 {
+    at.timestamp_millis()
+}
+
+pub fn from_ms(ms: i64) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::from_timestamp_millis(ms)
+        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} is out of range")))
+}
+
+fn from_ms_opt(ms: Option<i64>) -> Result<Option<DateTime<Utc>>, StoreError> {
+    ms.map(from_ms).transpose()
+}
+
+fn corrupt(what: &str, error: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("{what}: {error}"))
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct SessionRow {
+    pub id: String,
+    pub title: String,
+    pub agent: Option<String>,
+    pub status: String,
+    pub blocked_on_elicitation: bool,
+    pub lost_reason: Option<String>,
+    pub lost_at_ms: Option<i64>,
+    pub lost_request_id: Option<String>,
+    pub lost_summary: Option<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl SessionRow {
+    pub fn into_session(self) -> Result<Session, StoreError> {
+        let lost_elicitation = match (
+            self.lost_reason,
+            self.lost_at_ms,
+            self.lost_request_id,
+            self.lost_summary,
+        ) {
+            (Some(reason), Some(at), Some(request_id), Some(summary)) => Some(LostElicitation {
+                reason: LostReason::parse(&reason)
+                    .ok_or_else(|| corrupt("lost_reason", &reason))?,
+                at: from_ms(at)?,
+                request_id: RequestId::parse(request_id)
+                    .map_err(|e| corrupt("lost_request_id", e))?,
+                summary,
+            }),
+            _ => None,
+        };
+        Ok(Session {
+            id: SessionId::parse(self.id).map_err(|e| corrupt("session id", e))?,
+            title: self.title,
+            agent: self.agent,
+            status: SessionStatus::parse(&self.status)
+                .ok_or_else(|| corrupt("session status", &self.status))?,
+            blocked_on_elicitation: self.blocked_on_elicitation,
+            lost_elicitation,
+            created_at: from_ms(self.created_at_ms)?,
+            updated_at: from_ms(self.updated_at_ms)?,
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct RoundRow {
+    pub round_id: String,
+    pub session_id: String,
+    pub request_id: String,
+    pub logical_operation_id: String,
+    pub server: Option<String>,
+    pub operation_kind: String,
+    pub operation_name: String,
+    pub requests: String,
+    pub request_state: Option<String>,
+    pub round_index: i64,
+    pub round_limit: i64,
+    pub status: String,
+    pub created_at_ms: i64,
+    pub deadline_ms: i64,
+    pub updated_at_ms: i64,
+    pub lease_owner: Option<String>,
+    pub lease_token: Option<String>,
+    pub lease_expires_at_ms: Option<i64>,
+    pub responses: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub responded_at_ms: Option<i64>,
+    pub responded_by: Option<String>,
+    pub delivery_attempts: i64,
+    pub delivered_at_ms: Option<i64>,
+    pub resolved_at_ms: Option<i64>,
+    pub failure_code: Option<String>,
+    pub failure_message: Option<String>,
+    pub failed_at_ms: Option<i64>,
+    pub summary: String,
+    pub version: i64,
+}
+
+impl RoundRow {
+    pub fn into_round(self) -> Result<Round, StoreError> {
+        let requests: BTreeMap<RequestKey, ElicitationRequest> =
+            serde_json::from_str(&self.requests).map_err(|e| corrupt("requests", e))?;
+        let responses: Option<BTreeMap<RequestKey, ElicitationResponse>> = self
+            .responses
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| corrupt("responses", e))?;
+        let lease = match (self.lease_owner, self.lease_token, self.lease_expires_at_ms) {
+            (Some(owner), Some(token), Some(expires)) => Some(Lease {
+                owner_id: OwnerId::parse(owner).map_err(|e| corrupt("lease_owner", e))?,
+                lease_token: LeaseToken::from_secret(token),
+                expires_at: from_ms(expires)?,
+            }),
+            _ => None,
+        };
+        let failure = match (self.failure_code, self.failed_at_ms) {
+            (Some(code), Some(at)) => Some(Failure {
+                code: FailureCode::from(code),
+                message: self.failure_message.unwrap_or_default(),
+                at: from_ms(at)?,
+            }),
+            _ => None,
+        };
+        Ok(Round {
+            round_id: RoundId::parse(&self.round_id).map_err(|e| corrupt("round_id", e))?,
+            session_id: SessionId::parse(self.session_id).map_err(|e| corrupt("session_id", e))?,
+            request_id: RequestId::parse(self.request_id).map_err(|e| corrupt("request_id", e))?,
+            logical_operation_id: self.logical_operation_id,
+            server: self.server,
+            operation_kind: OperationKind::parse(&self.operation_kind)
+                .ok_or_else(|| corrupt("operation_kind", &self.operation_kind))?,
+            operation_name: self.operation_name,
+            requests,
+            request_state: self.request_state,
+            round_index: u32::try_from(self.round_index).map_err(|e| corrupt("round_index", e))?,
+            round_limit: u32::try_from(self.round_limit).map_err(|e| corrupt("round_limit", e))?,
+            status: RoundStatus::parse(&self.status)
+                .ok_or_else(|| corrupt("round status", &self.status))?,
+            created_at: from_ms(self.created_at_ms)?,
+            deadline: from_ms(self.deadline_ms)?,
+            updated_at: from_ms(self.updated_at_ms)?,
+            lease,
+            responses,
+            idempotency_key: self
+                .idempotency_key
+                .map(IdempotencyKey::parse)
+                .transpose()
+                .map_err(|e| corrupt("idempotency_key", e))?,
+            responded_at: from_ms_opt(self.responded_at_ms)?,
+            responded_by: self.responded_by,
+            delivery_attempts: u32::try_from(self.delivery_attempts)
+                .map_err(|e| corrupt("delivery_attempts", e))?,
+            delivered_at: from_ms_opt(self.delivered_at_ms)?,
+            resolved_at: from_ms_opt(self.resolved_at_ms)?,
+            failure,
+            summary: self.summary,
+            version: self.version,
+        })
+    }
+}
+
+/// A round's columns as they are written.
+pub struct RoundColumns {
+    pub round_id: String,
+    pub session_id: String,
+    pub request_id: String,
+    pub requests: String,
+    pub status: &'static str,
+    pub created_at_ms: i64,
+    pub deadline_ms: i64,
+    pub updated_at_ms: i64,
+    pub lease_owner: Option<String>,
+    pub lease_token: Option<String>,
+    pub lease_expires_at_ms: Option<i64>,
+    pub responses: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub responded_at_ms: Option<i64>,
+    pub delivered_at_ms: Option<i64>,
+    pub resolved_at_ms: Option<i64>,
+    pub failure_code: Option<String>,
+    pub failure_message: Option<String>,
+    pub failed_at_ms: Option<i64>,
+}
+
+impl RoundColumns {
+    pub fn of(round: &Round) -> Result<Self, StoreError> {
+        Ok(Self {
+            round_id: round.round_id.to_string(),
+            session_id: round.session_id.to_string(),
+            request_id: round.request_id.to_string(),
+            requests: serde_json::to_string(&round.requests).map_err(|e| corrupt("requests", e))?,
+            status: round.status.as_str(),
+            created_at_ms: to_ms(round.created_at),
+            deadline_ms: to_ms(round.deadline),
+            updated_at_ms: to_ms(round.updated_at),
+            lease_owner: round.lease.as_ref().map(|l| l.owner_id.to_string()),
+            lease_token: round
+                .lease
+                .as_ref()
+                .map(|l| l.lease_token.expose().to_owned()),
+            lease_expires_at_ms: round.lease.as_ref().map(|l| to_ms(l.expires_at)),
+            responses: round
+                .responses
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(|e| corrupt("responses", e))?,
+            idempotency_key: round.idempotency_key.as_ref().map(ToString::to_string),
+            responded_at_ms: round.responded_at.map(to_ms),
+            delivered_at_ms: round.delivered_at.map(to_ms),
+            resolved_at_ms: round.resolved_at.map(to_ms),
+            failure_code: round.failure.as_ref().map(|f| f.code.as_str().to_owned()),
+            failure_message: round.failure.as_ref().map(|f| f.message.clone()),
+            failed_at_ms: round.failure.as_ref().map(|f| to_ms(f.at)),
+        })
+    }
+}
+
+/// A session's columns as they are written.
+pub struct SessionColumns {
+    pub id: String,
+    pub title: String,
+    pub agent: Option<String>,
+    pub status: &'static str,
+    pub blocked_on_elicitation: bool,
+    pub lost_reason: Option<&'static str>,
+    pub lost_at_ms: Option<i64>,
+    pub lost_request_id: Option<String>,
+    pub lost_summary: Option<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl SessionColumns {
+    pub fn of(session: &Session) -> Self {
+        let lost = session.lost_elicitation.as_ref();
+        Self {
+            id: session.id.to_string(),
+            title: session.title.clone(),
+            agent: session.agent.clone(),
+            status: session.status.as_str(),
+            blocked_on_elicitation: session.blocked_on_elicitation,
+            lost_reason: lost.map(|l| l.reason.as_str()),
+            lost_at_ms: lost.map(|l| to_ms(l.at)),
+            lost_request_id: lost.map(|l| l.request_id.to_string()),
+            lost_summary: lost.map(|l| l.summary.clone()),
+            created_at_ms: to_ms(session.created_at),
+            updated_at_ms: to_ms(session.updated_at),
+        }
+    }
+}
+
+/// The attention-queue row: a session and what is open in it.
+#[derive(Debug, sqlx::FromRow)]
+pub struct QueueRow {
+    #[sqlx(flatten)]
+    pub session: SessionRow,
+    pub open_rounds: i64,
+    pub oldest_open_ms: Option<i64>,
+}

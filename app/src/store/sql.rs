@@ -1,0 +1,86 @@
+//! The store's SQL, written once: both SQLite and PostgreSQL accept `$N` parameters, `RETURNING` and
+//! `ON CONFLICT`, and every column is text, a 64-bit integer or a boolean.
+
+pub const SELECT_ROUND: &str = "SELECT * FROM rounds WHERE round_id = $1";
+
+pub const SELECT_ROUND_BY_REQUEST_ID: &str = "SELECT * FROM rounds WHERE request_id = $1";
+
+pub const SELECT_SESSION_ROUNDS: &str =
+    "SELECT * FROM rounds WHERE session_id = $1 ORDER BY created_at_ms DESC, round_id DESC";
+
+pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
+     ORDER BY created_at_ms, round_id LIMIT 2";
+
+pub const SELECT_UNFINISHED_ROUNDS: &str =
+    "SELECT * FROM rounds WHERE session_id = $1 AND status NOT IN ('resolved', 'failed')";
+
+pub const INSERT_ROUND: &str = "INSERT INTO rounds (round_id, session_id, request_id, \
+     logical_operation_id, server, operation_kind, operation_name, requests, request_state, round_index, \
+     round_limit, status, created_at_ms, deadline_ms, updated_at_ms, lease_owner, lease_token, \
+     lease_expires_at_ms, responses, idempotency_key, responded_at_ms, responded_by, delivery_attempts, \
+     delivered_at_ms, resolved_at_ms, failure_code, failure_message, failed_at_ms, summary, version) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+     $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)";
+
+/// Compare-and-set: the write lands only if status, lease owner, lease token and version are unchanged.
+pub const UPDATE_ROUND: &str = "UPDATE rounds SET status = $1, updated_at_ms = $2, lease_owner = $3, \
+     lease_token = $4, lease_expires_at_ms = $5, responses = $6, idempotency_key = $7, \
+     responded_at_ms = $8, responded_by = $9, delivery_attempts = $10, delivered_at_ms = $11, \
+     resolved_at_ms = $12, failure_code = $13, failure_message = $14, failed_at_ms = $15, version = $16 \
+     WHERE round_id = $17 AND version = $18 AND status = $19 \
+     AND COALESCE(lease_owner, '') = $20 AND COALESCE(lease_token, '') = $21";
+
+/// The set-based form of `Round::expire_if_due` (pending and past the deadline → failed / expired).
+pub const EXPIRE_DUE: &str = "UPDATE rounds SET status = 'failed', failure_code = 'expired', \
+     failure_message = $2, failed_at_ms = $1, updated_at_ms = $1, lease_owner = NULL, lease_token = NULL, \
+     lease_expires_at_ms = NULL, version = version + 1 \
+     WHERE status = 'pending' AND deadline_ms <= $1 RETURNING *";
+
+pub const EXPIRE_DUE_IN_SESSION: &str = "UPDATE rounds SET status = 'failed', failure_code = 'expired', \
+     failure_message = $2, failed_at_ms = $1, updated_at_ms = $1, lease_owner = NULL, lease_token = NULL, \
+     lease_expires_at_ms = NULL, version = version + 1 \
+     WHERE status = 'pending' AND deadline_ms <= $1 AND session_id = $3 RETURNING *";
+
+pub const ANY_DUE: &str =
+    "SELECT round_id FROM rounds WHERE status = 'pending' AND deadline_ms <= $1 LIMIT 1";
+
+pub const ANY_DUE_IN_SESSION: &str = "SELECT round_id FROM rounds \
+     WHERE status = 'pending' AND deadline_ms <= $1 AND session_id = $2 LIMIT 1";
+
+/// The set-based form of `Round::fail_recovery` for every round whose worker's lease ran out mid-delivery.
+pub const RECOVER_LEASES: &str = "UPDATE rounds SET status = 'failed', \
+     failure_code = 'recovery_unavailable', failure_message = $2, failed_at_ms = $1, updated_at_ms = $1, \
+     lease_owner = NULL, lease_token = NULL, lease_expires_at_ms = NULL, version = version + 1 \
+     WHERE status IN ('delivery_started', 'delivered') AND lease_expires_at_ms <= $1 RETURNING *";
+
+pub const SELECT_SESSION: &str = "SELECT * FROM sessions WHERE id = $1";
+
+pub const INSERT_SESSION_IF_NEW: &str = "INSERT INTO sessions (id, title, agent, status, \
+     blocked_on_elicitation, lost_reason, lost_at_ms, lost_request_id, lost_summary, created_at_ms, \
+     updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING";
+
+/// Prefix of a multi-row session write; the values are appended by a query builder.
+pub const UPSERT_SESSIONS_HEAD: &str = "INSERT INTO sessions (id, title, agent, status, \
+     blocked_on_elicitation, lost_reason, lost_at_ms, lost_request_id, lost_summary, created_at_ms, \
+     updated_at_ms) ";
+
+pub const UPSERT_SESSIONS_TAIL: &str = " ON CONFLICT (id) DO UPDATE SET title = excluded.title, \
+     agent = excluded.agent, status = excluded.status, \
+     blocked_on_elicitation = excluded.blocked_on_elicitation, lost_reason = excluded.lost_reason, \
+     lost_at_ms = excluded.lost_at_ms, lost_request_id = excluded.lost_request_id, \
+     lost_summary = excluded.lost_summary, updated_at_ms = excluded.updated_at_ms";
+
+/// Sessions still marked blocked although nothing of theirs is waiting any more.
+pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_elicitation = $2 \
+     AND NOT EXISTS (SELECT 1 FROM rounds r WHERE r.session_id = s.id AND r.status = 'pending' \
+     AND r.deadline_ms > $1)";
+
+pub const SELECT_QUEUE: &str = "SELECT * FROM (SELECT s.*, \
+     (SELECT COUNT(*) FROM rounds r WHERE r.session_id = s.id AND r.status = 'pending') AS open_rounds, \
+     (SELECT MIN(r.created_at_ms) FROM rounds r WHERE r.session_id = s.id AND r.status = 'pending') \
+     AS oldest_open_ms FROM sessions s) q \
+     ORDER BY CASE WHEN q.open_rounds > 0 THEN 0 WHEN q.lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
+     q.oldest_open_ms, q.updated_at_ms DESC, q.id LIMIT $1";
+
+/// Rows per multi-row statement: well under both backends' parameter limits.
+pub const BATCH: usize = 500;
