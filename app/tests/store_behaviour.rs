@@ -74,6 +74,7 @@ fn new_round(session: &str, requests: Vec<(&str, ElicitationRequest)>) -> NewRou
         round_index: 0,
         round_limit: 3,
         deadline: None,
+        fingerprint: None,
     }
 }
 

@@ -83,6 +83,7 @@ fn new_round() -> NewRound {
         round_index: 0,
         round_limit: 1,
         deadline: None,
+        fingerprint: None,
     }
 }
 

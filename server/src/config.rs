@@ -22,6 +22,68 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate(DatabaseArgs),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Apikey(ApikeyCommand),
+    /// Manage sessions.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Ask a person a question, like an MCP server would, and print the answer as JSON.
+    ///
+    /// Reads ELICITATION_REQUEST_URL, ELICITATION_POLL_URL, ELICITATION_SESSION_ID and ELICITATION_TTL_MS
+    /// like the real client. Exit status: 0 accept, 2 decline, 3 cancel (dismissed), 4 expired, 1 error.
+    Ask(AskArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApikeyCommand {
+    /// Create an API key and print only the key on stdout.
+    Create {
+        /// A name that says whose key it is (shown as who answered).
+        #[arg(long)]
+        name: String,
+        /// admin, responder or viewer.
+        #[arg(long, default_value = "responder")]
+        role: String,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Register a session and print its environment block as KEY=VALUE lines.
+    Create {
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        title: Option<String>,
+        #[arg(long)]
+        agent: Option<String>,
+        /// Write the block for this MCP server's own route, so banners name the server.
+        #[arg(long)]
+        server: Option<String>,
+        #[command(flatten)]
+        public: PublicArgs,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AskArgs {
+    /// The question.
+    #[arg(long)]
+    pub message: String,
+    /// The form's JSON Schema, inline or as @FILE. Default: a single free-text answer.
+    #[arg(long)]
+    pub schema: Option<String>,
+    /// The asking tool's name, shown on the banner.
+    #[arg(long, default_value = "anteroom ask")]
+    pub tool_name: String,
+    /// How long to wait for a person, e.g. 90s, 10m, 2h (default: ELICITATION_TTL_MS, else 5m).
+    #[arg(long)]
+    pub timeout: Option<String>,
 }
 
 /// Where the data lives.
@@ -36,12 +98,37 @@ pub struct DatabaseArgs {
     pub database_url: String,
 }
 
-/// Settings of the server.
+/// How producers reach this instance.
 #[derive(Debug, Clone, Args)]
-pub struct ServeArgs {
+pub struct PublicArgs {
+    /// The base URL producers and browsers use (default: http://ADDR).
+    #[arg(long, env = "ANTEROOM_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
     /// Address and port to listen on.
     #[arg(long, env = "ANTEROOM_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
+
+    /// Default window of a question, in minutes, when its producer names no deadline (default 60).
+    /// Blank means unset; a value that is not a positive whole number is logged and ignored.
+    #[arg(long, env = "ELICITATION_EXPIRATION_MINUTES")]
+    pub expiration_minutes: Option<String>,
+}
+
+impl PublicArgs {
+    pub fn public_url(&self) -> String {
+        self.public_url
+            .clone()
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| format!("http://{}", self.addr))
+    }
+}
+
+/// Settings of the server.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub public: PublicArgs,
 
     #[command(flatten)]
     pub database: DatabaseArgs,
@@ -50,10 +137,20 @@ pub struct ServeArgs {
     #[arg(long, env = "ANTEROOM_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
 
-    /// Default window of a question, in minutes, when its producer names no deadline (default 60).
-    /// Blank means unset; a value that is not a positive whole number is logged and ignored.
-    #[arg(long, env = "ELICITATION_EXPIRATION_MINUTES")]
-    pub expiration_minutes: Option<String>,
+    /// Accept anonymous producers on the bare /api/v1/elicitations routes (the original, insecure behaviour).
+    #[arg(
+        long,
+        env = "ANTEROOM_ALLOW_UNAUTHENTICATED_PRODUCERS",
+        default_value_t = false,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub allow_unauthenticated_producers: bool,
+
+    /// Largest request body, in KiB.
+    #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = 256)]
+    pub body_limit_kib: usize,
 
     /// Log filter, in `tracing` env-filter syntax.
     #[arg(long, env = "RUST_LOG", default_value = "info")]

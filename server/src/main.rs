@@ -1,40 +1,75 @@
 //! Entry point of the `anteroom` binary: parses the command line and runs the chosen sub-command.
 
-use std::io::IsTerminal;
+use std::{io::IsTerminal, process::ExitCode, sync::Arc};
 
 use anteroom_app::{
-    domain::expiry::{ExpiryPolicy, OperatorMinutes},
-    store::{self, StoreOptions},
+    domain::{
+        access::{ApiKey, Role},
+        expiry::{ExpiryPolicy, OperatorMinutes},
+        ids::SessionId,
+        session::NewSession,
+    },
+    store::{self, Store, StoreOptions},
 };
 use anteroom_server::{
-    AppState,
-    config::{Cli, Command, DatabaseArgs, ServeArgs},
+    ApiConfig, AppState,
+    api::views::environment_block,
+    ask,
+    config::{ApikeyCommand, Cli, Command, DatabaseArgs, PublicArgs, ServeArgs, SessionCommand},
+    credentials,
 };
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Parser;
 use leptos::config::LeptosOptions;
 use tokio::net::TcpListener;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Some(Command::Serve(args)) => serve(args).await,
-        None => serve(cli.serve).await,
+    let outcome = match cli.command {
+        Some(Command::Serve(args)) => serve(args).await.map(|()| 0),
+        None => serve(cli.serve).await.map(|()| 0),
         Some(Command::Migrate(args)) => {
             init_logging("info");
-            migrate(&args, StoreOptions::default()).await.map(drop)
+            open_store(&args, StoreOptions::default()).await.map(|_| 0)
+        }
+        Some(Command::Apikey(ApikeyCommand::Create {
+            name,
+            role,
+            database,
+        })) => create_api_key(&name, &role, &database).await.map(|()| 0),
+        Some(Command::Session(SessionCommand::Create {
+            id,
+            title,
+            agent,
+            server,
+            public,
+            database,
+        })) => create_session(id, title, agent, server, &public, &database)
+            .await
+            .map(|()| 0),
+        Some(Command::Ask(args)) => ask::run(args).await,
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("anteroom: {error:#}");
+            ExitCode::from(ask::EXIT_ERROR)
         }
     }
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log);
-    let options = StoreOptions {
-        expiry: expiry_policy(args.expiration_minutes.as_deref()),
-        ..StoreOptions::default()
-    };
-    let store = migrate(&args.database, options).await?;
+    let expiry = expiry_policy(args.public.expiration_minutes.as_deref());
+    let store = open_store(
+        &args.database,
+        StoreOptions {
+            expiry,
+            ..StoreOptions::default()
+        },
+    )
+    .await?;
 
     let site_root = args.site_root.to_string_lossy().into_owned();
     if !args.site_root.join("pkg").is_dir() {
@@ -43,31 +78,35 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "no browser bundle found: pages render but will not hydrate; build with `cargo xtask build`"
         );
     }
+    let addr = args.public.addr;
     let leptos_options = LeptosOptions::builder()
         .output_name("anteroom")
         .site_root(site_root)
         .site_pkg_dir("pkg")
-        .site_addr(args.addr)
+        .site_addr(addr)
         .build();
+    let mut config = ApiConfig::new(&args.public.public_url());
+    config.allow_unauthenticated_producers = args.allow_unauthenticated_producers;
+    config.default_window_ms = expiry.default_window().num_milliseconds();
+    config.body_limit = args.body_limit_kib.saturating_mul(1024);
+    if config.allow_unauthenticated_producers {
+        tracing::warn!(
+            "ANTEROOM_ALLOW_UNAUTHENTICATED_PRODUCERS is on: anyone who can reach this host can post questions \
+             to any existing session and poll any question by id on /api/v1/elicitations"
+        );
+    }
 
-    let listener = TcpListener::bind(args.addr)
+    let listener = TcpListener::bind(addr)
         .await
-        .with_context(|| format!("cannot listen on {}", args.addr))?;
+        .with_context(|| format!("cannot listen on {addr}"))?;
     let local_addr = listener.local_addr()?;
     tracing::info!(
-        "Anteroom is listening on http://{local_addr} ({})",
-        store.backend().name()
+        "Anteroom is listening on http://{local_addr} ({}); producers use {}",
+        store.backend().name(),
+        config.public_url
     );
-
-    anteroom_server::serve(
-        listener,
-        AppState {
-            leptos_options,
-            store,
-        },
-        shutdown_signal(),
-    )
-    .await?;
+    let state = AppState::new(leptos_options, store, config);
+    anteroom_server::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("Anteroom stopped");
     Ok(())
 }
@@ -81,19 +120,11 @@ fn expiry_policy(raw: Option<&str>) -> ExpiryPolicy {
             "ELICITATION_EXPIRATION_MINUTES ignored because {reason}; using the 60-minute default"
         );
     }
-    let policy = parsed.into_policy();
-    tracing::info!(
-        minutes = policy.default_window().num_minutes(),
-        "default question window"
-    );
-    policy
+    parsed.into_policy()
 }
 
 /// Connects to the configured database and brings its schema up to date.
-async fn migrate(
-    args: &DatabaseArgs,
-    options: StoreOptions,
-) -> anyhow::Result<std::sync::Arc<dyn store::Store>> {
+async fn open_store(args: &DatabaseArgs, options: StoreOptions) -> anyhow::Result<Arc<dyn Store>> {
     let store = store::connect(&args.database_url, options)
         .await
         .with_context(|| format!("cannot open the database at {}", redact(&args.database_url)))?;
@@ -106,6 +137,58 @@ async fn migrate(
         "database schema is up to date"
     );
     Ok(store)
+}
+
+async fn create_api_key(name: &str, role: &str, database: &DatabaseArgs) -> anyhow::Result<()> {
+    let Some(role) = Role::parse(role) else {
+        bail!("--role must be admin, responder or viewer");
+    };
+    if name.trim().is_empty() || name.len() > 100 {
+        bail!("--name must be 1 to 100 characters");
+    }
+    let store = open_store(database, StoreOptions::default()).await?;
+    let secret = credentials::generate(credentials::API_KEY_PREFIX);
+    let key = ApiKey {
+        id: uuid::Uuid::now_v7().to_string(),
+        name: name.to_owned(),
+        role,
+    };
+    store
+        .create_api_key(&key, &credentials::hash(&secret))
+        .await?;
+    println!("{secret}");
+    Ok(())
+}
+
+async fn create_session(
+    id: String,
+    title: Option<String>,
+    agent: Option<String>,
+    server: Option<String>,
+    public: &PublicArgs,
+    database: &DatabaseArgs,
+) -> anyhow::Result<()> {
+    let store = open_store(database, StoreOptions::default()).await?;
+    let id = SessionId::parse(id)?;
+    store
+        .register_session(NewSession {
+            id: id.clone(),
+            title,
+            agent,
+        })
+        .await?;
+    let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
+    store
+        .set_producer_token(&id, Some(&credentials::hash(&token)))
+        .await?;
+    let mut config = ApiConfig::new(&public.public_url());
+    config.default_window_ms = expiry_policy(public.expiration_minutes.as_deref())
+        .default_window()
+        .num_milliseconds();
+    for (key, value) in environment_block(&config, id.as_str(), &token, server.as_deref()) {
+        println!("{key}={value}");
+    }
+    Ok(())
 }
 
 /// Hides a password in a database URL before it reaches a log or an error message.
@@ -124,13 +207,15 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// Logs go to stderr, so sub-commands keep stdout for their output.
 fn init_logging(filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // A second initialisation (tests) is harmless, so its error is ignored.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stdout().is_terminal())
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

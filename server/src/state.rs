@@ -6,11 +6,53 @@ use anteroom_app::store::Store;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 
+use crate::{api::gate::Gate, events::EventHub};
+
 /// Shared, cheaply clonable application state.
 #[derive(Clone)]
 pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub store: Arc<dyn Store>,
+    pub config: Arc<ApiConfig>,
+    pub events: EventHub,
+    pub gate: Gate,
+}
+
+impl AppState {
+    /// State with fresh event and gate hubs.
+    pub fn new(leptos_options: LeptosOptions, store: Arc<dyn Store>, config: ApiConfig) -> Self {
+        Self {
+            leptos_options,
+            store,
+            config: Arc::new(config),
+            events: EventHub::default(),
+            gate: Gate::default(),
+        }
+    }
+}
+
+/// The API's settings.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// Where producers and browsers reach this instance, without a trailing slash.
+    pub public_url: String,
+    /// Accept anonymous calls on the bare producer routes (the original orchestrator's behaviour).
+    pub allow_unauthenticated_producers: bool,
+    /// The instance's default question window, in milliseconds (`ELICITATION_TTL_MS`).
+    pub default_window_ms: i64,
+    /// Largest request body, in bytes.
+    pub body_limit: usize,
+}
+
+impl ApiConfig {
+    pub fn new(public_url: &str) -> Self {
+        Self {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            allow_unauthenticated_producers: false,
+            default_window_ms: 60 * 60 * 1000,
+            body_limit: 256 * 1024,
+        }
+    }
 }
 
 impl FromRef<AppState> for LeptosOptions {

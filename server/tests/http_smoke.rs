@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use anteroom_app::store::{self, Store, StoreOptions};
-use anteroom_server::AppState;
+use anteroom_server::{ApiConfig, AppState};
 use leptos::config::LeptosOptions;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 
@@ -35,10 +35,11 @@ async fn start_server() -> RunningServer {
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(anteroom_server::serve(
         listener,
-        AppState {
+        AppState::new(
             leptos_options,
             store,
-        },
+            ApiConfig::new(&format!("http://{addr}")),
+        ),
         async move {
             let _ = stopped.await;
         },

@@ -1,6 +1,7 @@
 //! The domain: sessions, rounds, answers and expiry as plain types and pure functions (no HTTP, no Leptos,
 //! no database). Time always comes from an injected [`clock::Clock`].
 
+pub mod access;
 pub mod answer;
 pub mod clock;
 pub mod error;

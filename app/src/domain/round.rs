@@ -247,6 +247,8 @@ pub struct NewRound {
     pub round_limit: u32,
     /// A deadline the producer names for the whole round (outranks per-request `expires-at`).
     pub deadline: Option<DateTime<Utc>>,
+    /// A hash of the producer's request, so a retried create can be told from a different question.
+    pub fingerprint: Option<String>,
 }
 
 /// The failure message of an expired round.
@@ -405,6 +407,7 @@ pub struct Round {
     pub summary: String,
     /// Bumped by every write; the store's compare-and-set checks it.
     pub version: i64,
+    pub fingerprint: Option<String>,
 }
 
 /// Validates the accepted content of one form request (the server passes its compiled-schema check).
@@ -458,6 +461,7 @@ impl Round {
             failure: None,
             summary,
             version: 0,
+            fingerprint: new.fingerprint,
         }
     }
 

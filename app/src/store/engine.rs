@@ -17,6 +17,7 @@ macro_rules! sql_store {
 
         use crate::domain::{
             ManagedInputError,
+            access::{ApiKey, Role},
             ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
             round::{
                 ElicitationRequest, ElicitationResponse, EXPIRED_MESSAGE, FailureCode, Lease, NewRound,
@@ -107,6 +108,7 @@ macro_rules! sql_store {
                     .bind(c.failed_at_ms)
                     .bind(&round.summary)
                     .bind(round.version)
+                    .bind(&round.fingerprint)
                     .execute(&mut **tx)
                     .await;
                 match inserted {
@@ -536,6 +538,56 @@ macro_rules! sql_store {
                 self.save_sessions(&mut tx, &[&session]).await?;
                 tx.commit().await?;
                 Ok(session)
+            }
+
+            async fn set_producer_token(&self, id: &SessionId, token_hash: Option<&str>) -> StoreResult<()> {
+                let written = sqlx::query::<$db>(sql::SET_PRODUCER_TOKEN)
+                    .bind(id.to_string())
+                    .bind(token_hash)
+                    .bind(to_ms(self.now()))
+                    .execute(&self.pool)
+                    .await?;
+                if written.rows_affected() == 0 {
+                    return Err(session_not_found(id));
+                }
+                Ok(())
+            }
+
+            async fn session_for_token(&self, token_hash: &str) -> StoreResult<Option<Session>> {
+                sqlx::query_as::<$db, SessionRow>(sql::SELECT_SESSION_BY_TOKEN)
+                    .bind(token_hash)
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .map(SessionRow::into_session)
+                    .transpose()
+            }
+
+            async fn create_api_key(&self, key: &ApiKey, key_hash: &str) -> StoreResult<()> {
+                sqlx::query::<$db>(sql::INSERT_API_KEY)
+                    .bind(&key.id)
+                    .bind(&key.name)
+                    .bind(key.role.as_str())
+                    .bind(key_hash)
+                    .bind(to_ms(self.now()))
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn api_key_for_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>> {
+                let row: Option<(String, String, String)> = sqlx::query_as(sql::SELECT_API_KEY_BY_HASH)
+                    .bind(key_hash)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|(id, name, role)| {
+                    Ok(ApiKey {
+                        id,
+                        name,
+                        role: Role::parse(&role)
+                            .ok_or_else(|| StoreError::Corrupt(format!("api key role {role}")))?,
+                    })
+                })
+                .transpose()
             }
 
             async fn create_round(&self, new: NewRound) -> StoreResult<Round> {

@@ -10,6 +10,7 @@ mod postgres;
 mod records;
 mod sql;
 mod sqlite;
+pub mod testing;
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -20,6 +21,7 @@ pub use sqlite::SqliteStore;
 
 use crate::domain::{
     ManagedInputError,
+    access::ApiKey,
     clock::{Clock, SystemClock},
     expiry::ExpiryPolicy,
     form::compiled::SchemaCache,
@@ -167,6 +169,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// Cancels the session and fails its unfinished rounds with `cancelled`.
     async fn cancel_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    // Credentials, stored only as hashes.
+
+    /// Sets (or with `None` revokes) the session's producer token.
+    async fn set_producer_token(&self, id: &SessionId, token_hash: Option<&str>)
+    -> StoreResult<()>;
+
+    /// The session a producer token belongs to.
+    async fn session_for_token(&self, token_hash: &str) -> StoreResult<Option<Session>>;
+
+    async fn create_api_key(&self, key: &ApiKey, key_hash: &str) -> StoreResult<()>;
+
+    /// The live (not revoked) API key with this hash.
+    async fn api_key_for_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
 
     // Rounds: the managed-input contract.
 

@@ -114,6 +114,7 @@ pub struct RoundRow {
     pub failed_at_ms: Option<i64>,
     pub summary: String,
     pub version: i64,
+    pub fingerprint: Option<String>,
 }
 
 impl RoundRow {
@@ -176,6 +177,7 @@ impl RoundRow {
             failure,
             summary: self.summary,
             version: self.version,
+            fingerprint: self.fingerprint,
         })
     }
 }

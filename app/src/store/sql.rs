@@ -18,9 +18,9 @@ pub const INSERT_ROUND: &str = "INSERT INTO rounds (round_id, session_id, reques
      logical_operation_id, server, operation_kind, operation_name, requests, request_state, round_index, \
      round_limit, status, created_at_ms, deadline_ms, updated_at_ms, lease_owner, lease_token, \
      lease_expires_at_ms, responses, idempotency_key, responded_at_ms, responded_by, delivery_attempts, \
-     delivered_at_ms, resolved_at_ms, failure_code, failure_message, failed_at_ms, summary, version) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-     $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)";
+     delivered_at_ms, resolved_at_ms, failure_code, failure_message, failed_at_ms, summary, version, \
+     fingerprint) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+     $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)";
 
 /// Compare-and-set: the write lands only if status, lease owner, lease token and version are unchanged.
 pub const UPDATE_ROUND: &str = "UPDATE rounds SET status = $1, updated_at_ms = $2, lease_owner = $3, \
@@ -52,6 +52,17 @@ pub const RECOVER_LEASES: &str = "UPDATE rounds SET status = 'failed', \
      failure_code = 'recovery_unavailable', failure_message = $2, failed_at_ms = $1, updated_at_ms = $1, \
      lease_owner = NULL, lease_token = NULL, lease_expires_at_ms = NULL, version = version + 1 \
      WHERE status IN ('delivery_started', 'delivered') AND lease_expires_at_ms <= $1 RETURNING *";
+
+pub const SET_PRODUCER_TOKEN: &str =
+    "UPDATE sessions SET producer_token_hash = $2, updated_at_ms = $3 WHERE id = $1";
+
+pub const SELECT_SESSION_BY_TOKEN: &str = "SELECT * FROM sessions WHERE producer_token_hash = $1";
+
+pub const INSERT_API_KEY: &str = "INSERT INTO api_keys (id, name, role, key_hash, created_at_ms) \
+     VALUES ($1, $2, $3, $4, $5)";
+
+pub const SELECT_API_KEY_BY_HASH: &str =
+    "SELECT id, name, role FROM api_keys WHERE key_hash = $1 AND revoked_at_ms IS NULL";
 
 pub const SELECT_SESSION: &str = "SELECT * FROM sessions WHERE id = $1";
 

@@ -3,24 +3,16 @@
 
 #![allow(dead_code)]
 
-use std::{str::FromStr, sync::Arc};
+use std::sync::Arc;
 
 use anteroom_app::{
     domain::{clock::ManualClock, expiry::ExpiryPolicy, limits::Limits},
-    store::{PostgresStore, SqliteStore, Store, StoreOptions},
+    store::{PostgresStore, SqliteStore, Store, StoreOptions, testing::TestSchema},
 };
 use chrono::{DateTime, Utc};
-use sqlx::{
-    Executor,
-    postgres::{PgConnectOptions, PgPoolOptions},
-};
+use sqlx::Executor;
 
-/// The PostgreSQL server the tests may use; `None` means the PostgreSQL tests are skipped.
-pub fn postgres_url() -> Option<String> {
-    std::env::var("ANTEROOM_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|url| !url.trim().is_empty())
-}
+pub use anteroom_app::store::testing::postgres_url;
 
 /// A fixed, readable start time for every test.
 pub fn start_time() -> DateTime<Utc> {
@@ -41,11 +33,7 @@ enum Cleanup {
         _dir: tempfile::TempDir,
         pool: sqlx::SqlitePool,
     },
-    Postgres {
-        admin: sqlx::PgPool,
-        pool: sqlx::PgPool,
-        schema: String,
-    },
+    Postgres(TestSchema),
 }
 
 fn options(clock: &ManualClock, expiry: ExpiryPolicy) -> StoreOptions {
@@ -85,17 +73,15 @@ impl Harness {
     pub async fn postgres_with(expiry: ExpiryPolicy) -> Option<Self> {
         let url = postgres_url()?;
         let clock = ManualClock::new(start_time());
-        let (pool, admin, schema) = postgres_schema(&url).await;
-        let store = PostgresStore::from_pool(pool.clone(), options(&clock, expiry));
+        let schema = TestSchema::create(&url)
+            .await
+            .expect("create a test schema");
+        let store = PostgresStore::from_pool(schema.pool.clone(), options(&clock, expiry));
         store.migrate().await.expect("migrate PostgreSQL");
         Some(Self {
             store: Arc::new(store),
             clock,
-            cleanup: Cleanup::Postgres {
-                admin,
-                pool,
-                schema,
-            },
+            cleanup: Cleanup::Postgres(schema),
         })
     }
 
@@ -105,8 +91,10 @@ impl Harness {
             Cleanup::Sqlite { pool, .. } => {
                 pool.execute(statement).await.expect("raw SQL on SQLite");
             }
-            Cleanup::Postgres { pool, .. } => {
-                pool.execute(statement)
+            Cleanup::Postgres(schema) => {
+                schema
+                    .pool
+                    .execute(statement)
                     .await
                     .expect("raw SQL on PostgreSQL");
             }
@@ -114,42 +102,10 @@ impl Harness {
     }
 
     pub async fn finish(self) {
-        if let Cleanup::Postgres {
-            admin,
-            pool,
-            schema,
-        } = self.cleanup
-        {
-            pool.close().await;
-            admin
-                .execute(format!("DROP SCHEMA {schema} CASCADE").as_str())
-                .await
-                .expect("drop test schema");
+        if let Cleanup::Postgres(schema) = self.cleanup {
+            schema.drop_schema().await.expect("drop test schema");
         }
     }
-}
-
-/// A pool whose connections see only a schema created for this test.
-pub async fn postgres_schema(url: &str) -> (sqlx::PgPool, sqlx::PgPool, String) {
-    let schema = format!("anteroom_test_{}", uuid::Uuid::now_v7().simple());
-    let admin = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(url)
-        .await
-        .expect("connect to ANTEROOM_TEST_POSTGRES_URL");
-    admin
-        .execute(format!("CREATE SCHEMA {schema}").as_str())
-        .await
-        .expect("create test schema");
-    let options = PgConnectOptions::from_str(url)
-        .expect("parse ANTEROOM_TEST_POSTGRES_URL")
-        .options([("search_path", schema.as_str())]);
-    let pool = PgPoolOptions::new()
-        .max_connections(12)
-        .connect_with(options)
-        .await
-        .expect("connect to the test schema");
-    (pool, admin, schema)
 }
 
 /// Declares each listed `async fn name(h: &Harness)` as a test on SQLite and on PostgreSQL.

@@ -22,6 +22,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .merge(crate::api::router(&state))
+        .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
         .leptos_routes_with_context(
             &state,
             leptos_routes,

@@ -1,0 +1,147 @@
+//! Answers from people and orchestrators (SPEC §6): the original orchestrator's `respond`, and full response
+//! maps with an idempotency key. First answer wins; the server's validation is authoritative.
+
+use std::collections::BTreeMap;
+
+use anteroom_app::domain::{
+    ids::{IdempotencyKey, RequestId, RequestKey, RoundId},
+    round::{ElicitationResponse, ResponseAction, Round, Submission},
+};
+use axum::{
+    Json, Router,
+    extract::State,
+    routing::{get, patch, post},
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{
+    error::{ApiError, ApiResult},
+    extract::{ApiJson, ApiPath, Caller},
+    views::round_json,
+};
+use crate::{AppState, credentials};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/elicitations/{request_id}/respond", patch(respond))
+        .route("/api/v1/rounds/{round_id}", get(read_round))
+        .route("/api/v1/rounds/{round_id}/responses", post(submit))
+}
+
+fn round_id(raw: &str) -> ApiResult<RoundId> {
+    RoundId::parse(raw).map_err(|_| ApiError::not_found(format!("No round {raw} exists.")))
+}
+
+async fn read_round(
+    State(state): State<AppState>,
+    _caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(round_json(
+        &state.store.get_round(round_id(&id)?).await?,
+    )))
+}
+
+fn publish_answer(state: &AppState, round: &Round, submission: Submission) {
+    if submission == Submission::Recorded {
+        state.events.publish(
+            "round.answered",
+            round.session_id.as_str(),
+            Some(round.round_id.to_string()),
+            Some(round.request_id.to_string()),
+        );
+        state
+            .events
+            .publish("session.changed", round.session_id.as_str(), None, None);
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RespondBody {
+    action_type: ResponseAction,
+    content: Option<Map<String, Value>>,
+}
+
+async fn respond(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(request_id): ApiPath<String>,
+    ApiJson(body): ApiJson<RespondBody>,
+) -> ApiResult<Json<Value>> {
+    caller.require(|role| role.can_answer(), "answer questions")?;
+    let id = RequestId::parse(&request_id).map_err(|_| {
+        ApiError::not_found(format!("No question with request id {request_id} exists."))
+    })?;
+    let round = state.store.get_round_by_request_id(&id).await?;
+    let key: RequestKey = match round.requests.keys().collect::<Vec<_>>().as_slice() {
+        [only] => (*only).clone(),
+        _ => {
+            return Err(ApiError::validation(format!(
+                "Round {} asks {} questions at once; answer it with POST /api/v1/rounds/{}/responses.",
+                round.round_id,
+                round.requests.len(),
+                round.round_id
+            )));
+        }
+    };
+    // The same answer sent again is the same submission: derive its idempotency key from its content.
+    let fingerprint = credentials::hash(&json!([body.action_type, body.content]).to_string());
+    let idempotency_key = IdempotencyKey::parse(format!("respond-{}", &fingerprint[..40]))?;
+    let responses = BTreeMap::from([(
+        key,
+        ElicitationResponse {
+            action: body.action_type,
+            content: body.content,
+        },
+    )]);
+    let (round, submission) = state
+        .store
+        .submit_responses(
+            round.round_id,
+            responses,
+            idempotency_key,
+            Some(caller.label()),
+        )
+        .await?;
+    publish_answer(&state, &round, submission);
+    Ok(Json(json!({
+        "request_id": round.request_id,
+        "round_id": round.round_id,
+        "action": body.action_type,
+        "status": round.status,
+        "answered_by": round.responded_by,
+        "answered_at": round.responded_at,
+        "replayed": submission == Submission::Replayed,
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitBody {
+    responses: BTreeMap<RequestKey, ElicitationResponse>,
+    idempotency_key: IdempotencyKey,
+}
+
+async fn submit(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<SubmitBody>,
+) -> ApiResult<Json<Value>> {
+    caller.require(|role| role.can_answer(), "answer questions")?;
+    let (round, submission) = state
+        .store
+        .submit_responses(
+            round_id(&id)?,
+            body.responses,
+            body.idempotency_key,
+            Some(caller.label()),
+        )
+        .await?;
+    publish_answer(&state, &round, submission);
+    let mut reply = round_json(&round);
+    reply["replayed"] = json!(submission == Submission::Replayed);
+    Ok(Json(reply))
+}

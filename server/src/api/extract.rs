@@ -1,0 +1,175 @@
+//! Request extractors whose every rejection is a SPEC §7 JSON error: bodies, path segments and callers.
+
+use anteroom_app::domain::access::{ApiKey, Role};
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, FromRequestParts, Path, Query, Request},
+    http::{StatusCode, header, request::Parts},
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::error::ApiError;
+use crate::{AppState, credentials};
+
+/// A JSON body: `Content-Type: application/json`, within the body limit, parsed into `T`.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let is_json = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| {
+                let mime = value.split(';').next().unwrap_or_default().trim();
+                mime.eq_ignore_ascii_case("application/json") || mime.ends_with("+json")
+            });
+        if !is_json {
+            return Err(ApiError::validation(
+                "Send the body as JSON with `Content-Type: application/json`.",
+            ));
+        }
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        "payload_too_large",
+                        format!(
+                            "The request body is larger than {} KiB.",
+                            state.config.body_limit / 1024
+                        ),
+                    )
+                } else {
+                    ApiError::validation(format!("The request body could not be read: {rejection}"))
+                }
+            })?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|error| {
+            ApiError::validation(format!("The body is not valid JSON: {error}."))
+        })?;
+        serde_json::from_value(value).map(ApiJson).map_err(|error| {
+            ApiError::validation(format!(
+                "The body does not have the expected shape: {error}."
+            ))
+        })
+    }
+}
+
+/// Path segments; a segment that cannot be decoded is a 422, not axum's plain-text 400.
+pub struct ApiPath<T>(pub T);
+
+impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(value)| ApiPath(value))
+            .map_err(|rejection| {
+                ApiError::validation(format!("The URL path is malformed: {rejection}"))
+            })
+    }
+}
+
+/// Query parameters; a malformed query string is a 422 JSON error.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(value)| ApiQuery(value))
+            .map_err(|rejection| {
+                ApiError::validation(format!("The query string is malformed: {rejection}"))
+            })
+    }
+}
+
+/// Who is calling the management API, from `Authorization: Bearer <api key>`.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub key: ApiKey,
+}
+
+impl Caller {
+    /// How answers by this caller are recorded ("who answered").
+    pub fn label(&self) -> String {
+        format!("api key {}", self.key.name)
+    }
+
+    pub fn require(&self, allowed: impl Fn(Role) -> bool, doing: &str) -> Result<(), ApiError> {
+        if allowed(self.key.role) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "The API key {} has the {} role, which may not {doing}.",
+                self.key.name,
+                self.key.role.as_str()
+            )))
+        }
+    }
+}
+
+/// The bearer token of a request, if it sent one.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        match OptionalCaller::from_request_parts(parts, state).await? {
+            OptionalCaller(Some(caller)) => Ok(caller),
+            OptionalCaller(None) => Err(ApiError::unauthorized(
+                "Send an API key as `Authorization: Bearer <key>` (create one with `anteroom apikey create`).",
+            )),
+        }
+    }
+}
+
+/// A caller when credentials were sent; `None` when none were. Wrong credentials are still a 401.
+pub struct OptionalCaller(pub Option<Caller>);
+
+impl FromRequestParts<AppState> for OptionalCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let Some(secret) = bearer(parts) else {
+            return Ok(OptionalCaller(None));
+        };
+        match state
+            .store
+            .api_key_for_hash(&credentials::hash(secret))
+            .await?
+        {
+            Some(key) => Ok(OptionalCaller(Some(Caller { key }))),
+            None => Err(ApiError::unauthorized(
+                "The API key is not valid or was revoked.",
+            )),
+        }
+    }
+}

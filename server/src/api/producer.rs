@@ -1,0 +1,440 @@
+//! The producer API of SPEC §5.1–5.2: unmodified `@pulsemcp/mcp-elicitation` clients post a question and
+//! poll for its answer, authenticated by the session token in the URL (or an API key on the bare routes).
+
+use std::{collections::BTreeMap, time::Duration as StdDuration};
+
+use anteroom_app::{
+    domain::{
+        answer::{PollAction, outward_answer},
+        ids::{RequestId, RequestKey, SessionId},
+        round::{ElicitationRequest, NewRound, OperationKind, Round},
+        session::{NewSession, Session},
+    },
+    store::StoreError,
+};
+use axum::{
+    Json, Router,
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{
+    error::{ApiError, ApiResult},
+    extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
+};
+use crate::{AppState, credentials};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/s/{token}/elicitations", post(create_by_token))
+        .route(
+            "/api/v1/s/{token}/elicitations/{request_id}",
+            get(poll_by_token),
+        )
+        .route(
+            "/api/v1/s/{token}/servers/{server}/elicitations",
+            post(create_by_token_for_server),
+        )
+        .route(
+            "/api/v1/s/{token}/servers/{server}/elicitations/{request_id}",
+            get(poll_by_token_for_server),
+        )
+        .route("/api/v1/elicitations", post(create_bare))
+        .route("/api/v1/elicitations/{request_id}", get(poll_bare))
+}
+
+/// The session a producer token in the URL belongs to.
+pub async fn session_for_token(state: &AppState, token: &str) -> ApiResult<Session> {
+    let unknown = || {
+        ApiError::unauthorized(
+            "The session token in the URL is not valid (or was revoked); ask for a fresh environment block.",
+        )
+    };
+    if token.len() > 200 || !token.starts_with(credentials::SESSION_TOKEN_PREFIX) {
+        return Err(unknown());
+    }
+    state
+        .store
+        .session_for_token(&credentials::hash(token))
+        .await?
+        .ok_or_else(unknown)
+}
+
+/// What a pulsemcp create body says.
+struct ProducerQuestion {
+    request: ElicitationRequest,
+    request_id: RequestId,
+    session_hint: Option<String>,
+    tool_name: Option<String>,
+    server: Option<String>,
+    fingerprint: String,
+}
+
+fn meta_text(meta: &Map<String, Value>, key: &str) -> ApiResult<Option<String>> {
+    match meta.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(ApiError::validation(format!(
+            "`_meta[\"{key}\"]` must be a string."
+        ))),
+    }
+}
+
+fn parse_question(body: &Value) -> ApiResult<ProducerQuestion> {
+    let object = body
+        .as_object()
+        .ok_or_else(|| ApiError::validation("The body must be a JSON object."))?;
+    let meta = match object.get("_meta") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(meta)) => meta.clone(),
+        Some(_) => return Err(ApiError::validation("`_meta` must be an object.")),
+    };
+    let request_id = meta_text(&meta, "com.pulsemcp/request-id")?.ok_or_else(|| {
+        ApiError::validation(
+            "`_meta[\"com.pulsemcp/request-id\"]` is missing; every question needs its own id.",
+        )
+    })?;
+    let request_id = RequestId::parse(request_id)?;
+    let message = match object.get("message") {
+        Some(Value::String(message)) => message.clone(),
+        None | Some(Value::Null) => {
+            return Err(ApiError::validation(
+                "`message` is missing; say what you are asking.",
+            ));
+        }
+        Some(_) => return Err(ApiError::validation("`message` must be a string.")),
+    };
+    let mode = match object.get("mode") {
+        None | Some(Value::Null) => "form",
+        Some(Value::String(mode)) => mode.as_str(),
+        Some(_) => return Err(ApiError::validation("`mode` must be \"form\" or \"url\".")),
+    };
+    let request = match mode {
+        "form" => ElicitationRequest::Form {
+            message,
+            requested_schema: match object.get("requestedSchema") {
+                Some(schema @ Value::Object(_)) => schema.clone(),
+                None | Some(Value::Null) => {
+                    return Err(ApiError::validation(
+                        "`requestedSchema` is missing: a form question needs a schema.",
+                    ));
+                }
+                Some(_) => {
+                    return Err(ApiError::validation(
+                        "`requestedSchema` must be a JSON object.",
+                    ));
+                }
+            },
+            meta: Some(meta.clone()),
+        },
+        "url" => {
+            let text = |key: &str| match object.get(key) {
+                Some(Value::String(text)) => Ok(text.clone()),
+                _ => Err(ApiError::validation(format!(
+                    "`{key}` must be a string for a url question."
+                ))),
+            };
+            ElicitationRequest::Url {
+                message,
+                url: text("url")?,
+                elicitation_id: text("elicitationId")?,
+                meta: Some(meta.clone()),
+            }
+        }
+        other => {
+            return Err(ApiError::validation(format!(
+                "`mode` {other:?} is not supported; use \"form\" or \"url\"."
+            )));
+        }
+    };
+    Ok(ProducerQuestion {
+        request,
+        request_id,
+        session_hint: meta_text(&meta, "com.pulsemcp/session-id")?,
+        tool_name: meta_text(&meta, "com.pulsemcp/tool-name")?,
+        server: meta_text(&meta, "anteroom/server")?,
+        fingerprint: credentials::hash(&body.to_string()),
+    })
+}
+
+/// The 201 (or, for a retried identical body, 200) reply the pulsemcp client reads `requestId` from.
+fn created_reply(round: &Round, poll_base: &str) -> Value {
+    json!({
+        "requestId": round.request_id,
+        "roundId": round.round_id,
+        "action": "pending",
+        "_meta": {
+            "com.pulsemcp/request-id": round.request_id,
+            "com.pulsemcp/poll-url": format!("{poll_base}/{}", round.request_id),
+            "com.pulsemcp/expires-at": round.deadline.to_rfc3339(),
+        }
+    })
+}
+
+/// What every poll of a known id gets: 200 JSON, the same terminal answer every time.
+fn poll_reply(round: &Round) -> Value {
+    let answer = outward_answer(round, round.request_id.as_str());
+    let mut meta = json!({
+        "com.pulsemcp/request-id": round.request_id,
+        "com.pulsemcp/expires-at": round.deadline.to_rfc3339(),
+    });
+    if let Some(at) = round
+        .responded_at
+        .filter(|_| answer.action != PollAction::Pending)
+    {
+        meta["com.pulsemcp/responded-at"] = json!(at.to_rfc3339());
+    }
+    if let Some(code) = &answer.failure_code {
+        meta["anteroom/failure"] = json!(code);
+    }
+    json!({
+        "action": answer.action,
+        "content": answer.content,
+        "_meta": meta,
+    })
+}
+
+async fn create_question(
+    state: &AppState,
+    session: &Session,
+    path_server: Option<String>,
+    body: &Value,
+    poll_base: &str,
+) -> ApiResult<Response> {
+    let question = parse_question(body)?;
+    if let Some(hint) = &question.session_hint
+        && hint != session.id.as_str()
+    {
+        return Err(ApiError::forbidden(format!(
+            "`_meta[\"com.pulsemcp/session-id\"]` names session {hint:?}, but this URL belongs to another session."
+        )));
+    }
+    match state
+        .store
+        .get_round_by_request_id(&question.request_id)
+        .await
+    {
+        Ok(existing) => {
+            return if existing.session_id == session.id
+                && existing.fingerprint.as_deref() == Some(question.fingerprint.as_str())
+            {
+                Ok((StatusCode::OK, Json(created_reply(&existing, poll_base))).into_response())
+            } else {
+                Err(ApiError::validation(format!(
+                    "The request id {} is already used by a different question; send a new request id.",
+                    question.request_id
+                )))
+            };
+        }
+        Err(StoreError::Refused(refusal)) if refusal.code() == "not_found" => {}
+        Err(other) => return Err(other.into()),
+    }
+    let key = RequestKey::parse(question.request_id.as_str())?;
+    let new = NewRound {
+        session_id: session.id.clone(),
+        request_id: Some(question.request_id.clone()),
+        logical_operation_id: question.request_id.to_string(),
+        server: path_server.or(question.server),
+        operation_kind: OperationKind::Tool,
+        operation_name: question
+            .tool_name
+            .map(|name| name.chars().take(200).collect())
+            .unwrap_or_else(|| "unknown tool".to_owned()),
+        requests: BTreeMap::from([(key, question.request)]),
+        request_state: None,
+        round_index: 0,
+        round_limit: 1,
+        deadline: None,
+        fingerprint: Some(question.fingerprint),
+    };
+    let round = state.store.create_round(new).await?;
+    state.events.publish(
+        "round.created",
+        round.session_id.as_str(),
+        Some(round.round_id.to_string()),
+        Some(round.request_id.to_string()),
+    );
+    Ok((StatusCode::CREATED, Json(created_reply(&round, poll_base))).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PollOptions {
+    /// Long-poll: wait up to this many seconds (at most 30) for an answer before replying `pending`.
+    wait: Option<u64>,
+}
+
+async fn answer_poll(
+    state: &AppState,
+    round: Round,
+    options: &PollOptions,
+) -> ApiResult<Json<Value>> {
+    let mut round = round;
+    let wait = StdDuration::from_secs(options.wait.unwrap_or(0).min(30));
+    if outward_answer(&round, round.request_id.as_str()).action == PollAction::Pending
+        && !wait.is_zero()
+    {
+        let mut events = state.events.subscribe();
+        let round_id = round.round_id.to_string();
+        let deadline = tokio::time::Instant::now() + wait;
+        // Re-read after subscribing, so an answer given in between is not missed.
+        round = state.store.get_round(round.round_id).await?;
+        while round.status == anteroom_app::domain::round::RoundStatus::Pending {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Ok(event)) if event.round_id.as_deref() == Some(round_id.as_str()) => {
+                    round = state.store.get_round(round.round_id).await?;
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(_)) | Err(_) => {
+                    round = state.store.get_round(round.round_id).await?;
+                    break;
+                }
+            }
+        }
+    }
+    let answer = outward_answer(&round, round.request_id.as_str());
+    if matches!(
+        answer.action,
+        PollAction::Accept | PollAction::Decline | PollAction::Cancel
+    ) && answer.failure_code.is_none()
+    {
+        // A pulsemcp round has no worker: the poll that carries the answer is its delivery.
+        round = state.store.record_poll_delivery(round.round_id).await?;
+    }
+    Ok(Json(poll_reply(&round)))
+}
+
+/// Looks a polled id up within one session; another session's id is as unknown as a made-up one.
+async fn round_in_session(
+    state: &AppState,
+    session: &SessionId,
+    request_id: &str,
+) -> ApiResult<Round> {
+    let unknown = || {
+        ApiError::not_found(format!(
+            "No question with request id {request_id} exists in this session."
+        ))
+    };
+    let request_id = RequestId::parse(request_id).map_err(|_| unknown())?;
+    match state.store.get_round_by_request_id(&request_id).await {
+        Ok(round) if &round.session_id == session => Ok(round),
+        Ok(_) => Err(unknown()),
+        Err(StoreError::Refused(refusal)) if refusal.code() == "not_found" => Err(unknown()),
+        Err(other) => Err(other.into()),
+    }
+}
+
+fn token_collection(state: &AppState, token: &str, server: Option<&str>) -> String {
+    match server {
+        Some(server) => format!(
+            "{}/api/v1/s/{token}/servers/{server}/elicitations",
+            state.config.public_url
+        ),
+        None => format!("{}/api/v1/s/{token}/elicitations", state.config.public_url),
+    }
+}
+
+async fn create_by_token(
+    State(state): State<AppState>,
+    ApiPath(token): ApiPath<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let session = session_for_token(&state, &token).await?;
+    let base = token_collection(&state, &token, None);
+    create_question(&state, &session, None, &body, &base).await
+}
+
+async fn create_by_token_for_server(
+    State(state): State<AppState>,
+    ApiPath((token, server)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let session = session_for_token(&state, &token).await?;
+    if server.is_empty() || server.chars().count() > 128 {
+        return Err(ApiError::validation(
+            "The server name in the URL must be 1 to 128 characters.",
+        ));
+    }
+    let base = token_collection(&state, &token, Some(&server));
+    create_question(&state, &session, Some(server), &body, &base).await
+}
+
+async fn poll_by_token(
+    State(state): State<AppState>,
+    ApiPath((token, request_id)): ApiPath<(String, String)>,
+    ApiQuery(options): ApiQuery<PollOptions>,
+) -> ApiResult<Json<Value>> {
+    let session = session_for_token(&state, &token).await?;
+    let round = round_in_session(&state, &session.id, &request_id).await?;
+    answer_poll(&state, round, &options).await
+}
+
+async fn poll_by_token_for_server(
+    State(state): State<AppState>,
+    ApiPath((token, _server, request_id)): ApiPath<(String, String, String)>,
+    ApiQuery(options): ApiQuery<PollOptions>,
+) -> ApiResult<Json<Value>> {
+    let session = session_for_token(&state, &token).await?;
+    let round = round_in_session(&state, &session.id, &request_id).await?;
+    answer_poll(&state, round, &options).await
+}
+
+/// The bare routes admit a producer API key, or anybody when the operator opted in.
+fn admit_bare(state: &AppState, caller: &OptionalCaller) -> ApiResult<()> {
+    match &caller.0 {
+        Some(caller) => caller.require(|role| role.can_answer(), "post or poll questions"),
+        None if state.config.allow_unauthenticated_producers => Ok(()),
+        None => Err(ApiError::unauthorized(
+            "These routes need a producer API key (`Authorization: Bearer …`); or use the session's own URL \
+             from its environment block.",
+        )),
+    }
+}
+
+async fn create_bare(
+    State(state): State<AppState>,
+    caller: OptionalCaller,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Response> {
+    admit_bare(&state, &caller)?;
+    let hint = body
+        .get("_meta")
+        .and_then(|meta| meta.get("com.pulsemcp/session-id"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ApiError::validation("`_meta[\"com.pulsemcp/session-id\"]` is missing: the bare route needs the session id.")
+        })?;
+    let session_id = SessionId::parse(hint)?;
+    let session = if caller.0.is_some() {
+        // A trusted producer may register the session on the fly.
+        state
+            .store
+            .register_session(NewSession {
+                id: session_id,
+                title: None,
+                agent: None,
+            })
+            .await?
+    } else {
+        state.store.get_session(&session_id).await?
+    };
+    let base = format!("{}/api/v1/elicitations", state.config.public_url);
+    create_question(&state, &session, None, &body, &base).await
+}
+
+async fn poll_bare(
+    State(state): State<AppState>,
+    caller: OptionalCaller,
+    ApiPath(request_id): ApiPath<String>,
+    ApiQuery(options): ApiQuery<PollOptions>,
+) -> ApiResult<Json<Value>> {
+    admit_bare(&state, &caller)?;
+    let id = RequestId::parse(&request_id).map_err(|_| {
+        ApiError::not_found(format!("No question with request id {request_id} exists."))
+    })?;
+    let round = state.store.get_round_by_request_id(&id).await?;
+    answer_poll(&state, round, &options).await
+}

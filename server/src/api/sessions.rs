@@ -1,0 +1,221 @@
+//! Session management (SPEC §6): register, list in attention order, read, resume/finish, cancel, tokens.
+
+use anteroom_app::domain::{
+    ids::SessionId,
+    session::{NewSession, Session},
+};
+use axum::{
+    Json, Router,
+    extract::State,
+    http::StatusCode,
+    routing::{get, post},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    error::{ApiError, ApiResult},
+    extract::{ApiJson, ApiPath, ApiQuery, Caller},
+    views::{environment_block, environment_json, round_json},
+};
+use crate::{AppState, credentials};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/sessions", post(register).get(list))
+        .route("/api/v1/sessions/{id}", get(read).patch(update))
+        .route("/api/v1/sessions/{id}/rounds", get(rounds))
+        .route("/api/v1/sessions/{id}/cancel", post(cancel))
+        .route(
+            "/api/v1/sessions/{id}/token",
+            post(rotate_token).delete(revoke_token),
+        )
+}
+
+fn session_id(raw: &str) -> ApiResult<SessionId> {
+    Ok(SessionId::parse(raw)?)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegisterBody {
+    id: String,
+    title: Option<String>,
+    agent: Option<String>,
+    /// Name the MCP server whose configuration the environment block is for.
+    server: Option<String>,
+}
+
+/// Issues a new producer token for `session` and returns it with its environment block.
+pub async fn issue_token(
+    state: &AppState,
+    session: &SessionId,
+    server: Option<&str>,
+) -> ApiResult<Value> {
+    let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
+    state
+        .store
+        .set_producer_token(session, Some(&credentials::hash(&token)))
+        .await?;
+    let block = environment_block(&state.config, session.as_str(), &token, server);
+    Ok(json!({ "producer_token": token, "environment": environment_json(&block) }))
+}
+
+fn check_server(server: Option<&str>) -> ApiResult<()> {
+    match server {
+        Some(name) if name.is_empty() || name.len() > 128 || name.contains('/') => Err(
+            ApiError::validation("`server` must be 1 to 128 characters without a slash."),
+        ),
+        _ => Ok(()),
+    }
+}
+
+async fn register(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<RegisterBody>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller.require(|role| role.can_manage(), "register sessions")?;
+    check_server(body.server.as_deref())?;
+    let id = session_id(&body.id)?;
+    match state.store.get_session(&id).await {
+        Ok(existing) => {
+            return Ok((
+                StatusCode::OK,
+                Json(json!({
+                    "session": existing,
+                    "producer_token": null,
+                    "message": "The session already exists; its token is shown only once. Rotate it with POST /api/v1/sessions/{id}/token.",
+                })),
+            ));
+        }
+        Err(error) if error.refusal().is_some_and(|r| r.code() == "not_found") => {}
+        Err(error) => return Err(error.into()),
+    }
+    let session = state
+        .store
+        .register_session(NewSession {
+            id: id.clone(),
+            title: body.title,
+            agent: body.agent,
+        })
+        .await?;
+    let mut reply = issue_token(&state, &id, body.server.as_deref()).await?;
+    reply["session"] = json!(session);
+    state
+        .events
+        .publish("session.changed", id.as_str(), None, None);
+    Ok((StatusCode::CREATED, Json(reply)))
+}
+
+async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<Value>> {
+    let queue = state.store.list_sessions(500).await?;
+    let sessions: Vec<Value> = queue
+        .into_iter()
+        .map(|entry| {
+            json!({
+                "session": entry.session,
+                "open_rounds": entry.open_rounds,
+                "oldest_open_at": entry.oldest_open_at,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "sessions": sessions })))
+}
+
+async fn read(
+    State(state): State<AppState>,
+    _caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Session>> {
+    Ok(Json(state.store.get_session(&session_id(&id)?).await?))
+}
+
+async fn rounds(
+    State(state): State<AppState>,
+    _caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    let rounds = state.store.list_rounds(&session_id(&id)?).await?;
+    Ok(Json(
+        json!({ "rounds": rounds.iter().map(round_json).collect::<Vec<_>>() }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateBody {
+    /// `resume` or `finish`.
+    action: String,
+}
+
+async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<UpdateBody>,
+) -> ApiResult<Json<Session>> {
+    caller.require(|role| role.can_answer(), "change a session")?;
+    let id = session_id(&id)?;
+    let session = match body.action.as_str() {
+        "resume" => state.store.resume_session(&id).await?,
+        "finish" => state.store.finish_session(&id).await?,
+        other => {
+            return Err(ApiError::validation(format!(
+                "`action` {other:?} is not one of \"resume\", \"finish\"; to cancel, POST …/cancel."
+            )));
+        }
+    };
+    state
+        .events
+        .publish("session.changed", id.as_str(), None, None);
+    Ok(Json(session))
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Session>> {
+    caller.require(|role| role.can_manage(), "cancel sessions")?;
+    let id = session_id(&id)?;
+    let session = state.store.cancel_session(&id).await?;
+    state
+        .events
+        .publish("session.changed", id.as_str(), None, None);
+    Ok(Json(session))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RotateQuery {
+    /// Write the block for this MCP server's own route.
+    server: Option<String>,
+}
+
+async fn rotate_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<RotateQuery>,
+) -> ApiResult<Json<Value>> {
+    caller.require(|role| role.can_manage(), "issue session tokens")?;
+    let id = session_id(&id)?;
+    let server = query.server;
+    check_server(server.as_deref())?;
+    state.store.get_session(&id).await?;
+    Ok(Json(issue_token(&state, &id, server.as_deref()).await?))
+}
+
+async fn revoke_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    caller.require(|role| role.can_manage(), "revoke session tokens")?;
+    let id = session_id(&id)?;
+    state.store.set_producer_token(&id, None).await?;
+    Ok(Json(
+        json!({ "session_id": id, "producer_token": null, "revoked": true }),
+    ))
+}

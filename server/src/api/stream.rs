@@ -1,0 +1,71 @@
+//! `GET /api/v1/events`: Server-Sent Events of rounds created, answered and expired and sessions changed.
+//! A client reconnecting with `Last-Event-ID` gets what it missed, or a `resync` event telling it to re-read.
+
+use std::convert::Infallible;
+
+use axum::{
+    Router,
+    extract::State,
+    http::HeaderMap,
+    response::sse::{Event as SseEvent, KeepAlive, Sse},
+    routing::get,
+};
+use futures::{Stream, StreamExt, stream};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::extract::Caller;
+use crate::{AppState, events::Event};
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/api/v1/events", get(events))
+}
+
+fn to_sse(event: &Event) -> SseEvent {
+    SseEvent::default()
+        .id(event.id.to_string())
+        .event(event.kind)
+        .json_data(event)
+        .unwrap_or_else(|_| SseEvent::default().event(event.kind))
+}
+
+fn resync() -> SseEvent {
+    SseEvent::default()
+        .event("resync")
+        .data("Some events were missed; read the current state again.")
+}
+
+async fn events(
+    State(state): State<AppState>,
+    _caller: Caller,
+    headers: HeaderMap,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let receiver = state.events.subscribe();
+    let last_id = headers
+        .get("last-event-id")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    let backlog: Vec<SseEvent> = match last_id.map(|id| state.events.since(id)) {
+        Some(Some(missed)) => missed.iter().map(to_sse).collect(),
+        Some(None) => vec![resync()],
+        None => vec![SseEvent::default().event("ready").data("connected")],
+    };
+    let guard = state.events.subscriber_guard();
+    let closed = state.events.closed();
+    let live = stream::unfold(
+        (receiver, closed, guard),
+        |(mut receiver, mut closed, guard)| async move {
+            if *closed.borrow() {
+                return None;
+            }
+            tokio::select! {
+                _ = closed.changed() => None,
+                received = receiver.recv() => match received {
+                    Ok(event) => Some((Ok(to_sse(&event)), (receiver, closed, guard))),
+                    Err(RecvError::Lagged(_)) => Some((Ok(resync()), (receiver, closed, guard))),
+                    Err(RecvError::Closed) => None,
+                },
+            }
+        },
+    );
+    Sse::new(stream::iter(backlog.into_iter().map(Ok)).chain(live)).keep_alive(KeepAlive::default())
+}

@@ -1,0 +1,42 @@
+//! Secrets handed out once and stored only as hashes: producer session tokens and API keys.
+
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+/// Prefix of a session's producer token (it travels in the URL path).
+pub const SESSION_TOKEN_PREFIX: &str = "ars_";
+/// Prefix of an API key (it travels in `Authorization: Bearer`).
+pub const API_KEY_PREFIX: &str = "ark_";
+
+/// A fresh secret: the prefix and 244 random bits in hex (two v4 UUIDs), safe in a URL path.
+pub fn generate(prefix: &str) -> String {
+    format!(
+        "{prefix}{}{}",
+        Uuid::new_v4().simple(),
+        Uuid::new_v4().simple()
+    )
+}
+
+/// The stored form of a secret. A plain SHA-256 suffices: the secrets are long and random, not passwords.
+pub fn hash(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_unique_prefixed_and_hash_stably() {
+        let a = generate(SESSION_TOKEN_PREFIX);
+        let b = generate(SESSION_TOKEN_PREFIX);
+        assert_ne!(a, b);
+        assert!(a.starts_with("ars_") && a.len() == 4 + 64);
+        assert_eq!(hash(&a), hash(&a));
+        assert_ne!(hash(&a), hash(&b));
+        assert_eq!(hash(&a).len(), 64);
+    }
+}

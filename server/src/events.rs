@@ -1,0 +1,162 @@
+//! Live events for browsers and orchestrators: an in-process broadcast with a short replay buffer, so a
+//! client reconnecting with `Last-Event-ID` gets what it missed (or is told to re-read state).
+
+use std::{
+    collections::VecDeque,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::{broadcast, watch};
+
+/// How many recent events a reconnecting client can catch up on.
+const REPLAY: usize = 1024;
+
+/// One change worth telling a watcher about.
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    /// Increases by one per event in this instance.
+    pub id: u64,
+    /// `round.created`, `round.answered`, `round.expired`, `session.changed`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub session_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// The hub every change is published to.
+#[derive(Clone)]
+pub struct EventHub {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    sender: broadcast::Sender<Event>,
+    next_id: AtomicU64,
+    recent: Mutex<VecDeque<Event>>,
+    subscribers: AtomicU64,
+    closed: watch::Sender<bool>,
+}
+
+impl Default for EventHub {
+    fn default() -> Self {
+        let (sender, _) = broadcast::channel(REPLAY);
+        Self {
+            inner: Arc::new(Inner {
+                sender,
+                next_id: AtomicU64::new(1),
+                recent: Mutex::new(VecDeque::with_capacity(REPLAY)),
+                subscribers: AtomicU64::new(0),
+                closed: watch::Sender::new(false),
+            }),
+        }
+    }
+}
+
+impl EventHub {
+    pub fn publish(
+        &self,
+        kind: &'static str,
+        session_id: &str,
+        round_id: Option<String>,
+        request_id: Option<String>,
+    ) {
+        let event = Event {
+            id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
+            kind,
+            session_id: session_id.to_owned(),
+            round_id,
+            request_id,
+            at: Utc::now(),
+        };
+        {
+            let mut recent = self.recent();
+            if recent.len() == REPLAY {
+                recent.pop_front();
+            }
+            recent.push_back(event.clone());
+        }
+        // No subscriber is not an error: nobody is watching right now.
+        let _ = self.inner.sender.send(event);
+    }
+
+    /// Ends every live stream (the server is shutting down).
+    pub fn close(&self) {
+        self.inner.closed.send_replace(true);
+    }
+
+    /// Becomes `true` when the hub closes.
+    pub fn closed(&self) -> watch::Receiver<bool> {
+        self.inner.closed.subscribe()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.sender.subscribe()
+    }
+
+    /// Events after `last_id`, or `None` when some of them are no longer kept (the client must re-read).
+    pub fn since(&self, last_id: u64) -> Option<Vec<Event>> {
+        let recent = self.recent();
+        let oldest = recent
+            .front()
+            .map_or(self.inner.next_id.load(Ordering::Relaxed), |e| e.id);
+        if last_id + 1 < oldest {
+            return None;
+        }
+        Some(recent.iter().filter(|e| e.id > last_id).cloned().collect())
+    }
+
+    /// Counts live SSE streams (for `/metrics`).
+    pub fn subscriber_guard(&self) -> SubscriberGuard {
+        self.inner.subscribers.fetch_add(1, Ordering::Relaxed);
+        SubscriberGuard { hub: self.clone() }
+    }
+
+    pub fn subscribers(&self) -> u64 {
+        self.inner.subscribers.load(Ordering::Relaxed)
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, VecDeque<Event>> {
+        self.inner
+            .recent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Decrements the subscriber count when a stream ends.
+pub struct SubscriberGuard {
+    hub: EventHub,
+}
+
+impl Drop for SubscriberGuard {
+    fn drop(&mut self) {
+        self.hub.inner.subscribers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_returns_what_a_client_missed() {
+        let hub = EventHub::default();
+        hub.publish("round.created", "s1", None, None);
+        hub.publish("round.answered", "s1", None, None);
+        let missed = hub.since(1).expect("kept");
+        assert_eq!(
+            missed.iter().map(|e| e.kind).collect::<Vec<_>>(),
+            ["round.answered"]
+        );
+        assert_eq!(hub.since(2).expect("kept").len(), 0);
+    }
+}

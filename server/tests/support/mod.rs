@@ -1,0 +1,233 @@
+//! A real `anteroom` server for tests: started on port 0 over a real database (a temporary SQLite file or
+//! a PostgreSQL schema of its own), with a manual clock and one API key per role.
+
+#![allow(dead_code)]
+
+pub mod pulsemcp;
+
+use std::sync::Arc;
+
+use anteroom_app::{
+    domain::{
+        access::{ApiKey, Role},
+        clock::ManualClock,
+    },
+    store::{
+        PostgresStore, SqliteStore, Store, StoreOptions,
+        testing::{TestSchema, postgres_url},
+    },
+};
+use anteroom_server::{ApiConfig, AppState, credentials};
+use chrono::{DateTime, Utc};
+use leptos::config::LeptosOptions;
+use serde_json::{Value, json};
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+
+pub fn start_time() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-03-01T09:00:00Z")
+        .map(|at| at.with_timezone(&Utc))
+        .expect("valid start time")
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+enum Data {
+    Sqlite(tempfile::TempDir),
+    Postgres(TestSchema),
+}
+
+pub struct TestServer {
+    pub base: String,
+    pub clock: ManualClock,
+    pub store: Arc<dyn Store>,
+    pub admin_key: String,
+    pub responder_key: String,
+    pub viewer_key: String,
+    pub http: reqwest::Client,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<std::io::Result<()>>,
+    data: Data,
+}
+
+pub struct Options {
+    pub allow_unauthenticated_producers: bool,
+    pub body_limit: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            allow_unauthenticated_producers: false,
+            body_limit: 256 * 1024,
+        }
+    }
+}
+
+impl TestServer {
+    /// A server on `db`, or `None` for PostgreSQL when `ANTEROOM_TEST_POSTGRES_URL` is not set.
+    pub async fn start(db: Db) -> Option<Self> {
+        Self::start_with(db, Options::default()).await
+    }
+
+    pub async fn start_with(db: Db, options: Options) -> Option<Self> {
+        let clock = ManualClock::new(start_time());
+        let store_options = StoreOptions {
+            clock: Arc::new(clock.clone()),
+            ..StoreOptions::default()
+        };
+        let (store, data): (Arc<dyn Store>, Data) = match db {
+            Db::Sqlite => {
+                let dir = tempfile::tempdir().expect("temporary directory");
+                let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
+                let store = SqliteStore::connect(&url, store_options)
+                    .await
+                    .expect("open SQLite");
+                (Arc::new(store), Data::Sqlite(dir))
+            }
+            Db::Postgres => {
+                let url = postgres_url()?;
+                let schema = TestSchema::create(&url).await.expect("test schema");
+                let store = PostgresStore::from_pool(schema.pool.clone(), store_options);
+                (Arc::new(store), Data::Postgres(schema))
+            }
+        };
+        store.migrate().await.expect("migrate");
+        let mut keys = Vec::new();
+        for role in [Role::Admin, Role::Responder, Role::Viewer] {
+            let secret = credentials::generate(credentials::API_KEY_PREFIX);
+            let key = ApiKey {
+                id: format!("key-{}", role.as_str()),
+                name: role.as_str().to_owned(),
+                role,
+            };
+            store
+                .create_api_key(&key, &credentials::hash(&secret))
+                .await
+                .expect("api key");
+            keys.push(secret);
+        }
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
+        let addr = listener.local_addr().expect("local address");
+        let base = format!("http://{addr}");
+        let leptos_options = LeptosOptions::builder()
+            .output_name("anteroom")
+            .site_root("target/site")
+            .site_addr(addr)
+            .build();
+        let mut config = ApiConfig::new(&base);
+        config.allow_unauthenticated_producers = options.allow_unauthenticated_producers;
+        config.body_limit = options.body_limit;
+        let state = AppState::new(leptos_options, store.clone(), config);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(anteroom_server::serve(listener, state, async move {
+            let _ = stopped.await;
+        }));
+        Some(Self {
+            base,
+            clock,
+            store,
+            viewer_key: keys.pop().expect("viewer"),
+            responder_key: keys.pop().expect("responder"),
+            admin_key: keys.pop().expect("admin"),
+            http: reqwest::Client::new(),
+            stop,
+            task,
+            data,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Registers a session through the management API; returns its environment block.
+    pub async fn session(&self, id: &str) -> Environment {
+        let reply = self
+            .http
+            .post(self.url("/api/v1/sessions"))
+            .bearer_auth(&self.admin_key)
+            .json(&json!({"id": id, "title": format!("Session {id}")}))
+            .send()
+            .await
+            .expect("POST /api/v1/sessions");
+        assert_eq!(reply.status(), 201, "session created");
+        let body: Value = reply.json().await.expect("JSON");
+        Environment {
+            request_url: body["environment"]["ELICITATION_REQUEST_URL"]
+                .as_str()
+                .expect("request url")
+                .to_owned(),
+            poll_url: body["environment"]["ELICITATION_POLL_URL"]
+                .as_str()
+                .expect("poll url")
+                .to_owned(),
+            session_id: body["environment"]["ELICITATION_SESSION_ID"]
+                .as_str()
+                .expect("session id")
+                .to_owned(),
+            token: body["producer_token"].as_str().expect("token").to_owned(),
+            body,
+        }
+    }
+
+    /// Answers a question the way the original orchestrator's API does.
+    pub async fn respond(&self, key: &str, request_id: &str, answer: Value) -> reqwest::Response {
+        self.http
+            .patch(self.url(&format!("/api/v1/elicitations/{request_id}/respond")))
+            .bearer_auth(key)
+            .json(&answer)
+            .send()
+            .await
+            .expect("PATCH respond")
+    }
+
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task
+            .await
+            .expect("server task")
+            .expect("server stops cleanly");
+        if let Data::Postgres(schema) = self.data {
+            schema.drop_schema().await.expect("drop schema");
+        }
+    }
+}
+
+/// What an orchestrator hands an MCP server.
+pub struct Environment {
+    pub request_url: String,
+    pub poll_url: String,
+    pub session_id: String,
+    pub token: String,
+    pub body: Value,
+}
+
+/// Declares each listed `async fn name(db: Db)` as a test on SQLite and on PostgreSQL.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::support::Db::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if anteroom_app::store::testing::postgres_url().is_some() {
+                        super::$name($crate::support::Db::Postgres).await;
+                    }
+                }
+            )*
+        }
+    };
+}
