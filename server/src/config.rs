@@ -148,6 +148,14 @@ pub struct ServeArgs {
     )]
     pub allow_unauthenticated_producers: bool,
 
+    /// PostgreSQL only: the LISTEN/NOTIFY channel instances on one database share their events on.
+    #[arg(
+        long,
+        env = "ANTEROOM_EVENT_CHANNEL",
+        default_value = "anteroom_events"
+    )]
+    pub event_channel: String,
+
     /// Largest request body, in KiB.
     #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = 256)]
     pub body_limit_kib: usize,

@@ -16,6 +16,14 @@ use tokio::sync::{broadcast, watch};
 /// How many recent events a reconnecting client can catch up on.
 const REPLAY: usize = 1024;
 
+/// The kinds of event, as they appear on the wire.
+pub const KINDS: [&str; 4] = [
+    "round.created",
+    "round.answered",
+    "round.expired",
+    "session.changed",
+];
+
 /// One change worth telling a watcher about.
 #[derive(Debug, Clone, Serialize)]
 pub struct Event {
@@ -44,6 +52,8 @@ struct Inner {
     recent: Mutex<VecDeque<Event>>,
     subscribers: AtomicU64,
     closed: watch::Sender<bool>,
+    /// Where events go to reach other instances (PostgreSQL `NOTIFY`), once a relay is attached.
+    relay: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Event>>,
 }
 
 impl Default for EventHub {
@@ -56,12 +66,14 @@ impl Default for EventHub {
                 recent: Mutex::new(VecDeque::with_capacity(REPLAY)),
                 subscribers: AtomicU64::new(0),
                 closed: watch::Sender::new(false),
+                relay: std::sync::OnceLock::new(),
             }),
         }
     }
 }
 
 impl EventHub {
+    /// Publishes a change made by this instance, to local watchers and, through the relay, to other instances.
     pub fn publish(
         &self,
         kind: &'static str,
@@ -69,6 +81,38 @@ impl EventHub {
         round_id: Option<String>,
         request_id: Option<String>,
     ) {
+        let event = self.deliver(kind, session_id, round_id, request_id);
+        if let Some(relay) = self.inner.relay.get() {
+            // A closed relay only means other instances stop hearing; local watchers already have it.
+            let _ = relay.send(event);
+        }
+    }
+
+    /// Sends events published here to other instances through `sender`.
+    pub fn attach_relay(&self, sender: tokio::sync::mpsc::UnboundedSender<Event>) {
+        let _ = self.inner.relay.set(sender);
+    }
+
+    /// Hands a change made by another instance to local watchers.
+    pub fn deliver_remote(
+        &self,
+        kind: &str,
+        session_id: &str,
+        round_id: Option<String>,
+        request_id: Option<String>,
+    ) {
+        if let Some(kind) = KINDS.into_iter().find(|known| *known == kind) {
+            self.deliver(kind, session_id, round_id, request_id);
+        }
+    }
+
+    fn deliver(
+        &self,
+        kind: &'static str,
+        session_id: &str,
+        round_id: Option<String>,
+        request_id: Option<String>,
+    ) -> Event {
         let event = Event {
             id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
             kind,
@@ -85,7 +129,8 @@ impl EventHub {
             recent.push_back(event.clone());
         }
         // No subscriber is not an error: nobody is watching right now.
-        let _ = self.inner.sender.send(event);
+        let _ = self.inner.sender.send(event.clone());
+        event
     }
 
     /// Ends every live stream (the server is shutting down).

@@ -7,6 +7,7 @@ pub mod config;
 pub mod credentials;
 pub mod events;
 pub mod http;
+pub mod relay;
 pub mod state;
 
 use std::future::Future;

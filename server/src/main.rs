@@ -106,6 +106,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         config.public_url
     );
     let state = AppState::new(leptos_options, store, config);
+    if args.database.database_url.starts_with("postgres") {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(2)
+            .connect(&args.database.database_url)
+            .await
+            .context("cannot open the event relay's connection")?;
+        anteroom_server::relay::start(&state.events, pool, &args.event_channel)
+            .await
+            .context("cannot LISTEN for other instances' events")?;
+        tracing::info!(channel = %args.event_channel, "sharing events with other instances");
+    }
     anteroom_server::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("Anteroom stopped");
     Ok(())

@@ -7,7 +7,7 @@ use anteroom_app::{
     domain::{
         answer::{PollAction, outward_answer},
         ids::{RequestId, RequestKey, SessionId},
-        round::{ElicitationRequest, NewRound, OperationKind, Round},
+        round::{ElicitationRequest, NewRound, OperationKind, Round, RoundStatus},
         session::{NewSession, Session},
     },
     store::StoreError,
@@ -282,16 +282,12 @@ async fn answer_poll(
         let deadline = tokio::time::Instant::now() + wait;
         // Re-read after subscribing, so an answer given in between is not missed.
         round = state.store.get_round(round.round_id).await?;
-        while round.status == anteroom_app::domain::round::RoundStatus::Pending {
-            match tokio::time::timeout_at(deadline, events.recv()).await {
-                Ok(Ok(event)) if event.round_id.as_deref() == Some(round_id.as_str()) => {
-                    round = state.store.get_round(round.round_id).await?;
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(_)) | Err(_) => {
-                    round = state.store.get_round(round.round_id).await?;
-                    break;
-                }
+        while round.status == RoundStatus::Pending && tokio::time::Instant::now() < deadline {
+            // Wake on this round's event, or each second anyway: the deadline may pass with no event at all.
+            let tick = (tokio::time::Instant::now() + StdDuration::from_secs(1)).min(deadline);
+            match tokio::time::timeout_at(tick, events.recv()).await {
+                Ok(Ok(event)) if event.round_id.as_deref() != Some(round_id.as_str()) => continue,
+                _ => round = state.store.get_round(round.round_id).await?,
             }
         }
     }

@@ -38,6 +38,55 @@ pub enum Db {
 enum Data {
     Sqlite(tempfile::TempDir),
     Postgres(TestSchema),
+    /// Another instance owns the database.
+    Shared,
+}
+
+fn store_options(clock: &ManualClock) -> StoreOptions {
+    StoreOptions {
+        clock: Arc::new(clock.clone()),
+        ..StoreOptions::default()
+    }
+}
+
+async fn open_store(db: Db, clock: &ManualClock) -> Option<(Arc<dyn Store>, Data)> {
+    let (store, data): (Arc<dyn Store>, Data) = match db {
+        Db::Sqlite => {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
+            let store = SqliteStore::connect(&url, store_options(clock))
+                .await
+                .expect("open SQLite");
+            (Arc::new(store), Data::Sqlite(dir))
+        }
+        Db::Postgres => {
+            let url = postgres_url()?;
+            let schema = TestSchema::create(&url).await.expect("test schema");
+            let store = PostgresStore::from_pool(schema.pool.clone(), store_options(clock));
+            (Arc::new(store), Data::Postgres(schema))
+        }
+    };
+    store.migrate().await.expect("migrate");
+    Some((store, data))
+}
+
+/// One API key per role: admin, responder, viewer.
+async fn create_keys(store: &Arc<dyn Store>) -> [String; 3] {
+    let mut keys = Vec::new();
+    for role in [Role::Admin, Role::Responder, Role::Viewer] {
+        let secret = credentials::generate(credentials::API_KEY_PREFIX);
+        let key = ApiKey {
+            id: format!("key-{}", role.as_str()),
+            name: role.as_str().to_owned(),
+            role,
+        };
+        store
+            .create_api_key(&key, &credentials::hash(&secret))
+            .await
+            .expect("api key");
+        keys.push(secret);
+    }
+    [keys[0].clone(), keys[1].clone(), keys[2].clone()]
 }
 
 pub struct TestServer {
@@ -75,42 +124,55 @@ impl TestServer {
 
     pub async fn start_with(db: Db, options: Options) -> Option<Self> {
         let clock = ManualClock::new(start_time());
-        let store_options = StoreOptions {
-            clock: Arc::new(clock.clone()),
-            ..StoreOptions::default()
-        };
-        let (store, data): (Arc<dyn Store>, Data) = match db {
-            Db::Sqlite => {
-                let dir = tempfile::tempdir().expect("temporary directory");
-                let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
-                let store = SqliteStore::connect(&url, store_options)
-                    .await
-                    .expect("open SQLite");
-                (Arc::new(store), Data::Sqlite(dir))
-            }
-            Db::Postgres => {
-                let url = postgres_url()?;
-                let schema = TestSchema::create(&url).await.expect("test schema");
-                let store = PostgresStore::from_pool(schema.pool.clone(), store_options);
-                (Arc::new(store), Data::Postgres(schema))
-            }
-        };
-        store.migrate().await.expect("migrate");
-        let mut keys = Vec::new();
-        for role in [Role::Admin, Role::Responder, Role::Viewer] {
-            let secret = credentials::generate(credentials::API_KEY_PREFIX);
-            let key = ApiKey {
-                id: format!("key-{}", role.as_str()),
-                name: role.as_str().to_owned(),
-                role,
-            };
-            store
-                .create_api_key(&key, &credentials::hash(&secret))
-                .await
-                .expect("api key");
-            keys.push(secret);
-        }
+        let (store, data) = open_store(db, &clock).await?;
+        let keys = create_keys(&store).await;
+        Some(Self::launch(store, data, clock, keys, options, None).await)
+    }
 
+    /// Two instances on one PostgreSQL schema, sharing events through LISTEN/NOTIFY.
+    pub async fn postgres_pair() -> Option<(Self, Self)> {
+        let url = postgres_url()?;
+        let clock = ManualClock::new(start_time());
+        let (store, data) = open_store(Db::Postgres, &clock).await?;
+        let keys = create_keys(&store).await;
+        let Data::Postgres(schema) = &data else {
+            return None;
+        };
+        let channel = format!("anteroom_test_{}", uuid::Uuid::now_v7().simple());
+        let second_pool = schema.another_pool(&url).await.expect("second pool");
+        let relay_a = schema.another_pool(&url).await.expect("relay pool");
+        let relay_b = schema.another_pool(&url).await.expect("relay pool");
+        let second_store: Arc<dyn Store> =
+            Arc::new(PostgresStore::from_pool(second_pool, store_options(&clock)));
+        let first = Self::launch(
+            store,
+            data,
+            clock.clone(),
+            keys.clone(),
+            Options::default(),
+            Some((relay_a, channel.clone())),
+        )
+        .await;
+        let second = Self::launch(
+            second_store,
+            Data::Shared,
+            clock,
+            keys,
+            Options::default(),
+            Some((relay_b, channel)),
+        )
+        .await;
+        Some((first, second))
+    }
+
+    async fn launch(
+        store: Arc<dyn Store>,
+        data: Data,
+        clock: ManualClock,
+        keys: [String; 3],
+        options: Options,
+        relay: Option<(sqlx::PgPool, String)>,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
         let addr = listener.local_addr().expect("local address");
         let base = format!("http://{addr}");
@@ -123,22 +185,28 @@ impl TestServer {
         config.allow_unauthenticated_producers = options.allow_unauthenticated_producers;
         config.body_limit = options.body_limit;
         let state = AppState::new(leptos_options, store.clone(), config);
+        if let Some((pool, channel)) = relay {
+            anteroom_server::relay::start(&state.events, pool, &channel)
+                .await
+                .expect("event relay");
+        }
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(anteroom_server::serve(listener, state, async move {
             let _ = stopped.await;
         }));
-        Some(Self {
+        let [admin_key, responder_key, viewer_key] = keys;
+        Self {
             base,
             clock,
             store,
-            viewer_key: keys.pop().expect("viewer"),
-            responder_key: keys.pop().expect("responder"),
-            admin_key: keys.pop().expect("admin"),
+            admin_key,
+            responder_key,
+            viewer_key,
             http: reqwest::Client::new(),
             stop,
             task,
             data,
-        })
+        }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,0 +1,191 @@
+//! The `anteroom` command line, run as a real process: `apikey create`, `session create`, and `ask` with its
+//! exit status per outcome.
+
+mod support;
+
+use std::time::Duration as StdDuration;
+
+use serde_json::{Value, json};
+use support::{Db, TestServer};
+use tokio::process::Command;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_anteroom");
+
+#[tokio::test]
+async fn apikey_create_prints_only_the_key_and_session_create_prints_the_environment_block() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("cli.sqlite3").display());
+    let key = Command::new(BINARY)
+        .args(["apikey", "create", "--name", "ci", "--role", "admin"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .await
+        .expect("run apikey create");
+    assert!(
+        key.status.success(),
+        "{}",
+        String::from_utf8_lossy(&key.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&key.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.starts_with("ark_"));
+
+    let bad_role = Command::new(BINARY)
+        .args(["apikey", "create", "--name", "ci", "--role", "root"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .await
+        .expect("run apikey create");
+    assert_eq!(bad_role.status.code(), Some(1));
+
+    let session = Command::new(BINARY)
+        .args([
+            "session",
+            "create",
+            "--id",
+            "cli-1",
+            "--title",
+            "From the CLI",
+        ])
+        .env("DATABASE_URL", &url)
+        .env("ANTEROOM_PUBLIC_URL", "https://anteroom.example")
+        .output()
+        .await
+        .expect("run session create");
+    assert!(
+        session.status.success(),
+        "{}",
+        String::from_utf8_lossy(&session.stderr)
+    );
+    let block = String::from_utf8_lossy(&session.stdout);
+    let keys: Vec<&str> = block
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "ELICITATION_REQUEST_URL",
+            "ELICITATION_POLL_URL",
+            "ELICITATION_PREFER_HTTP_FALLBACK",
+            "ELICITATION_TTL_MS",
+            "ELICITATION_SESSION_ID"
+        ]
+    );
+    assert!(block.contains("ELICITATION_REQUEST_URL=https://anteroom.example/api/v1/s/ars_"));
+}
+
+/// Starts `anteroom ask` against the server, answers it with `answer`, and returns (exit code, stdout).
+async fn ask_and_answer(
+    server: &TestServer,
+    session: &str,
+    answer: Option<Value>,
+) -> (Option<i32>, String) {
+    let env = server.session(session).await;
+    let child = Command::new(BINARY)
+        .args([
+            "ask",
+            "--message",
+            "Deploy to prod?",
+            "--tool-name",
+            "deploy",
+            "--timeout",
+            "10m",
+        ])
+        .env("ELICITATION_REQUEST_URL", &env.request_url)
+        .env("ELICITATION_POLL_URL", &env.poll_url)
+        .env("ELICITATION_SESSION_ID", &env.session_id)
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn ask");
+    // Wait for the question to arrive.
+    let mut request_id = None;
+    for _ in 0..100 {
+        let rounds: Value = server
+            .http
+            .get(server.url(&format!("/api/v1/sessions/{session}/rounds")))
+            .bearer_auth(&server.viewer_key)
+            .send()
+            .await
+            .expect("GET rounds")
+            .json()
+            .await
+            .expect("JSON");
+        if let Some(id) = rounds["rounds"][0]["request_id"].as_str() {
+            request_id = Some(id.to_owned());
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    }
+    let request_id = request_id.expect("ask posted its question");
+    match answer {
+        Some(answer) => {
+            let reply = server
+                .respond(&server.responder_key, &request_id, answer)
+                .await;
+            assert_eq!(reply.status(), 200);
+        }
+        // The server's clock starts in March while `ask` names a deadline from the real clock, clamped to 7 days.
+        None => server.clock.advance(chrono::Duration::days(8)),
+    }
+    let output = tokio::time::timeout(StdDuration::from_secs(10), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("ask for {session} did not finish"))
+        .expect("ask output");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_exits_with_a_status_per_outcome_and_prints_the_answer() {
+    let Some(server) = TestServer::start(Db::Sqlite).await else {
+        return;
+    };
+    let (code, stdout) = ask_and_answer(
+        &server,
+        "ask-accept",
+        Some(json!({"action_type": "accept", "content": {"answer": "yes"}})),
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stdout}");
+    let printed: Value = serde_json::from_str(&stdout).expect("ask prints JSON");
+    assert_eq!(printed["action"], "accept");
+    assert_eq!(printed["content"]["answer"], "yes");
+
+    let (code, _) = ask_and_answer(
+        &server,
+        "ask-decline",
+        Some(json!({"action_type": "decline"})),
+    )
+    .await;
+    assert_eq!(code, Some(2));
+    let (code, _) = ask_and_answer(
+        &server,
+        "ask-cancel",
+        Some(json!({"action_type": "cancel"})),
+    )
+    .await;
+    assert_eq!(code, Some(3));
+    let (code, stdout) = ask_and_answer(&server, "ask-expire", None).await;
+    assert_eq!(code, Some(4), "{stdout}");
+
+    let unreachable = Command::new(BINARY)
+        .args(["ask", "--message", "?"])
+        .env(
+            "ELICITATION_REQUEST_URL",
+            "http://127.0.0.1:9/api/v1/elicitations",
+        )
+        .env(
+            "ELICITATION_POLL_URL",
+            "http://127.0.0.1:9/api/v1/elicitations",
+        )
+        .output()
+        .await
+        .expect("run ask");
+    assert_eq!(unreachable.status.code(), Some(1));
+    server.stop().await;
+}
