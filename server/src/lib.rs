@@ -7,6 +7,8 @@ pub mod config;
 pub mod credentials;
 pub mod events;
 pub mod http;
+pub mod metrics;
+pub mod rate_limit;
 pub mod relay;
 pub mod state;
 

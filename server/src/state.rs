@@ -6,7 +6,7 @@ use anteroom_app::store::Store;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 
-use crate::{api::gate::Gate, events::EventHub};
+use crate::{api::gate::Gate, events::EventHub, metrics::Metrics, rate_limit::RateLimiter};
 
 /// Shared, cheaply clonable application state.
 #[derive(Clone)]
@@ -16,6 +16,8 @@ pub struct AppState {
     pub config: Arc<ApiConfig>,
     pub events: EventHub,
     pub gate: Gate,
+    pub metrics: Metrics,
+    pub limiter: RateLimiter,
 }
 
 impl AppState {
@@ -27,6 +29,8 @@ impl AppState {
             config: Arc::new(config),
             events: EventHub::default(),
             gate: Gate::default(),
+            metrics: Metrics::default(),
+            limiter: RateLimiter::default(),
         }
     }
 }

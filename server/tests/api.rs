@@ -1007,8 +1007,10 @@ async fn malformed_requests_get_json_4xx_and_the_server_keeps_working(db: Db) {
     }
     assert!(checked >= 50, "{checked} malformed requests checked");
 
+    // The battery spent this session's create budget; a fresh session shows the server itself is fine.
+    let env = server.session("after").await;
     let (client, id) = {
-        let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s1"));
+        let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("after"));
         let id = client
             .create(
                 "req-ok",
@@ -1038,7 +1040,100 @@ async fn malformed_requests_get_json_4xx_and_the_server_keeps_working(db: Db) {
     server.stop().await;
 }
 
+async fn metrics_show_requests_open_questions_and_answers(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let (client, id) = ask(&server, "s1", "req-metrics").await;
+    client.poll(&id).await.expect("poll");
+    let text = server
+        .http
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(text.contains("anteroom_open_questions 1"), "{text}");
+    assert!(
+        text.contains("route=\"/api/v1/s/{token}/elicitations\",method=\"POST\",status=\"201\"} 1"),
+        "{text}"
+    );
+    assert!(!text.contains("ars_"), "tokens never reach the metrics");
+    server
+        .respond(
+            &server.responder_key,
+            &id,
+            json!({"action_type": "accept", "content": {"env": "dev"}}),
+        )
+        .await;
+    let text = server
+        .http
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        text.contains("anteroom_answers_total{action=\"accept\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("anteroom_open_questions 0"), "{text}");
+    assert!(
+        text.contains("anteroom_time_to_answer_seconds_count 1"),
+        "{text}"
+    );
+    server.stop().await;
+}
+
+async fn floods_are_rate_limited_but_steady_polling_never_is(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let (client, id) = ask(&server, "s1", "req-rate").await;
+    for _ in 0..15 {
+        assert_eq!(
+            client
+                .poll(&id)
+                .await
+                .expect("a poll per question is never refused"),
+            Outcome::Pending
+        );
+    }
+    let env = server.session("flood").await;
+    let flood = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("flood"));
+    let mut limited = None;
+    for i in 0..60 {
+        let body = flood.body(
+            &format!("f{i}"),
+            "?",
+            schema(),
+            "deploy",
+            &expires_in_an_hour(),
+        );
+        let reply = server
+            .http
+            .post(&env.request_url)
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
+        if reply.status() == 429 {
+            limited = Some(reply.json::<Value>().await.expect("JSON"));
+            break;
+        }
+    }
+    let limited = limited.expect("a flood of creates is throttled");
+    assert_eq!(limited["error"], "rate_limited");
+    server.stop().await;
+}
+
 on_both_backends!(
+    metrics_show_requests_open_questions_and_answers,
+    floods_are_rate_limited_but_steady_polling_never_is,
     pulsemcp_round_trip_accept_reaches_the_poller_every_time,
     create_reply_has_201_request_id_poll_url_and_clamped_deadline,
     decline_and_dismiss_with_content_return_no_content,

@@ -752,6 +752,14 @@ macro_rules! sql_store {
                 Ok(self.get_round(id).await?.redacted())
             }
 
+            async fn open_round_count(&self) -> StoreResult<i64> {
+                let (count,): (i64,) = sqlx::query_as(sql::COUNT_OPEN_ROUNDS)
+                    .bind(to_ms(self.now()))
+                    .fetch_one(&self.pool)
+                    .await?;
+                Ok(count)
+            }
+
             async fn expire_due_rounds(&self) -> StoreResult<Vec<Round>> {
                 let now = self.now();
                 let mut tx = self.begin_write().await?;

@@ -256,6 +256,9 @@ pub trait Store: Send + Sync + 'static {
     /// Keys, actions and field names of the answer; never values.
     async fn redacted_responses(&self, id: RoundId) -> StoreResult<RedactedResponses>;
 
+    /// How many questions are waiting for a person right now (for `/metrics`).
+    async fn open_round_count(&self) -> StoreResult<i64>;
+
     // Sweeps (scheduled jobs), each one batch per call.
 
     /// Fails every pending round past its deadline with `expired` and moves the sessions (SPEC §2.3).

@@ -41,6 +41,9 @@ pub const EXPIRE_DUE_IN_SESSION: &str = "UPDATE rounds SET status = 'failed', fa
      lease_expires_at_ms = NULL, version = version + 1 \
      WHERE status = 'pending' AND deadline_ms <= $1 AND session_id = $3 RETURNING *";
 
+pub const COUNT_OPEN_ROUNDS: &str =
+    "SELECT COUNT(*) FROM rounds WHERE status = 'pending' AND deadline_ms > $1";
+
 pub const ANY_DUE: &str =
     "SELECT round_id FROM rounds WHERE status = 'pending' AND deadline_ms <= $1 LIMIT 1";
 

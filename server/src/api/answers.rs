@@ -45,6 +45,15 @@ async fn read_round(
 
 fn publish_answer(state: &AppState, round: &Round, submission: Submission) {
     if submission == Submission::Recorded {
+        let waited = round
+            .responded_at
+            .map(|at| (at - round.created_at).num_milliseconds() as f64 / 1000.0)
+            .unwrap_or_default();
+        for response in round.responses.iter().flat_map(|r| r.values()) {
+            state
+                .metrics
+                .record_answer(response.action.as_str(), waited);
+        }
         state.events.publish(
             "round.answered",
             round.session_id.as_str(),

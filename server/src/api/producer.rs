@@ -1,7 +1,7 @@
 //! The producer API of SPEC §5.1–5.2: unmodified `@pulsemcp/mcp-elicitation` clients post a question and
 //! poll for its answer, authenticated by the session token in the URL (or an API key on the bare routes).
 
-use std::{collections::BTreeMap, time::Duration as StdDuration};
+use std::{collections::BTreeMap, net::SocketAddr, time::Duration as StdDuration};
 
 use anteroom_app::{
     domain::{
@@ -14,7 +14,7 @@ use anteroom_app::{
 };
 use axum::{
     Json, Router,
-    extract::State,
+    extract::{ConnectInfo, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -26,7 +26,7 @@ use super::{
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
 };
-use crate::{AppState, credentials};
+use crate::{AppState, credentials, rate_limit};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -339,6 +339,9 @@ async fn create_by_token(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let session = session_for_token(&state, &token).await?;
+    state
+        .limiter
+        .check(&format!("create:{}", session.id), rate_limit::CREATES)?;
     let base = token_collection(&state, &token, None);
     create_question(&state, &session, None, &body, &base).await
 }
@@ -349,6 +352,9 @@ async fn create_by_token_for_server(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let session = session_for_token(&state, &token).await?;
+    state
+        .limiter
+        .check(&format!("create:{}", session.id), rate_limit::CREATES)?;
     if server.is_empty() || server.chars().count() > 128 {
         return Err(ApiError::validation(
             "The server name in the URL must be 1 to 128 characters.",
@@ -364,6 +370,10 @@ async fn poll_by_token(
     ApiQuery(options): ApiQuery<PollOptions>,
 ) -> ApiResult<Json<Value>> {
     let session = session_for_token(&state, &token).await?;
+    state.limiter.check(
+        &format!("poll:{}:{request_id}", session.id),
+        rate_limit::POLLS,
+    )?;
     let round = round_in_session(&state, &session.id, &request_id).await?;
     answer_poll(&state, round, &options).await
 }
@@ -374,8 +384,20 @@ async fn poll_by_token_for_server(
     ApiQuery(options): ApiQuery<PollOptions>,
 ) -> ApiResult<Json<Value>> {
     let session = session_for_token(&state, &token).await?;
+    state.limiter.check(
+        &format!("poll:{}:{request_id}", session.id),
+        rate_limit::POLLS,
+    )?;
     let round = round_in_session(&state, &session.id, &request_id).await?;
     answer_poll(&state, round, &options).await
+}
+
+/// The bucket of a bare-route call: per API key, or per address when anonymous.
+fn bare_key(what: &str, caller: &OptionalCaller, peer: &SocketAddr) -> String {
+    match &caller.0 {
+        Some(caller) => format!("{what}:key:{}", caller.key.id),
+        None => format!("{what}:ip:{}", peer.ip()),
+    }
 }
 
 /// The bare routes admit a producer API key, or anybody when the operator opted in.
@@ -392,10 +414,14 @@ fn admit_bare(state: &AppState, caller: &OptionalCaller) -> ApiResult<()> {
 
 async fn create_bare(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     caller: OptionalCaller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     admit_bare(&state, &caller)?;
+    state
+        .limiter
+        .check(&bare_key("create", &caller, &peer), rate_limit::CREATES)?;
     let hint = body
         .get("_meta")
         .and_then(|meta| meta.get("com.pulsemcp/session-id"))
@@ -423,11 +449,16 @@ async fn create_bare(
 
 async fn poll_bare(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     caller: OptionalCaller,
     ApiPath(request_id): ApiPath<String>,
     ApiQuery(options): ApiQuery<PollOptions>,
 ) -> ApiResult<Json<Value>> {
     admit_bare(&state, &caller)?;
+    state.limiter.check(
+        &format!("{}:{request_id}", bare_key("poll", &caller, &peer)),
+        rate_limit::POLLS,
+    )?;
     let id = RequestId::parse(&request_id).map_err(|_| {
         ApiError::not_found(format!("No question with request id {request_id} exists."))
     })?;

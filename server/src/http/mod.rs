@@ -30,6 +30,11 @@ pub fn router(state: AppState) -> Router {
             move || provide_context(store.clone()),
             move || shell(options.clone()),
         )
+        .route("/metrics", get(crate::metrics::render))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::metrics::track,
+        ))
         .fallback(file_and_error_handler::<AppState, _>(shell))
         // One `tracing` line per request, written when the response is ready.
         .layer(
