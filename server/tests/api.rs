@@ -1131,7 +1131,54 @@ async fn floods_are_rate_limited_but_steady_polling_never_is(db: Db) {
     server.stop().await;
 }
 
+async fn openapi_document_describes_every_route(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let (status, doc) = json_of(
+        server
+            .http
+            .get(server.url("/api/v1/openapi.json"))
+            .send()
+            .await
+            .expect("GET"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(doc["openapi"].as_str().expect("version").starts_with("3."));
+    let operations: Vec<String> = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .iter()
+        .flat_map(|(path, methods)| {
+            methods
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.keys())
+                .map(move |m| format!("{} {path}", m.to_uppercase()))
+        })
+        .collect();
+    for expected in [
+        "POST /api/v1/s/{token}/elicitations",
+        "GET /api/v1/s/{token}/elicitations/{request_id}",
+        "POST /api/v1/s/{token}/rounds/{round_id}/claim",
+        "PATCH /api/v1/elicitations/{request_id}/respond",
+        "POST /api/v1/rounds/{round_id}/responses",
+        "DELETE /api/v1/sessions/{id}/token",
+        "GET /api/v1/events",
+        "GET /api/v1/gate",
+    ] {
+        assert!(
+            operations.iter().any(|op| op == expected),
+            "{expected} missing from {operations:?}"
+        );
+    }
+    assert_eq!(operations.len(), 29, "{operations:?}");
+    server.stop().await;
+}
+
 on_both_backends!(
+    openapi_document_describes_every_route,
     metrics_show_requests_open_questions_and_answers,
     floods_are_rate_limited_but_steady_polling_never_is,
     pulsemcp_round_trip_accept_reaches_the_poller_every_time,

@@ -7,11 +7,7 @@ use anteroom_app::domain::{
     ids::{IdempotencyKey, RequestId, RequestKey, RoundId},
     round::{ElicitationResponse, ResponseAction, Round, Submission},
 };
-use axum::{
-    Json, Router,
-    extract::State,
-    routing::{get, patch, post},
-};
+use axum::{Json, extract::State};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -21,18 +17,26 @@ use super::{
     views::round_json,
 };
 use crate::{AppState, credentials};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/elicitations/{request_id}/respond", patch(respond))
-        .route("/api/v1/rounds/{round_id}", get(read_round))
-        .route("/api/v1/rounds/{round_id}/responses", post(submit))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(respond))
+        .routes(routes!(read_round))
+        .routes(routes!(submit))
 }
 
 fn round_id(raw: &str) -> ApiResult<RoundId> {
     RoundId::parse(raw).map_err(|_| ApiError::not_found(format!("No round {raw} exists.")))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/rounds/{round_id}",
+    tag = "answers",
+    params(("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "The round"), (status = 404, description = "not_found"))
+)]
 async fn read_round(
     State(state): State<AppState>,
     _caller: Caller,
@@ -73,6 +77,13 @@ struct RespondBody {
     content: Option<Map<String, Value>>,
 }
 
+#[utoipa::path(
+    patch,
+    path = "/api/v1/elicitations/{request_id}/respond",
+    tag = "answers",
+    params(("request_id" = String, Path, description = "The producer's request id")),
+    responses((status = 200, description = "Answer recorded (or the same answer replayed)"), (status = 409, description = "Already answered (details name the winner), or expired"), (status = 403, description = "forbidden: viewers cannot answer"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn respond(
     State(state): State<AppState>,
     caller: Caller,
@@ -133,6 +144,13 @@ struct SubmitBody {
     idempotency_key: IdempotencyKey,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/rounds/{round_id}/responses",
+    tag = "answers",
+    params(("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "Responses recorded for exactly the pending keys"), (status = 409, description = "managed_input_conflict: idempotency key reused or already answered"), (status = 403, description = "forbidden"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn submit(
     State(state): State<AppState>,
     caller: Caller,

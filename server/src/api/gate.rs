@@ -3,12 +3,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use axum::{Json, Router, extract::State, routing::get};
+use axum::{Json, extract::State};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::extract::Caller;
 use crate::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub const HEALTHY_PROMPT: &str = "Human approvals go through Anteroom and its gate is working: a redacted or declined \
 answer is the gate's real answer; respect it.";
@@ -48,10 +49,16 @@ impl Gate {
     }
 }
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/gate", get(gate))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(gate))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/gate",
+    tag = "gate",
+    responses((status = 200, description = "`{healthy, since, last_checked, prompt_line}`"), (status = 401, description = "unauthorized"))
+)]
 async fn gate(State(state): State<AppState>, _caller: Caller) -> Json<GateState> {
     Json(state.gate.current())
 }

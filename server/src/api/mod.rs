@@ -10,20 +10,62 @@ pub mod stream;
 pub mod views;
 pub mod workers;
 
-use axum::{Router, extract::DefaultBodyLimit, http::Method};
+use std::sync::Arc;
+
+use axum::{Json, Router, extract::DefaultBodyLimit, http::Method, routing::get};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::AppState;
 use error::ApiError;
 
-/// Every `/api/v1` route, with the body limit and JSON errors for unknown routes and methods.
-pub fn router(state: &AppState) -> Router<AppState> {
-    Router::new()
+/// The document's frame; every path in it comes from the handlers' own annotations.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Anteroom API",
+        description = "Where headless AI agents wait for a human: producers post questions and poll; people and \
+orchestrators answer. Errors are `{\"error\", \"message\", \"details\"?}` with the codes of SPEC §7.",
+    ),
+    tags(
+        (name = "producer", description = "pulsemcp-compatible question and poll routes (SPEC §5.1, §5.2)"),
+        (name = "rounds", description = "Multi-request rounds (SPEC §5.3)"),
+        (name = "workers", description = "Worker leases, compare-and-set (SPEC §5.3)"),
+        (name = "sessions", description = "Session management (SPEC §6)"),
+        (name = "answers", description = "Answering questions (SPEC §6)"),
+        (name = "events", description = "Live events (SPEC §6)"),
+        (name = "gate", description = "Gate health (SPEC §8)"),
+    )
+)]
+struct ApiDoc;
+
+/// The whole API as generated from the routes below.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    documented_routes().split_for_parts().1
+}
+
+fn documented_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(producer::routes())
         .merge(workers::routes())
         .merge(sessions::routes())
         .merge(answers::routes())
         .merge(stream::routes())
         .merge(gate::routes())
+}
+
+/// Every `/api/v1` route, with the body limit, the OpenAPI document, and JSON errors for unknown methods.
+pub fn router(state: &AppState) -> Router<AppState> {
+    let (routes, document) = documented_routes().split_for_parts();
+    let document = Arc::new(document);
+    routes
+        .route(
+            "/api/v1/openapi.json",
+            get(move || {
+                let document = document.clone();
+                async move { Json(document.as_ref().clone()) }
+            }),
+        )
         .method_not_allowed_fallback(|method: Method| async move {
             ApiError::new(
                 "method_not_allowed",

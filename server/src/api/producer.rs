@@ -13,11 +13,10 @@ use anteroom_app::{
     store::StoreError,
 };
 use axum::{
-    Json, Router,
+    Json,
     extract::{ConnectInfo, State},
     http::StatusCode,
     response::{IntoResponse, Response},
-    routing::{get, post},
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -27,24 +26,16 @@ use super::{
     extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
 };
 use crate::{AppState, credentials, rate_limit};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/s/{token}/elicitations", post(create_by_token))
-        .route(
-            "/api/v1/s/{token}/elicitations/{request_id}",
-            get(poll_by_token),
-        )
-        .route(
-            "/api/v1/s/{token}/servers/{server}/elicitations",
-            post(create_by_token_for_server),
-        )
-        .route(
-            "/api/v1/s/{token}/servers/{server}/elicitations/{request_id}",
-            get(poll_by_token_for_server),
-        )
-        .route("/api/v1/elicitations", post(create_bare))
-        .route("/api/v1/elicitations/{request_id}", get(poll_bare))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_by_token))
+        .routes(routes!(poll_by_token))
+        .routes(routes!(create_by_token_for_server))
+        .routes(routes!(poll_by_token_for_server))
+        .routes(routes!(create_bare))
+        .routes(routes!(poll_bare))
 }
 
 /// The session a producer token in the URL belongs to.
@@ -333,6 +324,13 @@ fn token_collection(state: &AppState, token: &str, server: Option<&str>) -> Stri
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/elicitations",
+    tag = "producer",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block")),
+    responses((status = 201, description = "Question stored; the reply carries `requestId` and the poll URL"), (status = 200, description = "The identical body again (a retry): the existing question"), (status = 403, description = "forbidden: `_meta` names another session"), (status = 429, description = "rate_limited"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn create_by_token(
     State(state): State<AppState>,
     ApiPath(token): ApiPath<String>,
@@ -346,6 +344,13 @@ async fn create_by_token(
     create_question(&state, &session, None, &body, &base).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/servers/{server}/elicitations",
+    tag = "producer",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name")),
+    responses((status = 201, description = "Question stored, naming the asking server"), (status = 200, description = "A retry of the identical body"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn create_by_token_for_server(
     State(state): State<AppState>,
     ApiPath((token, server)): ApiPath<(String, String)>,
@@ -364,6 +369,13 @@ async fn create_by_token_for_server(
     create_question(&state, &session, Some(server), &body, &base).await
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/s/{token}/elicitations/{request_id}",
+    tag = "producer",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("request_id" = String, Path, description = "The producer's request id"), ("wait" = Option<u64>, Query, description = "Long-poll: seconds to wait for an answer, at most 30")),
+    responses((status = 200, description = "`{action, content, _meta}`: pending, accept, decline, cancel or expired"), (status = 404, description = "not_found: no such question in this session"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn poll_by_token(
     State(state): State<AppState>,
     ApiPath((token, request_id)): ApiPath<(String, String)>,
@@ -378,6 +390,13 @@ async fn poll_by_token(
     answer_poll(&state, round, &options).await
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/s/{token}/servers/{server}/elicitations/{request_id}",
+    tag = "producer",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name"), ("request_id" = String, Path, description = "The producer's request id")),
+    responses((status = 200, description = "The outward answer"), (status = 404, description = "not_found"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn poll_by_token_for_server(
     State(state): State<AppState>,
     ApiPath((token, _server, request_id)): ApiPath<(String, String, String)>,
@@ -412,6 +431,12 @@ fn admit_bare(state: &AppState, caller: &OptionalCaller) -> ApiResult<()> {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/elicitations",
+    tag = "producer",
+    responses((status = 201, description = "Question stored; session from `_meta`"), (status = 404, description = "not_found: anonymous call for an unknown session"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn create_bare(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -447,6 +472,13 @@ async fn create_bare(
     create_question(&state, &session, None, &body, &base).await
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/elicitations/{request_id}",
+    tag = "producer",
+    params(("request_id" = String, Path, description = "The producer's request id")),
+    responses((status = 200, description = "The outward answer"), (status = 404, description = "not_found"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn poll_bare(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,

@@ -4,12 +4,7 @@ use anteroom_app::domain::{
     ids::SessionId,
     session::{NewSession, Session},
 };
-use axum::{
-    Json, Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{Json, extract::State, http::StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -19,17 +14,15 @@ use super::{
     views::{environment_block, environment_json, round_json},
 };
 use crate::{AppState, credentials};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/sessions", post(register).get(list))
-        .route("/api/v1/sessions/{id}", get(read).patch(update))
-        .route("/api/v1/sessions/{id}/rounds", get(rounds))
-        .route("/api/v1/sessions/{id}/cancel", post(cancel))
-        .route(
-            "/api/v1/sessions/{id}/token",
-            post(rotate_token).delete(revoke_token),
-        )
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(register, list))
+        .routes(routes!(read, update))
+        .routes(routes!(rounds))
+        .routes(routes!(cancel))
+        .routes(routes!(rotate_token, revoke_token))
 }
 
 fn session_id(raw: &str) -> ApiResult<SessionId> {
@@ -70,6 +63,12 @@ fn check_server(server: Option<&str>) -> ApiResult<()> {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions",
+    tag = "sessions",
+    responses((status = 201, description = "The session, its producer token (shown once) and its environment block"), (status = 200, description = "The session already existed (no token)"), (status = 403, description = "forbidden: admins only"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn register(
     State(state): State<AppState>,
     caller: Caller,
@@ -108,6 +107,12 @@ async fn register(
     Ok((StatusCode::CREATED, Json(reply)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions",
+    tag = "sessions",
+    responses((status = 200, description = "Sessions in attention-queue order"), (status = 401, description = "unauthorized"))
+)]
 async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<Value>> {
     let queue = state.store.list_sessions(500).await?;
     let sessions: Vec<Value> = queue
@@ -123,6 +128,13 @@ async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<
     Ok(Json(json!({ "sessions": sessions })))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{id}",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses((status = 200, description = "The session"), (status = 404, description = "not_found"), (status = 401, description = "unauthorized"))
+)]
 async fn read(
     State(state): State<AppState>,
     _caller: Caller,
@@ -131,6 +143,13 @@ async fn read(
     Ok(Json(state.store.get_session(&session_id(&id)?).await?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{id}/rounds",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses((status = 200, description = "The session's rounds, newest first"), (status = 404, description = "not_found"))
+)]
 async fn rounds(
     State(state): State<AppState>,
     _caller: Caller,
@@ -149,6 +168,13 @@ struct UpdateBody {
     action: String,
 }
 
+#[utoipa::path(
+    patch,
+    path = "/api/v1/sessions/{id}",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses((status = 200, description = "Resumed or finished"), (status = 409, description = "managed_input_state: open questions"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -172,6 +198,13 @@ async fn update(
     Ok(Json(session))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions/{id}/cancel",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses((status = 200, description = "Cancelled; open rounds failed `cancelled`"), (status = 403, description = "forbidden: admins only"), (status = 404, description = "not_found"))
+)]
 async fn cancel(
     State(state): State<AppState>,
     caller: Caller,
@@ -193,6 +226,13 @@ struct RotateQuery {
     server: Option<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/sessions/{id}/token",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session id"), ("server" = Option<String>, Query, description = "Write the block for this MCP server's route")),
+    responses((status = 200, description = "A new producer token and environment block; the old token stops working"), (status = 403, description = "forbidden: admins only"))
+)]
 async fn rotate_token(
     State(state): State<AppState>,
     caller: Caller,
@@ -207,6 +247,13 @@ async fn rotate_token(
     Ok(Json(issue_token(&state, &id, server.as_deref()).await?))
 }
 
+#[utoipa::path(
+    delete,
+    path = "/api/v1/sessions/{id}/token",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses((status = 200, description = "The producer token no longer works"), (status = 403, description = "forbidden: admins only"))
+)]
 async fn revoke_token(
     State(state): State<AppState>,
     caller: Caller,

@@ -4,20 +4,19 @@
 use std::convert::Infallible;
 
 use axum::{
-    Router,
     extract::State,
     http::HeaderMap,
     response::sse::{Event as SseEvent, KeepAlive, Sse},
-    routing::get,
 };
 use futures::{Stream, StreamExt, stream};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::extract::Caller;
 use crate::{AppState, events::Event};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/events", get(events))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(events))
 }
 
 fn to_sse(event: &Event) -> SseEvent {
@@ -34,6 +33,12 @@ fn resync() -> SseEvent {
         .data("Some events were missed; read the current state again.")
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/events",
+    tag = "events",
+    responses((status = 200, description = "Server-Sent Events: round.created, round.answered, round.expired, session.changed; resumable with Last-Event-ID", content_type = "text/event-stream"), (status = 401, description = "unauthorized"))
+)]
 async fn events(
     State(state): State<AppState>,
     _caller: Caller,

@@ -6,12 +6,7 @@ use anteroom_app::domain::{
     ids::{LeaseToken, OwnerId, RequestKey, RoundId},
     round::{ElicitationRequest, FailureCode, NewRound, OperationKind, Round},
 };
-use axum::{
-    Json, Router,
-    extract::State,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{Json, extract::State, http::StatusCode};
 use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -23,28 +18,20 @@ use super::{
     views::round_json,
 };
 use crate::AppState;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/s/{token}/rounds", post(create_round))
-        .route("/api/v1/s/{token}/pending", get(pending_round))
-        .route("/api/v1/s/{token}/rounds/{round_id}", get(read_round))
-        .route(
-            "/api/v1/s/{token}/rounds/{round_id}/redacted",
-            get(redacted),
-        )
-        .route("/api/v1/s/{token}/rounds/{round_id}/claim", post(claim))
-        .route("/api/v1/s/{token}/rounds/{round_id}/renew", post(renew))
-        .route(
-            "/api/v1/s/{token}/rounds/{round_id}/start-delivery",
-            post(start_delivery),
-        )
-        .route(
-            "/api/v1/s/{token}/rounds/{round_id}/delivered",
-            post(delivered),
-        )
-        .route("/api/v1/s/{token}/rounds/{round_id}/resolve", post(resolve))
-        .route("/api/v1/s/{token}/rounds/{round_id}/fail", post(fail))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_round))
+        .routes(routes!(pending_round))
+        .routes(routes!(read_round))
+        .routes(routes!(redacted))
+        .routes(routes!(claim))
+        .routes(routes!(renew))
+        .routes(routes!(start_delivery))
+        .routes(routes!(delivered))
+        .routes(routes!(resolve))
+        .routes(routes!(fail))
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +54,13 @@ fn one() -> u32 {
     1
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/rounds",
+    tag = "rounds",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block")),
+    responses((status = 201, description = "A round with one or more requests"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn create_round(
     State(state): State<AppState>,
     ApiPath(token): ApiPath<String>,
@@ -112,6 +106,13 @@ async fn own_round(state: &AppState, token: &str, round_id: &str) -> ApiResult<R
     }
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/s/{token}/rounds/{round_id}",
+    tag = "rounds",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "The round (without its lease token)"), (status = 404, description = "not_found"))
+)]
 async fn read_round(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
@@ -121,6 +122,13 @@ async fn read_round(
     )))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/s/{token}/pending",
+    tag = "rounds",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block")),
+    responses((status = 200, description = "The single pending round, or null"), (status = 409, description = "managed_input_state: more than one pending round"), (status = 401, description = "unauthorized"))
+)]
 async fn pending_round(
     State(state): State<AppState>,
     ApiPath(token): ApiPath<String>,
@@ -132,6 +140,13 @@ async fn pending_round(
     ))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/s/{token}/rounds/{round_id}/redacted",
+    tag = "rounds",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "Keys, actions and field names, never values"), (status = 404, description = "not_found"))
+)]
 async fn redacted(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
@@ -156,6 +171,13 @@ struct ClaimBody {
     lease_seconds: Option<i64>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/rounds/{round_id}/claim",
+    tag = "workers",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "`{owner_id, lease_token, expires_at}`"), (status = 409, description = "managed_input_conflict or managed_input_recovery"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn claim(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
@@ -192,6 +214,13 @@ impl WorkerBody {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/rounds/{round_id}/renew",
+    tag = "workers",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "The extended lease"), (status = 409, description = "managed_input_conflict: expired lease, replaced owner"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn renew(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
@@ -212,6 +241,13 @@ async fn renew(
     ))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/rounds/{round_id}/start-delivery",
+    tag = "workers",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "response_validated -> delivery_started"), (status = 409, description = "managed_input_state or managed_input_conflict"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn start_delivery(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
@@ -225,6 +261,13 @@ async fn start_delivery(
     Ok(Json(round_json(&round)))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/rounds/{round_id}/delivered",
+    tag = "workers",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "delivery_started -> delivered"), (status = 409, description = "managed_input_state or managed_input_conflict"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn delivered(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
@@ -238,6 +281,13 @@ async fn delivered(
     Ok(Json(round_json(&round)))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/rounds/{round_id}/resolve",
+    tag = "workers",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "delivered -> resolved"), (status = 409, description = "managed_input_state or managed_input_conflict"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn resolve(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
@@ -251,6 +301,13 @@ async fn resolve(
     Ok(Json(round_json(&round)))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/s/{token}/rounds/{round_id}/fail",
+    tag = "workers",
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
+    responses((status = 200, description = "The round failed with the given code"), (status = 409, description = "managed_input_state or managed_input_conflict"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+)]
 async fn fail(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
