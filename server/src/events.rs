@@ -177,6 +177,20 @@ impl EventHub {
     }
 }
 
+impl anteroom_app::store::StoreObserver for EventHub {
+    fn rounds_expired(&self, rounds: &[anteroom_app::domain::round::Round]) {
+        for round in rounds {
+            self.publish(
+                "round.expired",
+                round.session_id.as_str(),
+                Some(round.round_id.to_string()),
+                Some(round.request_id.to_string()),
+            );
+            self.publish("session.changed", round.session_id.as_str(), None, None);
+        }
+    }
+}
+
 /// Decrements the subscriber count when a stream ends.
 pub struct SubscriberGuard {
     hub: EventHub,

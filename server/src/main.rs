@@ -17,6 +17,7 @@ use anteroom_server::{
     ask,
     config::{ApikeyCommand, Cli, Command, DatabaseArgs, PublicArgs, ServeArgs, SessionCommand},
     credentials,
+    events::EventHub,
 };
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -62,10 +63,12 @@ async fn main() -> ExitCode {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log);
     let expiry = expiry_policy(args.public.expiration_minutes.as_deref());
+    let events = EventHub::default();
     let store = open_store(
         &args.database,
         StoreOptions {
             expiry,
+            observer: Some(Arc::new(events.clone())),
             ..StoreOptions::default()
         },
     )
@@ -105,7 +108,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         store.backend().name(),
         config.public_url
     );
-    let state = AppState::new(leptos_options, store, config);
+    let state = AppState::new(leptos_options, store, config, events);
     if args.database.database_url.starts_with("postgres") {
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)

@@ -21,13 +21,18 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// State with fresh event and gate hubs.
-    pub fn new(leptos_options: LeptosOptions, store: Arc<dyn Store>, config: ApiConfig) -> Self {
+    /// State around `store`, whose options should name `events` as their observer so expiries are streamed.
+    pub fn new(
+        leptos_options: LeptosOptions,
+        store: Arc<dyn Store>,
+        config: ApiConfig,
+        events: EventHub,
+    ) -> Self {
         Self {
             leptos_options,
             store,
             config: Arc::new(config),
-            events: EventHub::default(),
+            events,
             gate: Gate::default(),
             metrics: Metrics::default(),
             limiter: RateLimiter::default(),

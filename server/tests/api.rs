@@ -782,6 +782,24 @@ async fn event_stream_shows_created_and_answered_within_a_second(db: Db) {
         }
     }
     assert!(seen.contains("\"request_id\":\"req-e\""), "{seen}");
+
+    // An expiry found by a poll is streamed too.
+    let id = client
+        .create(
+            "req-late",
+            &client.body("req-late", "?", schema(), "deploy", &expires_in_an_hour()),
+        )
+        .await
+        .expect("create");
+    server.clock.advance(Duration::minutes(61));
+    assert_eq!(client.poll(&id).await.expect("poll"), Outcome::Expired);
+    let deadline = tokio::time::Instant::now() + StdDuration::from_secs(1);
+    while !seen.contains("event: round.expired") {
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            other => panic!("no expired event within a second: {other:?}; saw {seen}"),
+        }
+    }
     server.stop().await;
 }
 

@@ -39,6 +39,7 @@ async fn start_server() -> RunningServer {
             leptos_options,
             store,
             ApiConfig::new(&format!("http://{addr}")),
+            Default::default(),
         ),
         async move {
             let _ = stopped.await;

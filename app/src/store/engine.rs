@@ -309,6 +309,9 @@ macro_rules! sql_store {
                     })
                     .collect();
                 self.apply_session_effects(tx, effects, now).await?;
+                if let (false, Some(observer)) = (expired.is_empty(), &self.ctx.options.observer) {
+                    observer.rounds_expired(&expired);
+                }
                 Ok(expired)
             }
 

@@ -89,12 +89,19 @@ impl StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Hears about changes the store makes on its own (lazy expiry on a read, sweeps), so watchers can be told.
+pub trait StoreObserver: Send + Sync + 'static {
+    /// `rounds` just expired. Called inside the expiring transaction: treat it as a hint to re-read.
+    fn rounds_expired(&self, rounds: &[Round]);
+}
+
 /// What a store is built with: where time comes from and the rules it applies.
 #[derive(Clone)]
 pub struct StoreOptions {
     pub clock: Arc<dyn Clock>,
     pub expiry: ExpiryPolicy,
     pub limits: Limits,
+    pub observer: Option<Arc<dyn StoreObserver>>,
 }
 
 impl Default for StoreOptions {
@@ -103,6 +110,7 @@ impl Default for StoreOptions {
             clock: Arc::new(SystemClock),
             expiry: ExpiryPolicy::default(),
             limits: Limits::default(),
+            observer: None,
         }
     }
 }

@@ -41,6 +41,7 @@ fn options(clock: &ManualClock, expiry: ExpiryPolicy) -> StoreOptions {
         clock: Arc::new(clock.clone()),
         expiry,
         limits: Limits::default(),
+        observer: None,
     }
 }
 

@@ -214,6 +214,32 @@ impl WorkerBody {
     }
 }
 
+/// The three forward steps of a worker's delivery.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    StartDelivery,
+    Delivered,
+    Resolve,
+}
+
+/// Moves the token's round one step forward on behalf of the lease holder.
+async fn advance(
+    state: &AppState,
+    token: &str,
+    round_id: &str,
+    body: &WorkerBody,
+    step: Step,
+) -> ApiResult<Json<Value>> {
+    let id = own_round(state, token, round_id).await?.round_id;
+    let (owner, lease) = (&body.owner_id, &body.token());
+    let round = match step {
+        Step::StartDelivery => state.store.start_delivery(id, owner, lease).await?,
+        Step::Delivered => state.store.mark_delivered(id, owner, lease).await?,
+        Step::Resolve => state.store.resolve(id, owner, lease).await?,
+    };
+    Ok(Json(round_json(&round)))
+}
+
 #[utoipa::path(
     post,
     path = "/api/v1/s/{token}/rounds/{round_id}/renew",
@@ -253,12 +279,7 @@ async fn start_delivery(
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<WorkerBody>,
 ) -> ApiResult<Json<Value>> {
-    let round = own_round(&state, &token, &round_id).await?;
-    let round = state
-        .store
-        .start_delivery(round.round_id, &body.owner_id, &body.token())
-        .await?;
-    Ok(Json(round_json(&round)))
+    advance(&state, &token, &round_id, &body, Step::StartDelivery).await
 }
 
 #[utoipa::path(
@@ -273,12 +294,7 @@ async fn delivered(
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<WorkerBody>,
 ) -> ApiResult<Json<Value>> {
-    let round = own_round(&state, &token, &round_id).await?;
-    let round = state
-        .store
-        .mark_delivered(round.round_id, &body.owner_id, &body.token())
-        .await?;
-    Ok(Json(round_json(&round)))
+    advance(&state, &token, &round_id, &body, Step::Delivered).await
 }
 
 #[utoipa::path(
@@ -293,12 +309,7 @@ async fn resolve(
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<WorkerBody>,
 ) -> ApiResult<Json<Value>> {
-    let round = own_round(&state, &token, &round_id).await?;
-    let round = state
-        .store
-        .resolve(round.round_id, &body.owner_id, &body.token())
-        .await?;
-    Ok(Json(round_json(&round)))
+    advance(&state, &token, &round_id, &body, Step::Resolve).await
 }
 
 #[utoipa::path(

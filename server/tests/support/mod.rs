@@ -17,7 +17,7 @@ use anteroom_app::{
         testing::{TestSchema, postgres_url},
     },
 };
-use anteroom_server::{ApiConfig, AppState, credentials};
+use anteroom_server::{ApiConfig, AppState, credentials, events::EventHub};
 use chrono::{DateTime, Utc};
 use leptos::config::LeptosOptions;
 use serde_json::{Value, json};
@@ -42,19 +42,24 @@ enum Data {
     Shared,
 }
 
-fn store_options(clock: &ManualClock) -> StoreOptions {
+fn store_options(clock: &ManualClock, events: &EventHub) -> StoreOptions {
     StoreOptions {
         clock: Arc::new(clock.clone()),
+        observer: Some(Arc::new(events.clone())),
         ..StoreOptions::default()
     }
 }
 
-async fn open_store(db: Db, clock: &ManualClock) -> Option<(Arc<dyn Store>, Data)> {
+async fn open_store(
+    db: Db,
+    clock: &ManualClock,
+    events: &EventHub,
+) -> Option<(Arc<dyn Store>, Data)> {
     let (store, data): (Arc<dyn Store>, Data) = match db {
         Db::Sqlite => {
             let dir = tempfile::tempdir().expect("temporary directory");
             let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
-            let store = SqliteStore::connect(&url, store_options(clock))
+            let store = SqliteStore::connect(&url, store_options(clock, events))
                 .await
                 .expect("open SQLite");
             (Arc::new(store), Data::Sqlite(dir))
@@ -62,7 +67,7 @@ async fn open_store(db: Db, clock: &ManualClock) -> Option<(Arc<dyn Store>, Data
         Db::Postgres => {
             let url = postgres_url()?;
             let schema = TestSchema::create(&url).await.expect("test schema");
-            let store = PostgresStore::from_pool(schema.pool.clone(), store_options(clock));
+            let store = PostgresStore::from_pool(schema.pool.clone(), store_options(clock, events));
             (Arc::new(store), Data::Postgres(schema))
         }
     };
@@ -124,16 +129,18 @@ impl TestServer {
 
     pub async fn start_with(db: Db, options: Options) -> Option<Self> {
         let clock = ManualClock::new(start_time());
-        let (store, data) = open_store(db, &clock).await?;
+        let events = EventHub::default();
+        let (store, data) = open_store(db, &clock, &events).await?;
         let keys = create_keys(&store).await;
-        Some(Self::launch(store, data, clock, keys, options, None).await)
+        Some(Self::launch(store, data, clock, keys, options, None, events).await)
     }
 
     /// Two instances on one PostgreSQL schema, sharing events through LISTEN/NOTIFY.
     pub async fn postgres_pair() -> Option<(Self, Self)> {
         let url = postgres_url()?;
         let clock = ManualClock::new(start_time());
-        let (store, data) = open_store(Db::Postgres, &clock).await?;
+        let (events_a, events_b) = (EventHub::default(), EventHub::default());
+        let (store, data) = open_store(Db::Postgres, &clock, &events_a).await?;
         let keys = create_keys(&store).await;
         let Data::Postgres(schema) = &data else {
             return None;
@@ -142,8 +149,10 @@ impl TestServer {
         let second_pool = schema.another_pool(&url).await.expect("second pool");
         let relay_a = schema.another_pool(&url).await.expect("relay pool");
         let relay_b = schema.another_pool(&url).await.expect("relay pool");
-        let second_store: Arc<dyn Store> =
-            Arc::new(PostgresStore::from_pool(second_pool, store_options(&clock)));
+        let second_store: Arc<dyn Store> = Arc::new(PostgresStore::from_pool(
+            second_pool,
+            store_options(&clock, &events_b),
+        ));
         let first = Self::launch(
             store,
             data,
@@ -151,6 +160,7 @@ impl TestServer {
             keys.clone(),
             Options::default(),
             Some((relay_a, channel.clone())),
+            events_a,
         )
         .await;
         let second = Self::launch(
@@ -160,6 +170,7 @@ impl TestServer {
             keys,
             Options::default(),
             Some((relay_b, channel)),
+            events_b,
         )
         .await;
         Some((first, second))
@@ -172,6 +183,7 @@ impl TestServer {
         keys: [String; 3],
         options: Options,
         relay: Option<(sqlx::PgPool, String)>,
+        events: EventHub,
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
         let addr = listener.local_addr().expect("local address");
@@ -184,7 +196,7 @@ impl TestServer {
         let mut config = ApiConfig::new(&base);
         config.allow_unauthenticated_producers = options.allow_unauthenticated_producers;
         config.body_limit = options.body_limit;
-        let state = AppState::new(leptos_options, store.clone(), config);
+        let state = AppState::new(leptos_options, store.clone(), config, events);
         if let Some((pool, channel)) = relay {
             anteroom_server::relay::start(&state.events, pool, &channel)
                 .await
