@@ -156,6 +156,41 @@ pub struct ServeArgs {
     )]
     pub event_channel: String,
 
+    /// Development mode: the gate probe does not run (the URL it would probe is your own machine).
+    #[arg(
+        long,
+        env = "ANTEROOM_DEVELOPMENT",
+        default_value_t = false,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub development: bool,
+
+    /// Schedule of the expiry sweep (cron, six fields, seconds first).
+    #[arg(
+        long,
+        env = "ANTEROOM_EXPIRE_SCHEDULE",
+        default_value = "0 */5 * * * *"
+    )]
+    pub expire_schedule: String,
+
+    /// Schedule of the stranded-marker sweep.
+    #[arg(
+        long,
+        env = "ANTEROOM_STRANDED_SCHEDULE",
+        default_value = "0 */5 * * * *"
+    )]
+    pub stranded_schedule: String,
+
+    /// Schedule of lease recovery.
+    #[arg(long, env = "ANTEROOM_RECOVER_SCHEDULE", default_value = "0 * * * * *")]
+    pub recover_schedule: String,
+
+    /// Schedule of the gate probe.
+    #[arg(long, env = "ANTEROOM_PROBE_SCHEDULE", default_value = "0 */5 * * * *")]
+    pub probe_schedule: String,
+
     /// Largest request body, in KiB.
     #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = 256)]
     pub body_limit_kib: usize,

@@ -7,6 +7,7 @@ pub mod config;
 pub mod credentials;
 pub mod events;
 pub mod http;
+pub mod jobs;
 pub mod metrics;
 pub mod rate_limit;
 pub mod relay;

@@ -18,6 +18,7 @@ use anteroom_server::{
     config::{ApikeyCommand, Cli, Command, DatabaseArgs, PublicArgs, ServeArgs, SessionCommand},
     credentials,
     events::EventHub,
+    jobs::{self, Schedules},
 };
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -120,7 +121,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .context("cannot LISTEN for other instances' events")?;
         tracing::info!(channel = %args.event_channel, "sharing events with other instances");
     }
+    let schedules = Schedules {
+        expire: args.expire_schedule.clone(),
+        sweep_stranded: args.stranded_schedule.clone(),
+        recover_leases: args.recover_schedule.clone(),
+        probe_gate: args.probe_schedule.clone(),
+    };
+    let mut scheduler = jobs::start(&state, &schedules, args.development)
+        .await
+        .context("cannot start the scheduled jobs (check the *_SCHEDULE settings)")?;
     anteroom_server::serve(listener, state, shutdown_signal()).await?;
+    if let Err(error) = scheduler.shutdown().await {
+        tracing::warn!(%error, "scheduled jobs did not stop cleanly");
+    }
     tracing::info!("Anteroom stopped");
     Ok(())
 }

@@ -40,12 +40,74 @@ impl Default for Gate {
     }
 }
 
+/// What one probe result did to the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateChange {
+    StillHealthy,
+    /// The first failure of an outage: one incident opens.
+    IncidentOpened,
+    /// Another failing tick of the same outage: warn, but page nobody again.
+    StillBroken,
+    /// The first success after an outage: the incident closes.
+    IncidentClosed,
+}
+
 impl Gate {
     pub fn current(&self) -> GateState {
+        self.lock().clone()
+    }
+
+    /// Records a probe result taken at `now`.
+    pub fn record(&self, healthy: bool, now: DateTime<Utc>) -> GateChange {
+        let mut state = self.lock();
+        let change = match (state.healthy, healthy) {
+            (true, true) => GateChange::StillHealthy,
+            (true, false) => GateChange::IncidentOpened,
+            (false, false) => GateChange::StillBroken,
+            (false, true) => GateChange::IncidentClosed,
+        };
+        if state.healthy != healthy {
+            state.since = now;
+        }
+        state.healthy = healthy;
+        state.last_checked = Some(now);
+        state.prompt_line = if healthy {
+            HEALTHY_PROMPT
+        } else {
+            BROKEN_PROMPT
+        };
+        change
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outage_opens_one_incident_and_recovery_closes_it() {
+        let gate = Gate::default();
+        let at = |s: i64| DateTime::from_timestamp(1_800_000_000 + s, 0).expect("time");
+        assert_eq!(gate.record(true, at(0)), GateChange::StillHealthy);
+        assert_eq!(gate.record(false, at(300)), GateChange::IncidentOpened);
+        assert_eq!(gate.current().prompt_line, BROKEN_PROMPT);
+        assert_eq!(gate.record(false, at(600)), GateChange::StillBroken);
+        assert_eq!(
+            gate.current().since,
+            at(300),
+            "the outage started at its first failure"
+        );
+        assert_eq!(gate.record(true, at(900)), GateChange::IncidentClosed);
+        let state = gate.current();
+        assert!(state.healthy);
+        assert_eq!((state.since, state.last_checked), (at(900), Some(at(900))));
+        assert_eq!(state.prompt_line, HEALTHY_PROMPT);
     }
 }
 

@@ -96,6 +96,8 @@ async fn create_keys(store: &Arc<dyn Store>) -> [String; 3] {
 
 pub struct TestServer {
     pub base: String,
+    /// The running server's state, for driving its scheduled jobs directly.
+    pub state: AppState,
     pub clock: ManualClock,
     pub store: Arc<dyn Store>,
     pub admin_key: String,
@@ -203,12 +205,14 @@ impl TestServer {
                 .expect("event relay");
         }
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(anteroom_server::serve(listener, state, async move {
+        let running = state.clone();
+        let task = tokio::spawn(anteroom_server::serve(listener, running, async move {
             let _ = stopped.await;
         }));
         let [admin_key, responder_key, viewer_key] = keys;
         Self {
             base,
+            state,
             clock,
             store,
             admin_key,

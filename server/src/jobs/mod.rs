@@ -1,0 +1,88 @@
+//! Scheduled jobs (SPEC §8), run by `tokio-cron-scheduler` inside `anteroom serve`. Each job is a small module
+//! with one `run` function; each is safe on several instances at once, because every effect is a conditional
+//! update in the store (one expiry, one recovery per round, however many instances tick).
+
+pub mod expire;
+pub mod gate_probe;
+pub mod recover;
+pub mod stranded;
+
+use std::{future::Future, pin::Pin};
+
+use tokio_cron_scheduler::{Job, JobScheduler, JobSchedulerError};
+
+use crate::AppState;
+
+/// Cron schedules (six fields, seconds first) of the jobs.
+#[derive(Debug, Clone)]
+pub struct Schedules {
+    pub expire: String,
+    pub sweep_stranded: String,
+    pub recover_leases: String,
+    pub probe_gate: String,
+}
+
+impl Default for Schedules {
+    fn default() -> Self {
+        Self {
+            expire: "0 */5 * * * *".to_owned(),
+            sweep_stranded: "0 */5 * * * *".to_owned(),
+            recover_leases: "0 * * * * *".to_owned(),
+            probe_gate: "0 */5 * * * *".to_owned(),
+        }
+    }
+}
+
+type JobFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+fn job(
+    schedule: &str,
+    state: &AppState,
+    run: fn(AppState) -> JobFuture,
+) -> Result<Job, JobSchedulerError> {
+    let state = state.clone();
+    Job::new_async(schedule, move |_id, _scheduler| run(state.clone()))
+}
+
+/// Starts every job. The gate probe is left out in development, where the URL it would probe is a laptop's.
+pub async fn start(
+    state: &AppState,
+    schedules: &Schedules,
+    development: bool,
+) -> Result<JobScheduler, JobSchedulerError> {
+    let scheduler = JobScheduler::new().await?;
+    scheduler
+        .add(job(&schedules.expire, state, |s| {
+            Box::pin(async move {
+                expire::run(s).await;
+            })
+        })?)
+        .await?;
+    scheduler
+        .add(job(&schedules.sweep_stranded, state, |s| {
+            Box::pin(async move {
+                stranded::run(s).await;
+            })
+        })?)
+        .await?;
+    scheduler
+        .add(job(&schedules.recover_leases, state, |s| {
+            Box::pin(async move {
+                recover::run(s).await;
+            })
+        })?)
+        .await?;
+    if development {
+        tracing::info!("development mode: the gate probe does not run");
+    } else {
+        scheduler
+            .add(job(&schedules.probe_gate, state, |s| {
+                Box::pin(async move {
+                    gate_probe::run(s).await;
+                })
+            })?)
+            .await?;
+    }
+    scheduler.start().await?;
+    Ok(scheduler)
+}

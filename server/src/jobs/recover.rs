@@ -1,0 +1,31 @@
+//! Recover leases: a round whose worker vanished mid-delivery fails `recovery_unavailable` and its session
+//! `failed` (SPEC §5.3); it never becomes pending again.
+
+use crate::AppState;
+
+/// One tick.
+pub async fn run(state: AppState) -> usize {
+    match state.store.recover_leases().await {
+        Ok(failed) => {
+            for round in &failed {
+                state.events.publish(
+                    "session.changed",
+                    round.session_id.as_str(),
+                    Some(round.round_id.to_string()),
+                    Some(round.request_id.to_string()),
+                );
+            }
+            if !failed.is_empty() {
+                tracing::warn!(
+                    rounds = failed.len(),
+                    "recover: rounds whose worker vanished mid-delivery failed"
+                );
+            }
+            failed.len()
+        }
+        Err(error) => {
+            tracing::warn!(%error, "recover: tick failed; the next tick retries");
+            0
+        }
+    }
+}

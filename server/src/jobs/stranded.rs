@@ -1,0 +1,25 @@
+//! Sweep stranded markers: a `blocked_on_elicitation` marker that outlived every active round is cleared,
+//! with a `stranded` explanation on sessions left in `needs_input` (SPEC §2.3).
+
+use crate::AppState;
+
+/// One tick.
+pub async fn run(state: AppState) -> usize {
+    match state.store.sweep_stranded().await {
+        Ok(swept) => {
+            for session in &swept {
+                state
+                    .events
+                    .publish("session.changed", session.id.as_str(), None, None);
+            }
+            if !swept.is_empty() {
+                tracing::info!(sessions = swept.len(), "sweep: stranded markers cleared");
+            }
+            swept.len()
+        }
+        Err(error) => {
+            tracing::warn!(%error, "sweep: tick failed; the next tick retries");
+            0
+        }
+    }
+}
