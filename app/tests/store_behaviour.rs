@@ -16,6 +16,7 @@ use anteroom_app::{
             ResponseAction, Round, RoundStatus, Submission,
         },
         session::{LostReason, NewSession, Session, SessionStatus},
+        webhook::AttemptOutcome,
     },
     store::StoreError,
 };
@@ -1444,6 +1445,173 @@ async fn attention_queue_puts_open_questions_first_then_lost_then_the_rest(h: &H
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// The webhook outbox (two endpoints configured by the harness: one JSON, one Slack)
+
+async fn question_events_are_queued_once_per_endpoint(h: &Harness) {
+    let round = ask(h, "s1").await;
+    let queued = h.store.list_webhook_deliveries(50).await.expect("log");
+    assert_eq!(queued.len(), 2, "one question.created per endpoint");
+    assert!(
+        queued
+            .iter()
+            .all(|d| d.event == "question.created" && d.status == "pending")
+    );
+    let slack = queued
+        .iter()
+        .find(|d| d.endpoint.ends_with("/slack"))
+        .expect("slack delivery");
+    assert!(
+        slack.payload["text"]
+            .as_str()
+            .expect("text")
+            .contains("book_shipment: Where to?")
+    );
+    let json = queued
+        .iter()
+        .find(|d| d.endpoint.ends_with("/hook"))
+        .expect("json delivery");
+    assert_eq!(json.payload["data"]["round_id"], round.round_id.to_string());
+
+    h.clock.advance(Duration::minutes(61));
+    h.store.expire_due_rounds().await.expect("expire");
+    h.store.expire_due_rounds().await.expect("expire again");
+    let expired = h.store.list_webhook_deliveries(50).await.expect("log");
+    assert_eq!(
+        expired
+            .iter()
+            .filter(|d| d.event == "question.expired")
+            .count(),
+        2,
+        "one per endpoint, never two"
+    );
+}
+
+async fn deliveries_are_claimed_once_and_retried_with_backoff(h: &Harness) {
+    ask(h, "s1").await;
+    let claimed = h
+        .store
+        .claim_webhook_deliveries(10, Duration::seconds(60))
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 2);
+    assert!(claimed.iter().all(|d| d.attempts == 1));
+    assert!(
+        h.store
+            .claim_webhook_deliveries(10, Duration::seconds(60))
+            .await
+            .expect("claim")
+            .is_empty(),
+        "claimed ones are hidden"
+    );
+
+    let (first, second) = (&claimed[0], &claimed[1]);
+    h.store
+        .finish_webhook_delivery(first, AttemptOutcome::Delivered { status: 200 })
+        .await
+        .expect("delivered");
+    h.store
+        .finish_webhook_delivery(
+            second,
+            AttemptOutcome::Failed {
+                status: Some(500),
+                error: "boom".into(),
+            },
+        )
+        .await
+        .expect("failed attempt");
+    assert!(
+        h.store
+            .claim_webhook_deliveries(10, Duration::seconds(60))
+            .await
+            .expect("claim")
+            .is_empty(),
+        "not before the backoff"
+    );
+    h.clock.advance(Duration::seconds(10));
+    let retried = h
+        .store
+        .claim_webhook_deliveries(10, Duration::seconds(60))
+        .await
+        .expect("claim");
+    assert_eq!(
+        retried
+            .iter()
+            .map(|d| (d.id.clone(), d.attempts))
+            .collect::<Vec<_>>(),
+        vec![(second.id.clone(), 2)]
+    );
+    let log = h.store.list_webhook_deliveries(10).await.expect("log");
+    let done = log.iter().find(|d| d.id == first.id).expect("first");
+    assert_eq!(
+        (done.status.as_str(), done.last_status),
+        ("delivered", Some(200))
+    );
+}
+
+async fn purge_deletes_only_finished_rounds_past_retention(h: &Harness) {
+    let finished = ask(h, "s1").await;
+    answer(
+        h,
+        &finished,
+        ElicitationResponse {
+            action: ResponseAction::Decline,
+            content: None,
+        },
+        "k1",
+    )
+    .await
+    .expect("answer");
+    let lease = h
+        .store
+        .claim_round(finished.round_id, owner("w"), Duration::seconds(60))
+        .await
+        .expect("claim");
+    h.store
+        .fail(
+            finished.round_id,
+            &owner("w"),
+            &lease.lease_token,
+            FailureCode::DeliveryFailed,
+            "x".into(),
+        )
+        .await
+        .expect("fail");
+    let open = h
+        .store
+        .create_round(new_round(
+            "s1",
+            vec![("address", form("Still open?", None))],
+        ))
+        .await
+        .expect("open round");
+    let now = support::start_time();
+    assert_eq!(
+        h.store
+            .purge_terminal_rounds(now - Duration::days(30))
+            .await
+            .expect("purge"),
+        0,
+        "nothing is old yet"
+    );
+    h.clock.advance(Duration::days(31));
+    assert_eq!(
+        h.store
+            .purge_terminal_rounds(now + Duration::days(1))
+            .await
+            .expect("purge"),
+        1
+    );
+    assert_eq!(
+        refusal(h.store.get_round(finished.round_id).await).code(),
+        "not_found"
+    );
+    assert!(
+        h.store.get_round(open.round_id).await.is_ok(),
+        "unfinished rounds are kept"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Races
 
 async fn concurrent_answers_with_different_keys_have_exactly_one_winner(h: &Harness) {
@@ -1567,4 +1735,7 @@ on_both_backends!(
     attention_queue_puts_open_questions_first_then_lost_then_the_rest,
     concurrent_answers_with_different_keys_have_exactly_one_winner,
     concurrent_claims_grant_exactly_one_lease,
+    question_events_are_queued_once_per_endpoint,
+    deliveries_are_claimed_once_and_retried_with_backoff,
+    purge_deletes_only_finished_rounds_past_retention,
 );

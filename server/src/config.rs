@@ -191,6 +191,30 @@ pub struct ServeArgs {
     #[arg(long, env = "ANTEROOM_PROBE_SCHEDULE", default_value = "0 */5 * * * *")]
     pub probe_schedule: String,
 
+    /// Schedule of webhook delivery.
+    #[arg(
+        long,
+        env = "ANTEROOM_WEBHOOK_SCHEDULE",
+        default_value = "*/10 * * * * *"
+    )]
+    pub webhook_schedule: String,
+
+    /// Schedule of the purge of old finished rounds.
+    #[arg(long, env = "ANTEROOM_PURGE_SCHEDULE", default_value = "0 0 3 * * *")]
+    pub purge_schedule: String,
+
+    /// Days resolved and failed rounds are kept.
+    #[arg(long, env = "ANTEROOM_RETENTION_DAYS", default_value_t = 30)]
+    pub retention_days: u32,
+
+    /// Webhook receivers, comma-separated: `https://…` gets generic JSON, `slack:https://…` a Slack `{"text"}`.
+    #[arg(long, env = "ANTEROOM_WEBHOOKS", value_delimiter = ',')]
+    pub webhooks: Vec<String>,
+
+    /// Key of the `X-Anteroom-Signature: sha256=<hmac>` header on webhooks.
+    #[arg(long, env = "ANTEROOM_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<String>,
+
     /// Largest request body, in KiB.
     #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = 256)]
     pub body_limit_kib: usize,

@@ -8,6 +8,7 @@ use anteroom_app::{
         expiry::{ExpiryPolicy, OperatorMinutes},
         ids::SessionId,
         session::NewSession,
+        webhook::WebhookEndpoint,
     },
     store::{self, Store, StoreOptions},
 };
@@ -65,11 +66,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log);
     let expiry = expiry_policy(args.public.expiration_minutes.as_deref());
     let events = EventHub::default();
+    let mut webhooks = Vec::new();
+    for raw in args.webhooks.iter().filter(|raw| !raw.trim().is_empty()) {
+        match WebhookEndpoint::parse(raw) {
+            Some(endpoint) => webhooks.push(endpoint),
+            None => bail!("ANTEROOM_WEBHOOKS: {raw:?} is not an http(s) URL (or slack:URL)"),
+        }
+    }
     let store = open_store(
         &args.database,
         StoreOptions {
             expiry,
             observer: Some(Arc::new(events.clone())),
+            webhooks,
             ..StoreOptions::default()
         },
     )
@@ -93,6 +102,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.allow_unauthenticated_producers = args.allow_unauthenticated_producers;
     config.default_window_ms = expiry.default_window().num_milliseconds();
     config.body_limit = args.body_limit_kib.saturating_mul(1024);
+    config.webhook_secret = args.webhook_secret.clone().filter(|s| !s.is_empty());
+    config.retention = chrono::Duration::days(i64::from(args.retention_days.max(1)));
     if config.allow_unauthenticated_producers {
         tracing::warn!(
             "ANTEROOM_ALLOW_UNAUTHENTICATED_PRODUCERS is on: anyone who can reach this host can post questions \
@@ -126,6 +137,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         sweep_stranded: args.stranded_schedule.clone(),
         recover_leases: args.recover_schedule.clone(),
         probe_gate: args.probe_schedule.clone(),
+        deliver_webhooks: args.webhook_schedule.clone(),
+        purge: args.purge_schedule.clone(),
     };
     let mut scheduler = jobs::start(&state, &schedules, args.development)
         .await

@@ -6,7 +6,7 @@ use anteroom_app::store::Store;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 
-use crate::{api::gate::Gate, events::EventHub, metrics::Metrics, rate_limit::RateLimiter};
+use crate::{events::EventHub, metrics::Metrics, rate_limit::RateLimiter};
 
 /// Shared, cheaply clonable application state.
 #[derive(Clone)]
@@ -15,7 +15,6 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub config: Arc<ApiConfig>,
     pub events: EventHub,
-    pub gate: Gate,
     pub metrics: Metrics,
     pub limiter: RateLimiter,
 }
@@ -33,7 +32,6 @@ impl AppState {
             store,
             config: Arc::new(config),
             events,
-            gate: Gate::default(),
             metrics: Metrics::default(),
             limiter: RateLimiter::default(),
         }
@@ -51,6 +49,10 @@ pub struct ApiConfig {
     pub default_window_ms: i64,
     /// Largest request body, in bytes.
     pub body_limit: usize,
+    /// Key of the `X-Anteroom-Signature` HMAC on outgoing webhooks (unsigned when absent).
+    pub webhook_secret: Option<String>,
+    /// How long resolved and failed rounds are kept.
+    pub retention: chrono::Duration,
 }
 
 impl ApiConfig {
@@ -60,6 +62,8 @@ impl ApiConfig {
             allow_unauthenticated_producers: false,
             default_window_ms: 60 * 60 * 1000,
             body_limit: 256 * 1024,
+            webhook_secret: None,
+            retention: chrono::Duration::days(30),
         }
     }
 }

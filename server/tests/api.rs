@@ -1191,7 +1191,7 @@ async fn openapi_document_describes_every_route(db: Db) {
             "{expected} missing from {operations:?}"
         );
     }
-    assert_eq!(operations.len(), 29, "{operations:?}");
+    assert_eq!(operations.len(), 30, "{operations:?}");
     server.stop().await;
 }
 

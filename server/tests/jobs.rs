@@ -3,9 +3,9 @@
 
 mod support;
 
+use anteroom_app::domain::gate::GateChange;
 use anteroom_server::{
     ApiConfig, AppState,
-    api::gate::GateChange,
     jobs::{expire, gate_probe, recover},
 };
 use chrono::Duration;
@@ -176,6 +176,7 @@ async fn gate_probe_healthy_broken_broken_healthy_opens_exactly_one_incident() {
     )
     .await
     .expect("store");
+    store.migrate().await.expect("migrate");
     let state = AppState::new(
         leptos::config::LeptosOptions::builder()
             .output_name("anteroom")
@@ -190,8 +191,9 @@ async fn gate_probe_healthy_broken_broken_healthy_opens_exactly_one_incident() {
     up.abort();
     let _ = up.await;
     changes.push(gate_probe::run(state.clone()).await);
-    assert!(!state.gate.current().healthy);
-    assert!(state.gate.current().prompt_line.contains("BROKEN"));
+    let gate = state.store.gate_state().await.expect("gate");
+    assert!(!gate.healthy);
+    assert!(gate.prompt_line.contains("BROKEN"));
     changes.push(gate_probe::run(state.clone()).await);
     let back = serve_on(addr).await;
     changes.push(gate_probe::run(state.clone()).await);
@@ -213,5 +215,60 @@ async fn gate_probe_healthy_broken_broken_healthy_opens_exactly_one_incident() {
             .count(),
         1
     );
-    assert!(state.gate.current().healthy);
+    assert!(state.store.gate_state().await.expect("gate").healthy);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_seen_by_two_instances_opens_one_incident() {
+    let Some((a, b)) = TestServer::postgres_pair().await else {
+        eprintln!("skipped: ANTEROOM_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    // Both instances probe an address where nothing listens.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = closed.local_addr().expect("address");
+    drop(closed);
+    let broken = |server: &TestServer| {
+        let mut config = (*server.state.config).clone();
+        config.public_url = format!("http://{addr}");
+        let mut state = server.state.clone();
+        state.config = std::sync::Arc::new(config);
+        state
+    };
+    let (x, y) = tokio::join!(gate_probe::run(broken(&a)), gate_probe::run(broken(&b)));
+    let changes = [x, y];
+    assert_eq!(
+        changes
+            .iter()
+            .filter(|c| **c == Some(GateChange::IncidentOpened))
+            .count(),
+        1,
+        "{changes:?}"
+    );
+    assert_eq!(
+        changes
+            .iter()
+            .filter(|c| **c == Some(GateChange::StillBroken))
+            .count(),
+        1,
+        "{changes:?}"
+    );
+    let gate: Value = b
+        .http
+        .get(b.url("/api/v1/gate"))
+        .bearer_auth(&b.viewer_key)
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        gate["healthy"], false,
+        "every instance reports the shared state"
+    );
+    b.stop().await;
+    a.stop().await;
 }

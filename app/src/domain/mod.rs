@@ -7,9 +7,11 @@ pub mod clock;
 pub mod error;
 pub mod expiry;
 pub mod form;
+pub mod gate;
 pub mod ids;
 pub mod limits;
 pub mod round;
 pub mod session;
+pub mod webhook;
 
 pub use error::ManagedInputError;

@@ -24,10 +24,14 @@ macro_rules! sql_store {
                 RECOVERY_MESSAGE, RedactedResponses, Round, RoundStatus, Submission,
             },
             session::{NewSession, Session, SessionEffect},
+            webhook::{AttemptOutcome, MAX_ATTEMPTS, WebhookDelivery, WebhookEvent, retry_delay},
+            gate::{GateChange, GateState},
         };
         use crate::store::{
             QueueEntry, Store, StoreError, StoreResult,
-            records::{QueueRow, RoundColumns, RoundRow, SessionColumns, SessionRow, from_ms, to_ms},
+            records::{
+                OutboxRow, QueueRow, RoundColumns, RoundRow, SessionColumns, SessionRow, from_ms, to_ms,
+            },
             sql,
         };
 
@@ -309,6 +313,8 @@ macro_rules! sql_store {
                     })
                     .collect();
                 self.apply_session_effects(tx, effects, now).await?;
+                let announcements: Vec<WebhookEvent> = expired.iter().map(WebhookEvent::question_expired).collect();
+                self.enqueue(tx, &announcements, now).await?;
                 if let (false, Some(observer)) = (expired.is_empty(), &self.ctx.options.observer) {
                     observer.rounds_expired(&expired);
                 }
@@ -417,6 +423,36 @@ macro_rules! sql_store {
                         Ok(session)
                     }
                 }
+            }
+
+            /// Queues `events` for every configured endpoint, in the caller's transaction.
+            async fn enqueue(&self, tx: &mut Tx, events: &[WebhookEvent], now: DateTime<Utc>) -> StoreResult<()> {
+                let endpoints = &self.ctx.options.webhooks;
+                if endpoints.is_empty() || events.is_empty() {
+                    return Ok(());
+                }
+                let rows: Vec<(&WebhookEvent, &crate::domain::webhook::WebhookEndpoint)> = events
+                    .iter()
+                    .flat_map(|event| endpoints.iter().map(move |endpoint| (event, endpoint)))
+                    .collect();
+                for chunk in rows.chunks(sql::BATCH) {
+                    let mut query = QueryBuilder::<$db>::new(sql::OUTBOX_INSERT_HEAD);
+                    query.push_values(chunk, |mut row, (event, endpoint)| {
+                        row.push_bind(uuid::Uuid::now_v7().to_string())
+                            .push_bind(endpoint.url.clone())
+                            .push_bind(endpoint.format.as_str())
+                            .push_bind(event.event)
+                            .push_bind(format!("{}|{}", event.key, endpoint.url))
+                            .push_bind(event.payload(endpoint.format, now).to_string())
+                            .push_bind("pending")
+                            .push_bind(0_i64)
+                            .push_bind(to_ms(now))
+                            .push_bind(to_ms(now));
+                    });
+                    query.push(sql::OUTBOX_INSERT_TAIL);
+                    query.build().execute(&mut **tx).await?;
+                }
+                Ok(())
             }
 
             /// Validates accepted form content with the compiled schema (cached per schema).
@@ -611,6 +647,7 @@ macro_rules! sql_store {
                 session.accepts_rounds()?;
                 let round = Round::open(new, RoundId::generate(), now, deadline);
                 self.insert_round(&mut tx, &round).await?;
+                self.enqueue(&mut tx, &[WebhookEvent::question_created(&round)], now).await?;
                 self.apply_session_effects(
                     &mut tx,
                     vec![(round.session_id.clone(), SessionEffect::Opened)],
@@ -763,6 +800,101 @@ macro_rules! sql_store {
                 Ok(count)
             }
 
+            async fn gate_state(&self) -> StoreResult<GateState> {
+                let now = self.now();
+                sqlx::query::<$db>(sql::GATE_INIT).bind(true).bind(to_ms(now)).execute(&self.pool).await?;
+                let (healthy, since, checked): (bool, i64, Option<i64>) =
+                    sqlx::query_as(sql::GATE_READ).fetch_one(&self.pool).await?;
+                Ok(GateState::from_parts(healthy, from_ms(since)?, checked.map(from_ms).transpose()?))
+            }
+
+            async fn record_gate_probe(&self, healthy: bool, probe_url: &str) -> StoreResult<(GateChange, GateState)> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                sqlx::query::<$db>(sql::GATE_INIT).bind(true).bind(to_ms(now)).execute(&mut *tx).await?;
+                let (was_healthy, since, checked): (bool, i64, Option<i64>) =
+                    sqlx::query_as(&locked(sql::GATE_READ)).fetch_one(&mut *tx).await?;
+                let mut gate = GateState::from_parts(was_healthy, from_ms(since)?, checked.map(from_ms).transpose()?);
+                let change = gate.record(healthy, now);
+                sqlx::query::<$db>(sql::GATE_WRITE)
+                    .bind(gate.healthy)
+                    .bind(to_ms(gate.since))
+                    .bind(gate.last_checked.map(to_ms))
+                    .execute(&mut *tx)
+                    .await?;
+                if matches!(change, GateChange::IncidentOpened | GateChange::IncidentClosed) {
+                    let incident = WebhookEvent::gate_incident(change == GateChange::IncidentOpened, gate.since, probe_url);
+                    self.enqueue(&mut tx, &[incident], now).await?;
+                }
+                tx.commit().await?;
+                Ok((change, gate))
+            }
+
+            async fn purge_terminal_rounds(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+                let deleted = sqlx::query::<$db>(sql::PURGE_TERMINAL_ROUNDS)
+                    .bind(to_ms(before))
+                    .execute(&self.pool)
+                    .await?;
+                Ok(deleted.rows_affected())
+            }
+
+            async fn enqueue_webhooks(&self, events: &[WebhookEvent]) -> StoreResult<()> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                self.enqueue(&mut tx, events, now).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn claim_webhook_deliveries(&self, limit: u32, lock: Duration) -> StoreResult<Vec<WebhookDelivery>> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                let rows = sqlx::query_as::<$db, OutboxRow>(sql::OUTBOX_CLAIM)
+                    .bind(to_ms(now))
+                    .bind(to_ms(now + lock))
+                    .bind(i64::from(limit))
+                    .fetch_all(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                rows.into_iter().map(OutboxRow::into_delivery).collect()
+            }
+
+            async fn finish_webhook_delivery(&self, delivery: &WebhookDelivery, outcome: AttemptOutcome) -> StoreResult<()> {
+                let now = self.now();
+                match outcome {
+                    AttemptOutcome::Delivered { status } => {
+                        sqlx::query::<$db>(sql::OUTBOX_DELIVERED)
+                            .bind(&delivery.id)
+                            .bind(to_ms(now))
+                            .bind(i64::from(status))
+                            .execute(&self.pool)
+                            .await?;
+                    }
+                    AttemptOutcome::Failed { status, error } => {
+                        let given_up = delivery.attempts >= MAX_ATTEMPTS;
+                        sqlx::query::<$db>(sql::OUTBOX_RETRY)
+                            .bind(&delivery.id)
+                            .bind(if given_up { "failed" } else { "pending" })
+                            .bind(to_ms(now + retry_delay(delivery.attempts)))
+                            .bind(status.map(i64::from))
+                            .bind(error.chars().take(500).collect::<String>())
+                            .execute(&self.pool)
+                            .await?;
+                    }
+                }
+                Ok(())
+            }
+
+            async fn list_webhook_deliveries(&self, limit: u32) -> StoreResult<Vec<WebhookDelivery>> {
+                sqlx::query_as::<$db, OutboxRow>(sql::OUTBOX_LIST)
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?
+                    .into_iter()
+                    .map(OutboxRow::into_delivery)
+                    .collect()
+            }
+
             async fn expire_due_rounds(&self) -> StoreResult<Vec<Round>> {
                 let now = self.now();
                 let mut tx = self.begin_write().await?;
@@ -820,6 +952,9 @@ macro_rules! sql_store {
                 }
                 let refs: Vec<&Session> = changed.iter().collect();
                 self.save_sessions(&mut tx, &refs).await?;
+                let announcements: Vec<WebhookEvent> =
+                    changed.iter().filter_map(WebhookEvent::question_stranded).collect();
+                self.enqueue(&mut tx, &announcements, now).await?;
                 tx.commit().await?;
                 Ok(changed)
             }

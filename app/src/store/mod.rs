@@ -25,12 +25,14 @@ use crate::domain::{
     clock::{Clock, SystemClock},
     expiry::ExpiryPolicy,
     form::compiled::SchemaCache,
+    gate::{GateChange, GateState},
     ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
     limits::Limits,
     round::{
         ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
     },
     session::{NewSession, Session},
+    webhook::{AttemptOutcome, WebhookDelivery, WebhookEndpoint, WebhookEvent},
 };
 
 /// Which database engine a store runs on.
@@ -102,6 +104,8 @@ pub struct StoreOptions {
     pub expiry: ExpiryPolicy,
     pub limits: Limits,
     pub observer: Option<Arc<dyn StoreObserver>>,
+    /// Receivers of outgoing webhooks; every announced event is queued once per endpoint.
+    pub webhooks: Vec<WebhookEndpoint>,
 }
 
 impl Default for StoreOptions {
@@ -111,6 +115,7 @@ impl Default for StoreOptions {
             expiry: ExpiryPolicy::default(),
             limits: Limits::default(),
             observer: None,
+            webhooks: Vec::new(),
         }
     }
 }
@@ -277,6 +282,44 @@ pub trait Store: Send + Sync + 'static {
 
     /// Fails rounds whose worker's lease ran out mid-delivery (`recovery_unavailable`), sessions `failed`.
     async fn recover_leases(&self) -> StoreResult<Vec<Round>>;
+
+    /// Deletes resolved and failed rounds last changed before `before`; returns how many.
+    async fn purge_terminal_rounds(&self, before: DateTime<Utc>) -> StoreResult<u64>;
+
+    // The gate, shared by every instance.
+
+    /// The gate's state (healthy since the first read when never probed).
+    async fn gate_state(&self) -> StoreResult<GateState>;
+
+    /// Records a probe of `probe_url`; the instance whose probe flips the gate queues the incident webhook, in
+    /// the same transaction, so one outage is one incident however many instances probe.
+    async fn record_gate_probe(
+        &self,
+        healthy: bool,
+        probe_url: &str,
+    ) -> StoreResult<(GateChange, GateState)>;
+
+    // The webhook outbox.
+
+    /// Queues events that no round or session change carries (gate incidents), once per endpoint.
+    async fn enqueue_webhooks(&self, events: &[WebhookEvent]) -> StoreResult<()>;
+
+    /// Claims up to `limit` due deliveries for one attempt each, hidden from other claimers for `lock`.
+    async fn claim_webhook_deliveries(
+        &self,
+        limit: u32,
+        lock: Duration,
+    ) -> StoreResult<Vec<WebhookDelivery>>;
+
+    /// Records how an attempt went: delivered, retried later with backoff, or given up.
+    async fn finish_webhook_delivery(
+        &self,
+        delivery: &WebhookDelivery,
+        outcome: AttemptOutcome,
+    ) -> StoreResult<()>;
+
+    /// The most recent deliveries, newest first (the admins' delivery log).
+    async fn list_webhook_deliveries(&self, limit: u32) -> StoreResult<Vec<WebhookDelivery>>;
 }
 
 /// Opens a connection pool for `url` (creating an SQLite file if it does not exist yet). Does not migrate.

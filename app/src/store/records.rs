@@ -281,3 +281,44 @@ pub struct QueueRow {
     pub open_rounds: i64,
     pub oldest_open_ms: Option<i64>,
 }
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct OutboxRow {
+    pub id: String,
+    pub endpoint: String,
+    pub format: String,
+    pub event: String,
+    pub payload: String,
+    pub status: String,
+    pub attempts: i64,
+    pub next_attempt_at_ms: i64,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    pub created_at_ms: i64,
+    pub delivered_at_ms: Option<i64>,
+}
+
+impl OutboxRow {
+    pub fn into_delivery(self) -> Result<crate::domain::webhook::WebhookDelivery, StoreError> {
+        use crate::domain::webhook::{WebhookDelivery, WebhookFormat};
+        Ok(WebhookDelivery {
+            id: self.id,
+            endpoint: self.endpoint,
+            format: if self.format == "slack" {
+                WebhookFormat::Slack
+            } else {
+                WebhookFormat::Json
+            },
+            event: self.event,
+            payload: serde_json::from_str(&self.payload)
+                .map_err(|e| corrupt("webhook payload", e))?,
+            status: self.status,
+            attempts: self.attempts,
+            next_attempt_at: from_ms(self.next_attempt_at_ms)?,
+            last_status: self.last_status,
+            last_error: self.last_error,
+            created_at: from_ms(self.created_at_ms)?,
+            delivered_at: from_ms_opt(self.delivered_at_ms)?,
+        })
+    }
+}

@@ -98,3 +98,36 @@ pub const SELECT_QUEUE: &str = "SELECT * FROM (SELECT s.*, \
 
 /// Rows per multi-row statement: well under both backends' parameter limits.
 pub const BATCH: usize = 500;
+
+pub const OUTBOX_INSERT_HEAD: &str = "INSERT INTO webhook_outbox (id, endpoint, format, event, dedupe_key, \
+     payload, status, attempts, next_attempt_at_ms, created_at_ms) ";
+
+pub const OUTBOX_INSERT_TAIL: &str = " ON CONFLICT (dedupe_key) DO NOTHING";
+
+/// Claims due deliveries for one attempt; the outer conditions are re-checked on a row another instance just
+/// claimed, so each delivery is attempted by one instance at a time.
+pub const OUTBOX_CLAIM: &str = "UPDATE webhook_outbox SET locked_until_ms = $2, attempts = attempts + 1 \
+     WHERE status = 'pending' AND next_attempt_at_ms <= $1 AND COALESCE(locked_until_ms, 0) <= $1 \
+     AND id IN (SELECT id FROM webhook_outbox WHERE status = 'pending' AND next_attempt_at_ms <= $1 \
+     AND COALESCE(locked_until_ms, 0) <= $1 ORDER BY created_at_ms LIMIT $3) RETURNING *";
+
+pub const OUTBOX_DELIVERED: &str = "UPDATE webhook_outbox SET status = 'delivered', delivered_at_ms = $2, \
+     last_status = $3, last_error = NULL, locked_until_ms = NULL WHERE id = $1";
+
+pub const OUTBOX_RETRY: &str = "UPDATE webhook_outbox SET status = $2, next_attempt_at_ms = $3, \
+     last_status = $4, last_error = $5, locked_until_ms = NULL WHERE id = $1";
+
+pub const OUTBOX_LIST: &str =
+    "SELECT * FROM webhook_outbox ORDER BY created_at_ms DESC, id DESC LIMIT $1";
+
+pub const PURGE_TERMINAL_ROUNDS: &str =
+    "DELETE FROM rounds WHERE status IN ('resolved', 'failed') AND updated_at_ms < $1";
+
+pub const GATE_INIT: &str = "INSERT INTO gate_state (id, healthy, since_ms, last_checked_ms) \
+     VALUES (1, $1, $2, NULL) ON CONFLICT (id) DO NOTHING";
+
+pub const GATE_READ: &str =
+    "SELECT healthy, since_ms, last_checked_ms FROM gate_state WHERE id = 1";
+
+pub const GATE_WRITE: &str =
+    "UPDATE gate_state SET healthy = $1, since_ms = $2, last_checked_ms = $3 WHERE id = 1";

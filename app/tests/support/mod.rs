@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use anteroom_app::{
-    domain::{clock::ManualClock, expiry::ExpiryPolicy, limits::Limits},
+    domain::{clock::ManualClock, expiry::ExpiryPolicy, limits::Limits, webhook::WebhookEndpoint},
     store::{PostgresStore, SqliteStore, Store, StoreOptions, testing::TestSchema},
 };
 use chrono::{DateTime, Utc};
@@ -42,6 +42,10 @@ fn options(clock: &ManualClock, expiry: ExpiryPolicy) -> StoreOptions {
         expiry,
         limits: Limits::default(),
         observer: None,
+        webhooks: vec![
+            WebhookEndpoint::parse("http://127.0.0.1:9/hook").expect("endpoint"),
+            WebhookEndpoint::parse("slack:http://127.0.0.1:9/slack").expect("endpoint"),
+        ],
     }
 }
 

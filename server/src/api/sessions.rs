@@ -23,6 +23,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rounds))
         .routes(routes!(cancel))
         .routes(routes!(rotate_token, revoke_token))
+        .routes(routes!(webhook_deliveries))
 }
 
 fn session_id(raw: &str) -> ApiResult<SessionId> {
@@ -265,4 +266,20 @@ async fn revoke_token(
     Ok(Json(
         json!({ "session_id": id, "producer_token": null, "revoked": true }),
     ))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/webhooks/deliveries",
+    tag = "sessions",
+    responses((status = 200, description = "The 200 most recent webhook deliveries, newest first"), (status = 403, description = "forbidden: admins only"), (status = 401, description = "unauthorized"))
+)]
+/// The webhook delivery log, for admins.
+async fn webhook_deliveries(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<Value>> {
+    caller.require(|role| role.can_manage(), "read the webhook delivery log")?;
+    let deliveries = state.store.list_webhook_deliveries(200).await?;
+    Ok(Json(json!({ "deliveries": deliveries })))
 }

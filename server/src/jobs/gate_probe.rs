@@ -3,16 +3,17 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
+use anteroom_app::domain::gate::GateChange;
 
-use crate::{AppState, api::gate::GateChange};
+use crate::AppState;
 
 /// Probes `url` once: `true` when anything answered over HTTP.
 pub async fn reachable(client: &reqwest::Client, url: &str) -> bool {
     client.get(url).send().await.is_ok()
 }
 
-/// One tick: probe, record, and log — a warning on every failing tick, an error once per outage.
+/// One tick: probe, record (the instance that flips the gate queues the incident webhook), and log — a warning
+/// on every failing tick, an error once per outage.
 pub async fn run(state: AppState) -> Option<GateChange> {
     let url = format!(
         "{}/api/v1/elicitations/health-probe",
@@ -29,7 +30,13 @@ pub async fn run(state: AppState) -> Option<GateChange> {
         }
     };
     let healthy = reachable(&client, &url).await;
-    let change = state.gate.record(healthy, Utc::now());
+    let change = match state.store.record_gate_probe(healthy, &url).await {
+        Ok((change, _)) => change,
+        Err(error) => {
+            tracing::warn!(%error, healthy, "gate probe: cannot record the result");
+            return None;
+        }
+    };
     match change {
         GateChange::StillHealthy => tracing::debug!(url, "gate probe: healthy"),
         GateChange::IncidentOpened => tracing::error!(

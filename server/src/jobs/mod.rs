@@ -4,8 +4,10 @@
 
 pub mod expire;
 pub mod gate_probe;
+pub mod purge;
 pub mod recover;
 pub mod stranded;
+pub mod webhooks;
 
 use std::{future::Future, pin::Pin};
 
@@ -20,6 +22,8 @@ pub struct Schedules {
     pub sweep_stranded: String,
     pub recover_leases: String,
     pub probe_gate: String,
+    pub deliver_webhooks: String,
+    pub purge: String,
 }
 
 impl Default for Schedules {
@@ -29,6 +33,8 @@ impl Default for Schedules {
             sweep_stranded: "0 */5 * * * *".to_owned(),
             recover_leases: "0 * * * * *".to_owned(),
             probe_gate: "0 */5 * * * *".to_owned(),
+            deliver_webhooks: "*/10 * * * * *".to_owned(),
+            purge: "0 0 3 * * *".to_owned(),
         }
     }
 }
@@ -69,6 +75,20 @@ pub async fn start(
         .add(job(&schedules.recover_leases, state, |s| {
             Box::pin(async move {
                 recover::run(s).await;
+            })
+        })?)
+        .await?;
+    scheduler
+        .add(job(&schedules.deliver_webhooks, state, |s| {
+            Box::pin(async move {
+                webhooks::run(s).await;
+            })
+        })?)
+        .await?;
+    scheduler
+        .add(job(&schedules.purge, state, |s| {
+            Box::pin(async move {
+                purge::run(s).await;
             })
         })?)
         .await?;

@@ -11,6 +11,7 @@ use anteroom_app::{
     domain::{
         access::{ApiKey, Role},
         clock::ManualClock,
+        webhook::WebhookEndpoint,
     },
     store::{
         PostgresStore, SqliteStore, Store, StoreOptions,
@@ -42,10 +43,11 @@ enum Data {
     Shared,
 }
 
-fn store_options(clock: &ManualClock, events: &EventHub) -> StoreOptions {
+fn store_options(clock: &ManualClock, events: &EventHub, options: &Options) -> StoreOptions {
     StoreOptions {
         clock: Arc::new(clock.clone()),
         observer: Some(Arc::new(events.clone())),
+        webhooks: options.webhooks.clone(),
         ..StoreOptions::default()
     }
 }
@@ -54,12 +56,13 @@ async fn open_store(
     db: Db,
     clock: &ManualClock,
     events: &EventHub,
+    options: &Options,
 ) -> Option<(Arc<dyn Store>, Data)> {
     let (store, data): (Arc<dyn Store>, Data) = match db {
         Db::Sqlite => {
             let dir = tempfile::tempdir().expect("temporary directory");
             let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
-            let store = SqliteStore::connect(&url, store_options(clock, events))
+            let store = SqliteStore::connect(&url, store_options(clock, events, options))
                 .await
                 .expect("open SQLite");
             (Arc::new(store), Data::Sqlite(dir))
@@ -67,7 +70,10 @@ async fn open_store(
         Db::Postgres => {
             let url = postgres_url()?;
             let schema = TestSchema::create(&url).await.expect("test schema");
-            let store = PostgresStore::from_pool(schema.pool.clone(), store_options(clock, events));
+            let store = PostgresStore::from_pool(
+                schema.pool.clone(),
+                store_options(clock, events, options),
+            );
             (Arc::new(store), Data::Postgres(schema))
         }
     };
@@ -109,9 +115,12 @@ pub struct TestServer {
     data: Data,
 }
 
+#[derive(Clone)]
 pub struct Options {
     pub allow_unauthenticated_producers: bool,
     pub body_limit: usize,
+    pub webhooks: Vec<WebhookEndpoint>,
+    pub webhook_secret: Option<String>,
 }
 
 impl Default for Options {
@@ -119,6 +128,8 @@ impl Default for Options {
         Self {
             allow_unauthenticated_producers: false,
             body_limit: 256 * 1024,
+            webhooks: Vec::new(),
+            webhook_secret: None,
         }
     }
 }
@@ -132,17 +143,21 @@ impl TestServer {
     pub async fn start_with(db: Db, options: Options) -> Option<Self> {
         let clock = ManualClock::new(start_time());
         let events = EventHub::default();
-        let (store, data) = open_store(db, &clock, &events).await?;
+        let (store, data) = open_store(db, &clock, &events, &options).await?;
         let keys = create_keys(&store).await;
         Some(Self::launch(store, data, clock, keys, options, None, events).await)
     }
 
     /// Two instances on one PostgreSQL schema, sharing events through LISTEN/NOTIFY.
     pub async fn postgres_pair() -> Option<(Self, Self)> {
+        Self::postgres_pair_with(Options::default()).await
+    }
+
+    pub async fn postgres_pair_with(options: Options) -> Option<(Self, Self)> {
         let url = postgres_url()?;
         let clock = ManualClock::new(start_time());
         let (events_a, events_b) = (EventHub::default(), EventHub::default());
-        let (store, data) = open_store(Db::Postgres, &clock, &events_a).await?;
+        let (store, data) = open_store(Db::Postgres, &clock, &events_a, &options).await?;
         let keys = create_keys(&store).await;
         let Data::Postgres(schema) = &data else {
             return None;
@@ -153,14 +168,14 @@ impl TestServer {
         let relay_b = schema.another_pool(&url).await.expect("relay pool");
         let second_store: Arc<dyn Store> = Arc::new(PostgresStore::from_pool(
             second_pool,
-            store_options(&clock, &events_b),
+            store_options(&clock, &events_b, &options),
         ));
         let first = Self::launch(
             store,
             data,
             clock.clone(),
             keys.clone(),
-            Options::default(),
+            options.clone(),
             Some((relay_a, channel.clone())),
             events_a,
         )
@@ -170,7 +185,7 @@ impl TestServer {
             Data::Shared,
             clock,
             keys,
-            Options::default(),
+            options,
             Some((relay_b, channel)),
             events_b,
         )
@@ -198,6 +213,7 @@ impl TestServer {
         let mut config = ApiConfig::new(&base);
         config.allow_unauthenticated_producers = options.allow_unauthenticated_producers;
         config.body_limit = options.body_limit;
+        config.webhook_secret = options.webhook_secret.clone();
         let state = AppState::new(leptos_options, store.clone(), config, events);
         if let Some((pool, channel)) = relay {
             anteroom_server::relay::start(&state.events, pool, &channel)

@@ -1,0 +1,198 @@
+//! Outgoing webhooks: which events are sent, their payloads (generic JSON or Slack's `{"text"}`), and the
+//! retry schedule — decided here, stored by the outbox, sent by the delivery job.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{round::Round, session::Session};
+
+/// How an endpoint wants its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookFormat {
+    Json,
+    Slack,
+}
+
+impl WebhookFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Slack => "slack",
+        }
+    }
+}
+
+/// An operator-configured receiver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEndpoint {
+    pub url: String,
+    pub format: WebhookFormat,
+}
+
+impl WebhookEndpoint {
+    /// Parses `URL` or `slack:URL` (a Slack-compatible incoming webhook).
+    pub fn parse(raw: &str) -> Option<Self> {
+        let raw = raw.trim();
+        let (format, url) = match raw.strip_prefix("slack:") {
+            Some(url) => (WebhookFormat::Slack, url),
+            None => (WebhookFormat::Json, raw),
+        };
+        (url.starts_with("http://") || url.starts_with("https://")).then(|| Self {
+            url: url.to_owned(),
+            format,
+        })
+    }
+}
+
+/// One event to announce.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookEvent {
+    /// `question.created`, `question.expired`, `question.stranded`, `gate.incident_opened`, `gate.incident_closed`.
+    pub event: &'static str,
+    /// Identifies the event, so it is queued once however many instances see it.
+    pub key: String,
+    pub data: Value,
+    pub text: String,
+}
+
+impl WebhookEvent {
+    pub fn question_created(round: &Round) -> Self {
+        Self::about_round(
+            "question.created",
+            round,
+            format!("An agent is waiting for you: {}", round.summary),
+        )
+    }
+
+    pub fn question_expired(round: &Round) -> Self {
+        Self::about_round(
+            "question.expired",
+            round,
+            format!(
+                "Nobody answered in time; the agent went on without approval: {}",
+                round.summary
+            ),
+        )
+    }
+
+    pub fn question_stranded(session: &Session) -> Option<Self> {
+        let lost = session.lost_elicitation.as_ref()?;
+        Some(Self {
+            event: "question.stranded",
+            key: format!("question.stranded:{}:{}", session.id, lost.request_id),
+            data: json!({"session_id": session.id, "request_id": lost.request_id, "summary": lost.summary}),
+            text: format!(
+                "A question's round trip was lost in session {}: {}",
+                session.id, lost.summary
+            ),
+        })
+    }
+
+    pub fn gate_incident(opened: bool, since: DateTime<Utc>, url: &str) -> Self {
+        let event = if opened {
+            "gate.incident_opened"
+        } else {
+            "gate.incident_closed"
+        };
+        Self {
+            event,
+            key: format!("{event}:{}", since.timestamp()),
+            data: json!({"since": since, "probe_url": url}),
+            text: if opened {
+                format!("The Anteroom gate is BROKEN since {since}: producers cannot reach {url}.")
+            } else {
+                format!("The Anteroom gate works again (since {since}).")
+            },
+        }
+    }
+
+    fn about_round(event: &'static str, round: &Round, text: String) -> Self {
+        Self {
+            event,
+            key: format!("{event}:{}", round.round_id),
+            data: json!({
+                "session_id": round.session_id,
+                "round_id": round.round_id,
+                "request_id": round.request_id,
+                "server": round.server,
+                "operation_name": round.operation_name,
+                "summary": round.summary,
+                "deadline": round.deadline,
+            }),
+            text,
+        }
+    }
+
+    /// The body sent to an endpoint of `format`.
+    pub fn payload(&self, format: WebhookFormat, at: DateTime<Utc>) -> Value {
+        match format {
+            WebhookFormat::Json => json!({"event": self.event, "at": at, "data": self.data}),
+            WebhookFormat::Slack => json!({"text": self.text}),
+        }
+    }
+}
+
+/// Attempts before a delivery is given up as `failed`.
+pub const MAX_ATTEMPTS: i64 = 10;
+
+/// When to try again after `attempts` failed tries: 10 s, 20 s, 40 s … at most an hour.
+pub fn retry_delay(attempts: i64) -> Duration {
+    let exponent = u32::try_from(attempts.clamp(1, 12) - 1).unwrap_or(0);
+    Duration::seconds(10 * 2_i64.pow(exponent)).min(Duration::hours(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_parse_with_an_optional_slack_prefix() {
+        assert_eq!(
+            WebhookEndpoint::parse("https://hooks.example/a"),
+            Some(WebhookEndpoint {
+                url: "https://hooks.example/a".into(),
+                format: WebhookFormat::Json
+            })
+        );
+        assert_eq!(
+            WebhookEndpoint::parse("slack:https://hooks.slack.example/x").map(|e| e.format),
+            Some(WebhookFormat::Slack)
+        );
+        assert_eq!(WebhookEndpoint::parse("ftp://nope"), None);
+    }
+
+    #[test]
+    fn retries_back_off_exponentially_up_to_an_hour() {
+        assert_eq!(retry_delay(1), Duration::seconds(10));
+        assert_eq!(retry_delay(2), Duration::seconds(20));
+        assert_eq!(retry_delay(4), Duration::seconds(80));
+        assert_eq!(retry_delay(12), Duration::hours(1));
+    }
+}
+
+/// One queued (or finished) delivery, as the delivery job and the admin log see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebhookDelivery {
+    pub id: String,
+    pub endpoint: String,
+    pub format: WebhookFormat,
+    pub event: String,
+    pub payload: Value,
+    /// `pending`, `delivered` or `failed`.
+    pub status: String,
+    pub attempts: i64,
+    pub next_attempt_at: DateTime<Utc>,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+/// How one attempt went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptOutcome {
+    Delivered { status: u16 },
+    Failed { status: Option<u16>, error: String },
+}

@@ -1,0 +1,22 @@
+//! Purge: delete resolved and failed rounds older than the retention window (default 30 days).
+
+use chrono::Utc;
+
+use crate::AppState;
+
+/// One tick; returns how many rounds were deleted.
+pub async fn run(state: AppState) -> u64 {
+    let before = Utc::now() - state.config.retention;
+    match state.store.purge_terminal_rounds(before).await {
+        Ok(deleted) => {
+            if deleted > 0 {
+                tracing::info!(deleted, "purge: old finished rounds deleted");
+            }
+            deleted
+        }
+        Err(error) => {
+            tracing::warn!(%error, "purge: tick failed; the next tick retries");
+            0
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Webhooks against a local receiver: signed, retried after failures with backoff, delivered exactly once per
+//! event even when the receiver is slow and two instances tick at once; and on PostgreSQL, 200 due questions on
+//! two instances give 200 expiries and 200 expiry webhooks, not 400.
+
+mod support;
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration as StdDuration,
+};
+
+use std::collections::BTreeMap;
+
+use anteroom_app::domain::{
+    ids::{RequestId, RequestKey, SessionId},
+    round::{ElicitationRequest, NewRound, OperationKind},
+    webhook::WebhookEndpoint,
+};
+use anteroom_server::jobs::{expire, webhooks};
+use axum::{Router, body::Bytes, http::HeaderMap, http::StatusCode, routing::post};
+use chrono::Duration;
+use serde_json::{Value, json};
+use support::{Db, Options, TestServer, pulsemcp::PulsemcpClient};
+
+const SECRET: &str = "webhook-test-secret";
+
+/// What the receiver saw: (event header, signature header, body).
+type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
+
+/// A receiver that fails the first `failures` calls with 500, and takes `delay` to answer each.
+async fn receiver(failures: usize, delay: StdDuration) -> (String, Seen) {
+    let seen: Seen = Arc::default();
+    let log = seen.clone();
+    let app = Router::new().route(
+        "/hook",
+        post(move |headers: HeaderMap, body: Bytes| {
+            let log = log.clone();
+            async move {
+                tokio::time::sleep(delay).await;
+                let header = |name: &str| {
+                    headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                let mut calls = log.lock().expect("lock");
+                calls.push((
+                    header("x-anteroom-event"),
+                    header("x-anteroom-signature"),
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+                if calls.len() <= failures {
+                    StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    StatusCode::OK
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind receiver");
+    let url = format!("http://{}/hook", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, seen)
+}
+
+fn options(url: &str) -> Options {
+    Options {
+        webhooks: vec![WebhookEndpoint::parse(url).expect("endpoint")],
+        webhook_secret: Some(SECRET.to_owned()),
+        ..Options::default()
+    }
+}
+
+async fn ask(server: &TestServer, session: &str, id: &str, expires: chrono::DateTime<chrono::Utc>) {
+    let env = server.session(session).await;
+    let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some(session));
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    client
+        .create(
+            id,
+            &client.body(id, "Proceed?", schema, "deploy", &expires.to_rfc3339()),
+        )
+        .await
+        .expect("create");
+}
+
+async fn signed_delivery_retried_after_500s(db: Db) {
+    let (url, seen) = receiver(2, StdDuration::ZERO).await;
+    let Some(server) = TestServer::start_with(db, options(&url)).await else {
+        return;
+    };
+    ask(
+        &server,
+        "s1",
+        "req-hook",
+        support::start_time() + Duration::hours(1),
+    )
+    .await;
+
+    assert_eq!(
+        webhooks::run(server.state.clone()).await,
+        0,
+        "first attempt: 500"
+    );
+    assert_eq!(
+        webhooks::run(server.state.clone()).await,
+        0,
+        "not retried before the backoff"
+    );
+    server.clock.advance(Duration::seconds(10));
+    assert_eq!(
+        webhooks::run(server.state.clone()).await,
+        0,
+        "second attempt: 500"
+    );
+    server.clock.advance(Duration::seconds(20));
+    assert_eq!(
+        webhooks::run(server.state.clone()).await,
+        1,
+        "third attempt delivered"
+    );
+    server.clock.advance(Duration::hours(2));
+    assert_eq!(
+        webhooks::run(server.state.clone()).await,
+        0,
+        "nothing is sent twice"
+    );
+
+    let calls = seen.lock().expect("lock").clone();
+    assert_eq!(calls.len(), 3);
+    let (event, signature, body) = &calls[2];
+    assert_eq!(event, "question.created");
+    assert_eq!(
+        signature,
+        &webhooks::signature(SECRET, body.as_bytes()),
+        "the signature verifies"
+    );
+    let payload: Value = serde_json::from_str(body).expect("JSON body");
+    assert_eq!(payload["data"]["request_id"], "req-hook");
+
+    let log: Value = server
+        .http
+        .get(server.url("/api/v1/webhooks/deliveries"))
+        .bearer_auth(&server.admin_key)
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(log["deliveries"][0]["status"], "delivered");
+    assert_eq!(log["deliveries"][0]["attempts"], 3);
+    let viewer = server
+        .http
+        .get(server.url("/api/v1/webhooks/deliveries"))
+        .bearer_auth(&server.viewer_key)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(viewer.status(), 403);
+    server.stop().await;
+}
+
+async fn slow_receiver_gets_each_event_once_with_two_ticks_at_once(db: Db) {
+    let (url, seen) = receiver(0, StdDuration::from_millis(400)).await;
+    let Some(server) = TestServer::start_with(db, options(&url)).await else {
+        return;
+    };
+    ask(
+        &server,
+        "s1",
+        "req-slow",
+        support::start_time() + Duration::hours(1),
+    )
+    .await;
+    let (a, b) = tokio::join!(
+        webhooks::run(server.state.clone()),
+        webhooks::run(server.state.clone())
+    );
+    assert_eq!(a + b, 1);
+    assert_eq!(webhooks::run(server.state.clone()).await, 0);
+    assert_eq!(seen.lock().expect("lock").len(), 1, "exactly one delivery");
+    server.stop().await;
+}
+
+on_both_backends!(
+    signed_delivery_retried_after_500s,
+    slow_receiver_gets_each_event_once_with_two_ticks_at_once
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_give_one_expiry_and_one_webhook_per_round() {
+    let (url, seen) = receiver(0, StdDuration::ZERO).await;
+    let Some((a, b)) = TestServer::postgres_pair_with(options(&url)).await else {
+        eprintln!("skipped: ANTEROOM_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    a.session("many").await;
+    // Straight through the store: the API's per-session create limit is not what this test is about.
+    for i in 0..200 {
+        let key = RequestKey::parse(format!("r{i}")).expect("key");
+        let request = ElicitationRequest::Form {
+            message: "Proceed?".into(),
+            requested_schema: json!({"type": "object", "properties": {"ok": {"type": "boolean"}}}),
+            meta: None,
+        };
+        a.store
+            .create_round(NewRound {
+                session_id: SessionId::parse("many").expect("id"),
+                request_id: Some(RequestId::parse(format!("r{i}")).expect("id")),
+                logical_operation_id: format!("op{i}"),
+                server: None,
+                operation_kind: OperationKind::Tool,
+                operation_name: "deploy".into(),
+                requests: BTreeMap::from([(key, request)]),
+                request_state: None,
+                round_index: 0,
+                round_limit: 1,
+                deadline: Some(support::start_time() + Duration::minutes(5)),
+                fingerprint: None,
+            })
+            .await
+            .expect("create round");
+    }
+    a.clock.advance(Duration::minutes(6));
+    let (expired_a, expired_b) =
+        tokio::join!(expire::run(a.state.clone()), expire::run(b.state.clone()));
+    assert_eq!(expired_a + expired_b, 200, "200 expiries, not 400");
+
+    let mut delivered = 0;
+    for _ in 0..20 {
+        let (x, y) = tokio::join!(
+            webhooks::run(a.state.clone()),
+            webhooks::run(b.state.clone())
+        );
+        delivered += x + y;
+        if x + y == 0 {
+            break;
+        }
+    }
+    let calls = seen.lock().expect("lock").clone();
+    let expiries = calls
+        .iter()
+        .filter(|(event, _, _)| event == "question.expired")
+        .count();
+    assert_eq!(expiries, 200, "200 expiry webhooks, not 400");
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|(event, _, _)| event == "question.created")
+            .count(),
+        200
+    );
+    assert_eq!(delivered, 400);
+    b.stop().await;
+    a.stop().await;
+}
