@@ -36,6 +36,11 @@ impl TestSchema {
         Ok(Self { pool, admin, name })
     }
 
+    /// The schema's name (for a `search_path` in another process's database URL).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Another pool on the same schema (a second server instance).
     pub async fn another_pool(&self, url: &str) -> Result<PgPool, sqlx::Error> {
         let options =
