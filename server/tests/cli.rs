@@ -104,15 +104,11 @@ async fn ask_and_answer(
     let mut request_id = None;
     for _ in 0..100 {
         let rounds: Value = server
-            .http
-            .get(server.url(&format!("/api/v1/sessions/{session}/rounds")))
-            .bearer_auth(&server.viewer_key)
-            .send()
-            .await
-            .expect("GET rounds")
-            .json()
-            .await
-            .expect("JSON");
+            .get_json(
+                &format!("/api/v1/sessions/{session}/rounds"),
+                &server.viewer_key,
+            )
+            .await;
         if let Some(id) = rounds["rounds"][0]["request_id"].as_str() {
             request_id = Some(id.to_owned());
             break;

@@ -49,15 +49,8 @@ async fn expire_job_expires_due_questions_only(db: Db) {
         "one effect per round"
     );
     let rounds: Value = server
-        .http
-        .get(server.url("/api/v1/sessions/s1/rounds"))
-        .bearer_auth(&server.viewer_key)
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+        .get_json("/api/v1/sessions/s1/rounds", &server.viewer_key)
+        .await;
     let statuses: Vec<(&str, &str)> = rounds["rounds"]
         .as_array()
         .expect("rounds")
@@ -134,15 +127,8 @@ async fn recover_job_fails_rounds_whose_worker_vanished(db: Db) {
         .expect("JSON");
     assert_eq!(read["failure"]["code"], "recovery_unavailable");
     let session: Value = server
-        .http
-        .get(server.url("/api/v1/sessions/s1"))
-        .bearer_auth(&server.viewer_key)
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+        .get_json("/api/v1/sessions/s1", &server.viewer_key)
+        .await;
     assert_eq!(session["status"], "failed");
     server.stop().await;
 }
@@ -255,16 +241,7 @@ async fn an_outage_seen_by_two_instances_opens_one_incident() {
         1,
         "{changes:?}"
     );
-    let gate: Value = b
-        .http
-        .get(b.url("/api/v1/gate"))
-        .bearer_auth(&b.viewer_key)
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+    let gate: Value = b.get_json("/api/v1/gate", &b.viewer_key).await;
     assert_eq!(
         gate["healthy"], false,
         "every instance reports the shared state"

@@ -144,15 +144,8 @@ async fn signed_delivery_retried_after_500s(db: Db) {
     assert_eq!(payload["data"]["request_id"], "req-hook");
 
     let log: Value = server
-        .http
-        .get(server.url("/api/v1/webhooks/deliveries"))
-        .bearer_auth(&server.admin_key)
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+        .get_json("/api/v1/webhooks/deliveries", &server.admin_key)
+        .await;
     assert_eq!(log["deliveries"][0]["status"], "delivered");
     assert_eq!(log["deliveries"][0]["attempts"], 3);
     let viewer = server

@@ -275,6 +275,19 @@ impl TestServer {
         }
     }
 
+    /// GETs `path` with an API key and returns the JSON body.
+    pub async fn get_json(&self, path: &str, key: &str) -> Value {
+        self.http
+            .get(self.url(path))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("GET {path}: {error}"))
+            .json()
+            .await
+            .unwrap_or_else(|error| panic!("GET {path} is not JSON: {error}"))
+    }
+
     /// Answers a question the way the original orchestrator's API does.
     pub async fn respond(&self, key: &str, request_id: &str, answer: Value) -> reqwest::Response {
         self.http
