@@ -109,6 +109,22 @@ fn accept(content: Value) -> ElicitationResponse {
     }
 }
 
+/// An answer that carries no content (a decline, a dismissal, or consent to a URL).
+fn bare(action: ResponseAction) -> ElicitationResponse {
+    ElicitationResponse {
+        action,
+        content: None,
+    }
+}
+
+/// Another round of the usual question in an already registered session.
+async fn ask_again(h: &Harness, session: &str) -> Round {
+    h.store
+        .create_round(new_round(session, vec![("address", form("?", None))]))
+        .await
+        .expect("create round")
+}
+
 fn only(k: &str, response: ElicitationResponse) -> BTreeMap<RequestKey, ElicitationResponse> {
     BTreeMap::from([(key(k), response)])
 }
@@ -472,53 +488,25 @@ async fn outward_answer_follows_the_table(h: &Harness) {
         json!({"city": "Pune", "floor": 2}).as_object().cloned()
     );
 
-    let declined = h
-        .store
-        .create_round(new_round("s1", vec![("address", form("?", None))]))
+    let declined = ask_again(h, "s1").await;
+    let (declined, _) = answer(h, &declined, bare(ResponseAction::Decline), "k2")
         .await
-        .expect("create");
-    let (declined, _) = answer(
-        h,
-        &declined,
-        ElicitationResponse {
-            action: ResponseAction::Decline,
-            content: None,
-        },
-        "k2",
-    )
-    .await
-    .expect("decline");
+        .expect("decline");
     assert_eq!(
         outward_answer(&declined, "address").action,
         PollAction::Decline
     );
 
-    let dismissed = h
-        .store
-        .create_round(new_round("s1", vec![("address", form("?", None))]))
+    let dismissed = ask_again(h, "s1").await;
+    let (dismissed, _) = answer(h, &dismissed, bare(ResponseAction::Cancel), "k3")
         .await
-        .expect("create");
-    let (dismissed, _) = answer(
-        h,
-        &dismissed,
-        ElicitationResponse {
-            action: ResponseAction::Cancel,
-            content: None,
-        },
-        "k3",
-    )
-    .await
-    .expect("cancel");
+        .expect("cancel");
     assert_eq!(
         outward_answer(&dismissed, "address").action,
         PollAction::Cancel
     );
 
-    let failed = h
-        .store
-        .create_round(new_round("s1", vec![("address", form("?", None))]))
-        .await
-        .expect("create");
+    let failed = ask_again(h, "s1").await;
     let lease = h
         .store
         .claim_round(failed.round_id, owner("w"), Duration::seconds(60))
@@ -540,11 +528,7 @@ async fn outward_answer_follows_the_table(h: &Harness) {
     assert_eq!(a.failure_code.as_deref(), Some("tool_crashed"));
     assert!(a.content.is_none());
 
-    let expiring = h
-        .store
-        .create_round(new_round("s1", vec![("address", form("?", None))]))
-        .await
-        .expect("create");
+    let expiring = ask_again(h, "s1").await;
     h.clock.advance(Duration::hours(2));
     let expired = h.store.get_round(expiring.round_id).await.expect("read");
     let a = outward_answer(&expired, "address");
@@ -556,17 +540,9 @@ async fn outward_answer_follows_the_table(h: &Harness) {
 
 async fn answered_round_returns_session_to_running_and_clears_markers(h: &Harness) {
     let round = ask(h, "s1").await;
-    answer(
-        h,
-        &round,
-        ElicitationResponse {
-            action: ResponseAction::Decline,
-            content: None,
-        },
-        "k1",
-    )
-    .await
-    .expect("decline");
+    answer(h, &round, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("decline");
     let s = session(h, "s1").await;
     assert_eq!(s.status, SessionStatus::Running);
     assert!(!s.blocked_on_elicitation);
@@ -574,10 +550,7 @@ async fn answered_round_returns_session_to_running_and_clears_markers(h: &Harnes
 
 async fn answering_one_of_two_open_rounds_keeps_needs_input(h: &Harness) {
     let first = ask(h, "s1").await;
-    h.store
-        .create_round(new_round("s1", vec![("address", form("?", None))]))
-        .await
-        .expect("second");
+    ask_again(h, "s1").await;
     answer(h, &first, accept(json!({"city": "Pune"})), "k1")
         .await
         .expect("answer");
@@ -1075,13 +1048,7 @@ async fn second_answer_is_refused_naming_the_winner(h: &Harness) {
         h.store
             .submit_responses(
                 round.round_id,
-                only(
-                    "address",
-                    ElicitationResponse {
-                        action: ResponseAction::Decline,
-                        content: None,
-                    },
-                ),
+                only("address", bare(ResponseAction::Decline)),
                 idem("k2"),
                 Some("bob".into()),
             )
@@ -1104,10 +1071,7 @@ async fn response_map_must_hold_exactly_the_pending_keys(h: &Harness) {
         ))
         .await
         .expect("create");
-    let decline = || ElicitationResponse {
-        action: ResponseAction::Decline,
-        content: None,
-    };
+    let decline = || bare(ResponseAction::Decline);
     let missing = refusal(
         h.store
             .submit_responses(round.round_id, only("a", decline()), idem("k1"), None)
@@ -1191,11 +1155,7 @@ async fn decline_and_cancel_content_is_dropped(h: &Harness) {
         stored.responses
     );
 
-    let other = h
-        .store
-        .create_round(new_round("s1", vec![("address", form("?", None))]))
-        .await
-        .expect("create");
+    let other = ask_again(h, "s1").await;
     let (stored, _) = answer(
         h,
         &other,
@@ -1234,13 +1194,7 @@ async fn url_accept_records_consent_and_refuses_content(h: &Harness) {
             .await,
     );
     assert_eq!(error.code(), "validation_error");
-    let consent = only(
-        "consent",
-        ElicitationResponse {
-            action: ResponseAction::Accept,
-            content: None,
-        },
-    );
+    let consent = only("consent", bare(ResponseAction::Accept));
     let (stored, _) = h
         .store
         .submit_responses(round.round_id, consent, idem("k2"), None)
@@ -1288,11 +1242,7 @@ async fn pending_round_is_single_or_none_and_several_is_a_state_error(h: &Harnes
 async fn rounds_are_listed_newest_first(h: &Harness) {
     let first = ask(h, "s1").await;
     h.clock.advance(Duration::seconds(1));
-    let second = h
-        .store
-        .create_round(new_round("s1", vec![("address", form("?", None))]))
-        .await
-        .expect("create");
+    let second = ask_again(h, "s1").await;
     let listed: Vec<_> = h
         .store
         .list_rounds(&sid("s1"))
@@ -1550,17 +1500,9 @@ async fn deliveries_are_claimed_once_and_retried_with_backoff(h: &Harness) {
 
 async fn purge_deletes_only_finished_rounds_past_retention(h: &Harness) {
     let finished = ask(h, "s1").await;
-    answer(
-        h,
-        &finished,
-        ElicitationResponse {
-            action: ResponseAction::Decline,
-            content: None,
-        },
-        "k1",
-    )
-    .await
-    .expect("answer");
+    answer(h, &finished, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answer");
     let lease = h
         .store
         .claim_round(finished.round_id, owner("w"), Duration::seconds(60))
