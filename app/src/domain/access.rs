@@ -11,21 +11,9 @@ pub enum Role {
     Admin,
 }
 
+text_names!(Role { Viewer => "viewer", Responder => "responder", Admin => "admin" });
+
 impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Viewer => "viewer",
-            Self::Responder => "responder",
-            Self::Admin => "admin",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        [Self::Viewer, Self::Responder, Self::Admin]
-            .into_iter()
-            .find(|role| role.as_str() == value)
-    }
-
     /// Answering questions (and asking them through the bare producer routes).
     pub fn can_answer(self) -> bool {
         self >= Self::Responder

@@ -29,33 +29,9 @@ pub enum RoundStatus {
     Failed,
 }
 
+text_names!(RoundStatus { Pending => "pending", ResponseValidated => "response_validated", DeliveryStarted => "delivery_started", Delivered => "delivered", Resolved => "resolved", Failed => "failed" });
+
 impl RoundStatus {
-    pub const ALL: [Self; 6] = [
-        Self::Pending,
-        Self::ResponseValidated,
-        Self::DeliveryStarted,
-        Self::Delivered,
-        Self::Resolved,
-        Self::Failed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::ResponseValidated => "response_validated",
-            Self::DeliveryStarted => "delivery_started",
-            Self::Delivered => "delivered",
-            Self::Resolved => "resolved",
-            Self::Failed => "failed",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|status| status.as_str() == value)
-    }
-
     /// `resolved` and `failed` never change again.
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Resolved | Self::Failed)
@@ -71,21 +47,7 @@ pub enum OperationKind {
     Resource,
 }
 
-impl OperationKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tool => "tool",
-            Self::Prompt => "prompt",
-            Self::Resource => "resource",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        [Self::Tool, Self::Prompt, Self::Resource]
-            .into_iter()
-            .find(|kind| kind.as_str() == value)
-    }
-}
+text_names!(OperationKind { Tool => "tool", Prompt => "prompt", Resource => "resource" });
 
 /// One question: a form rendered from a JSON Schema, or consent to open a URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,21 +102,7 @@ pub enum ResponseAction {
     Cancel,
 }
 
-impl ResponseAction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Accept => "accept",
-            Self::Decline => "decline",
-            Self::Cancel => "cancel",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        [Self::Accept, Self::Decline, Self::Cancel]
-            .into_iter()
-            .find(|action| action.as_str() == value)
-    }
-}
+text_names!(ResponseAction { Accept => "accept", Decline => "decline", Cancel => "cancel" });
 
 /// The answer to one request. Only a form `accept` carries content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,33 +20,9 @@ pub enum SessionStatus {
     Cancelled,
 }
 
+text_names!(SessionStatus { Running => "running", NeedsInput => "needs_input", Idle => "idle", Finished => "finished", Failed => "failed", Cancelled => "cancelled" });
+
 impl SessionStatus {
-    pub const ALL: [Self; 6] = [
-        Self::Running,
-        Self::NeedsInput,
-        Self::Idle,
-        Self::Finished,
-        Self::Failed,
-        Self::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::NeedsInput => "needs_input",
-            Self::Idle => "idle",
-            Self::Finished => "finished",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|status| status.as_str() == value)
-    }
-
     /// `finished`, `failed` and `cancelled` keep their status when a question expires.
     pub fn is_ended(self) -> bool {
         matches!(self, Self::Finished | Self::Failed | Self::Cancelled)
@@ -63,22 +39,7 @@ pub enum LostReason {
     Stranded,
 }
 
-impl LostReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Expired => "expired",
-            Self::Stranded => "stranded",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "expired" => Some(Self::Expired),
-            "stranded" => Some(Self::Stranded),
-            _ => None,
-        }
-    }
-}
+text_names!(LostReason { Expired => "expired", Stranded => "stranded" });
 
 /// The marker that makes the session page explain what was lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
