@@ -2,6 +2,8 @@
 //!
 //! Built twice: with `ssr` for the server (rendering, server functions, the database) and with `hydrate`
 //! for the browser bundle, whose entry point is [`hydrate`].
+// Leptos views nest deeply in their types; the session page needs more than the default 128.
+#![recursion_limit = "256"]
 
 pub mod domain;
 pub mod ui;

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use anteroom_app::{
     domain::{
         ManagedInputError,
+        access::{Role, User},
         answer::{PollAction, outward_answer},
+        clock::Clock,
         expiry::ExpiryPolicy,
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, SessionId},
         round::{
@@ -1625,6 +1627,84 @@ async fn concurrent_claims_grant_exactly_one_lease(h: &Harness) {
     );
 }
 
+async fn usernames_are_unique_and_passwords_come_back_for_sign_in(h: &Harness) {
+    let ada = User {
+        id: "u-1".to_owned(),
+        username: "ada".to_owned(),
+        role: Role::Responder,
+    };
+    h.store
+        .create_user(&ada, "hash-1")
+        .await
+        .expect("first user");
+    let twin = User {
+        id: "u-2".to_owned(),
+        ..ada.clone()
+    };
+    let error = refusal(h.store.create_user(&twin, "hash-2").await);
+    assert_eq!(error.code(), "managed_input_conflict");
+    assert_eq!(h.store.count_users().await.expect("count"), 1);
+    assert_eq!(
+        h.store.user_with_password("ada").await.expect("read"),
+        Some((ada.clone(), "hash-1".to_owned()))
+    );
+    assert_eq!(h.store.get_user("u-1").await.expect("read"), Some(ada));
+    assert_eq!(
+        h.store.user_with_password("nobody").await.expect("read"),
+        None
+    );
+}
+
+async fn sign_in_links_work_once_and_only_before_they_expire(h: &Harness) {
+    let later = h.clock.now() + Duration::hours(1);
+    h.store
+        .create_sign_in_link("once", later)
+        .await
+        .expect("link");
+    h.store
+        .create_sign_in_link("late", later)
+        .await
+        .expect("link");
+    assert!(h.store.use_sign_in_link("once").await.expect("use"));
+    assert!(!h.store.use_sign_in_link("once").await.expect("reuse"));
+    assert!(!h.store.use_sign_in_link("unknown").await.expect("unknown"));
+    h.clock.advance(Duration::hours(2));
+    assert!(!h.store.use_sign_in_link("late").await.expect("expired"));
+}
+
+async fn web_sessions_are_saved_replaced_and_expire(h: &Harness) {
+    let soon = h.clock.now() + Duration::minutes(30);
+    assert!(
+        h.store
+            .create_web_session("s1", "{\"a\":1}", soon)
+            .await
+            .expect("create")
+    );
+    assert!(
+        !h.store
+            .create_web_session("s1", "{}", soon)
+            .await
+            .expect("taken id")
+    );
+    h.store
+        .save_web_session("s1", "{\"a\":2}", soon)
+        .await
+        .expect("save");
+    assert_eq!(
+        h.store.load_web_session("s1").await.expect("load"),
+        Some(("{\"a\":2}".to_owned(), soon))
+    );
+    h.store
+        .create_web_session("s2", "{}", soon + Duration::hours(1))
+        .await
+        .expect("create");
+    h.clock.advance(Duration::hours(1));
+    assert_eq!(h.store.load_web_session("s1").await.expect("load"), None);
+    assert_eq!(h.store.purge_web_sessions().await.expect("purge"), 1);
+    h.store.delete_web_session("s2").await.expect("delete");
+    assert_eq!(h.store.load_web_session("s2").await.expect("load"), None);
+}
+
 on_both_backends!(
     registering_a_session_twice_returns_the_first,
     created_round_is_pending_and_parks_session_in_needs_input,
@@ -1680,4 +1760,7 @@ on_both_backends!(
     question_events_are_queued_once_per_endpoint,
     deliveries_are_claimed_once_and_retried_with_backoff,
     purge_deletes_only_finished_rounds_past_retention,
+    usernames_are_unique_and_passwords_come_back_for_sign_in,
+    sign_in_links_work_once_and_only_before_they_expire,
+    web_sessions_are_saved_replaced_and_expire,
 );

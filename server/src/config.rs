@@ -28,6 +28,9 @@ pub enum Command {
     /// Manage sessions.
     #[command(subcommand)]
     Session(SessionCommand),
+    /// Manage the people who sign in to the web app.
+    #[command(subcommand)]
+    User(UserCommand),
     /// Ask a person a question, like an MCP server would, and print the answer as JSON.
     ///
     /// Reads ELICITATION_REQUEST_URL, ELICITATION_POLL_URL, ELICITATION_SESSION_ID and ELICITATION_TTL_MS
@@ -42,6 +45,21 @@ pub enum ApikeyCommand {
         /// A name that says whose key it is (shown as who answered).
         #[arg(long)]
         name: String,
+        /// admin, responder or viewer.
+        #[arg(long, default_value = "responder")]
+        role: String,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a person who can sign in. The password comes from ANTEROOM_PASSWORD, else from the first line
+    /// of standard input.
+    Add {
+        #[arg(long)]
+        username: String,
         /// admin, responder or viewer.
         #[arg(long, default_value = "responder")]
         role: String,
@@ -156,7 +174,8 @@ pub struct ServeArgs {
     )]
     pub event_channel: String,
 
-    /// Development mode: the gate probe does not run (the URL it would probe is your own machine).
+    /// Development mode: the gate probe does not run (the URL it would probe is your own machine) and the
+    /// sign-in cookie is not marked `Secure`.
     #[arg(
         long,
         env = "ANTEROOM_DEVELOPMENT",

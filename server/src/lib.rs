@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod relay;
 pub mod state;
+pub mod web;
 
 use std::future::Future;
 

@@ -16,7 +16,10 @@ use anteroom_server::{
     ApiConfig, AppState,
     api::views::environment_block,
     ask,
-    config::{ApikeyCommand, Cli, Command, DatabaseArgs, PublicArgs, ServeArgs, SessionCommand},
+    config::{
+        ApikeyCommand, Cli, Command, DatabaseArgs, PublicArgs, ServeArgs, SessionCommand,
+        UserCommand,
+    },
     credentials,
     events::EventHub,
     jobs::{self, Schedules},
@@ -51,6 +54,11 @@ async fn main() -> ExitCode {
         })) => create_session(id, title, agent, server, &public, &database)
             .await
             .map(|()| 0),
+        Some(Command::User(UserCommand::Add {
+            username,
+            role,
+            database,
+        })) => add_user(&username, &role, &database).await.map(|()| 0),
         Some(Command::Ask(args)) => ask::run(args).await,
     };
     match outcome {
@@ -104,6 +112,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.body_limit = args.body_limit_kib.saturating_mul(1024);
     config.webhook_secret = args.webhook_secret.clone().filter(|s| !s.is_empty());
     config.retention = chrono::Duration::days(i64::from(args.retention_days.max(1)));
+    config.secure_cookies = !args.development;
+    if config.secure_cookies && !is_https_or_loopback(&config.public_url) {
+        tracing::warn!(
+            public_url = %config.public_url,
+            "the sign-in cookie is Secure, so browsers only send it over HTTPS (or to localhost): serve \
+             Anteroom behind HTTPS and set ANTEROOM_PUBLIC_URL=https://…, or use --development"
+        );
+    }
     if config.allow_unauthenticated_producers {
         tracing::warn!(
             "ANTEROOM_ALLOW_UNAUTHENTICATED_PRODUCERS is on: anyone who can reach this host can post questions \
@@ -120,6 +136,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         store.backend().name(),
         config.public_url
     );
+    anteroom_server::web::announce_first_run(store.as_ref(), &config.public_url)
+        .await
+        .context("cannot prepare the first-run sign-in link")?;
     let state = AppState::new(leptos_options, store, config, events);
     if args.database.database_url.starts_with("postgres") {
         let pool = sqlx::postgres::PgPoolOptions::new()
@@ -198,6 +217,34 @@ async fn create_api_key(name: &str, role: &str, database: &DatabaseArgs) -> anyh
         .await?;
     println!("{secret}");
     Ok(())
+}
+
+async fn add_user(username: &str, role: &str, database: &DatabaseArgs) -> anyhow::Result<()> {
+    let Some(role) = Role::parse(role) else {
+        bail!("--role must be admin, responder or viewer");
+    };
+    let password = match std::env::var("ANTEROOM_PASSWORD") {
+        Ok(password) => password,
+        Err(_) => {
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .context("cannot read the password from standard input")?;
+            line.trim_end_matches(['\r', '\n']).to_owned()
+        }
+    };
+    let store = open_store(database, StoreOptions::default()).await?;
+    let user = anteroom_server::web::add_user(store.as_ref(), username, &password, role).await?;
+    eprintln!("added {} ({})", user.username, user.role.as_str());
+    Ok(())
+}
+
+/// Whether browsers will send a `Secure` cookie to this URL.
+fn is_https_or_loopback(url: &str) -> bool {
+    url.starts_with("https://")
+        || ["http://127.", "http://localhost", "http://[::1]"]
+            .iter()
+            .any(|prefix| url.starts_with(prefix))
 }
 
 async fn create_session(

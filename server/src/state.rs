@@ -53,6 +53,8 @@ pub struct ApiConfig {
     pub webhook_secret: Option<String>,
     /// How long resolved and failed rounds are kept.
     pub retention: chrono::Duration,
+    /// Mark the sign-in cookie `Secure` (off only in development mode).
+    pub secure_cookies: bool,
 }
 
 impl ApiConfig {
@@ -64,6 +66,7 @@ impl ApiConfig {
             body_limit: 256 * 1024,
             webhook_secret: None,
             retention: chrono::Duration::days(30),
+            secure_cookies: true,
         }
     }
 }

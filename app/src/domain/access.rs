@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ManagedInputError;
+
 /// A role. Viewers read; responders also answer; admins also manage sessions, tokens and keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -25,6 +27,42 @@ impl Role {
     }
 }
 
+/// A person who signs in to the web app. Answers they give are recorded under their username.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    pub id: String,
+    pub username: String,
+    pub role: Role,
+}
+
+/// Checks a username: 1 to 64 characters of letters, digits and `.`, `_`, `-`, `@`.
+pub fn check_username(raw: &str) -> Result<(), ManagedInputError> {
+    let ok = !raw.is_empty()
+        && raw.chars().count() <= 64
+        && raw
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-@".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(ManagedInputError::validation(
+            "A username is 1 to 64 characters of letters, digits and . _ - @.",
+        ))
+    }
+}
+
+/// Checks a new password: at least 8 characters and at most 1024 (hashing cost grows with length).
+pub fn check_password(raw: &str) -> Result<(), ManagedInputError> {
+    let length = raw.chars().count();
+    if (8..=1024).contains(&length) {
+        Ok(())
+    } else {
+        Err(ManagedInputError::validation(
+            "A password needs at least 8 characters (and at most 1024).",
+        ))
+    }
+}
+
 /// A stored API key (its secret is kept only as a hash).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiKey {
@@ -44,5 +82,15 @@ mod tests {
         assert!(Role::Admin.can_answer() && Role::Admin.can_manage());
         assert_eq!(Role::parse("responder"), Some(Role::Responder));
         assert_eq!(Role::parse("root"), None);
+    }
+
+    #[test]
+    fn usernames_and_passwords_are_checked() {
+        assert!(check_username("ada.lovelace@example").is_ok());
+        assert!(check_username("").is_err());
+        assert!(check_username("has space").is_err());
+        assert!(check_username(&"a".repeat(65)).is_err());
+        assert!(check_password("correct horse").is_ok());
+        assert!(check_password("short").is_err());
     }
 }

@@ -17,7 +17,7 @@ macro_rules! sql_store {
 
         use crate::domain::{
             ManagedInputError,
-            access::{ApiKey, Role},
+            access::{ApiKey, Role, User},
             ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
             round::{
                 ElicitationRequest, ElicitationResponse, EXPIRED_MESSAGE, FailureCode, Lease, NewRound,
@@ -50,6 +50,11 @@ macro_rules! sql_store {
                 "No session {id} exists; register it first (POST /api/v1/sessions)."
             ))
             .into()
+        }
+
+        fn user_from_row(id: String, username: String, role: &str) -> StoreResult<User> {
+            let role = Role::parse(role).ok_or_else(|| StoreError::Corrupt(format!("user role {role}")))?;
+            Ok(User { id, username, role })
         }
 
         fn rows_to_rounds(rows: Vec<RoundRow>) -> StoreResult<Vec<Round>> {
@@ -477,6 +482,10 @@ macro_rules! sql_store {
 
         #[async_trait::async_trait]
         impl Store for $store {
+            fn now(&self) -> DateTime<Utc> {
+                self.ctx.now()
+            }
+
             fn backend(&self) -> crate::store::Backend {
                 Self::BACKEND
             }
@@ -629,6 +638,107 @@ macro_rules! sql_store {
                 .transpose()
             }
 
+            async fn create_user(&self, user: &User, password_hash: &str) -> StoreResult<()> {
+                let inserted = sqlx::query::<$db>(sql::INSERT_USER)
+                    .bind(&user.id)
+                    .bind(&user.username)
+                    .bind(user.role.as_str())
+                    .bind(password_hash)
+                    .bind(to_ms(self.now()))
+                    .execute(&self.pool)
+                    .await;
+                match inserted {
+                    Ok(_) => Ok(()),
+                    Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Err(
+                        ManagedInputError::conflict(format!("The username {} is taken.", user.username)).into(),
+                    ),
+                    Err(error) => Err(error.into()),
+                }
+            }
+
+            async fn user_with_password(&self, username: &str) -> StoreResult<Option<(User, String)>> {
+                let row: Option<(String, String, String, String)> = sqlx::query_as(sql::SELECT_USER_BY_NAME)
+                    .bind(username)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|(id, username, role, hash)| Ok((user_from_row(id, username, &role)?, hash)))
+                    .transpose()
+            }
+
+            async fn get_user(&self, id: &str) -> StoreResult<Option<User>> {
+                let row: Option<(String, String, String)> = sqlx::query_as(sql::SELECT_USER_BY_ID)
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|(id, username, role)| user_from_row(id, username, &role)).transpose()
+            }
+
+            async fn count_users(&self) -> StoreResult<i64> {
+                let (count,): (i64,) = sqlx::query_as(sql::COUNT_USERS).fetch_one(&self.pool).await?;
+                Ok(count)
+            }
+
+            async fn create_sign_in_link(&self, token_hash: &str, expires_at: DateTime<Utc>) -> StoreResult<()> {
+                sqlx::query::<$db>(sql::INSERT_SIGN_IN_LINK)
+                    .bind(token_hash)
+                    .bind(to_ms(self.now()))
+                    .bind(to_ms(expires_at))
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn use_sign_in_link(&self, token_hash: &str) -> StoreResult<bool> {
+                let used = sqlx::query::<$db>(sql::USE_SIGN_IN_LINK)
+                    .bind(token_hash)
+                    .bind(to_ms(self.now()))
+                    .execute(&self.pool)
+                    .await?;
+                Ok(used.rows_affected() == 1)
+            }
+
+            async fn save_web_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> StoreResult<()> {
+                sqlx::query::<$db>(sql::UPSERT_WEB_SESSION)
+                    .bind(id)
+                    .bind(data)
+                    .bind(to_ms(expires_at))
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+
+            async fn create_web_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> StoreResult<bool> {
+                let inserted = sqlx::query::<$db>(sql::INSERT_WEB_SESSION_IF_NEW)
+                    .bind(id)
+                    .bind(data)
+                    .bind(to_ms(expires_at))
+                    .execute(&self.pool)
+                    .await?;
+                Ok(inserted.rows_affected() == 1)
+            }
+
+            async fn load_web_session(&self, id: &str) -> StoreResult<Option<(String, DateTime<Utc>)>> {
+                let row: Option<(String, i64)> = sqlx::query_as(sql::SELECT_WEB_SESSION)
+                    .bind(id)
+                    .bind(to_ms(self.now()))
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|(data, expires)| Ok((data, from_ms(expires)?))).transpose()
+            }
+
+            async fn delete_web_session(&self, id: &str) -> StoreResult<()> {
+                sqlx::query::<$db>(sql::DELETE_WEB_SESSION).bind(id).execute(&self.pool).await?;
+                Ok(())
+            }
+
+            async fn purge_web_sessions(&self) -> StoreResult<u64> {
+                let deleted = sqlx::query::<$db>(sql::PURGE_WEB_SESSIONS)
+                    .bind(to_ms(self.now()))
+                    .execute(&self.pool)
+                    .await?;
+                Ok(deleted.rows_affected())
+            }
+
             async fn create_round(&self, new: NewRound) -> StoreResult<Round> {
                 let limits = self.ctx.options.limits;
                 new.validate(&limits)?;
@@ -691,6 +801,15 @@ macro_rules! sql_store {
                     .fetch_all(&self.pool)
                     .await?;
                 rows_to_rounds(rows)
+            }
+
+            async fn list_open_rounds(&self, limit: u32) -> StoreResult<Vec<Round>> {
+                rows_to_rounds(
+                    sqlx::query_as::<$db, RoundRow>(sql::SELECT_OPEN_ROUNDS)
+                        .bind(i64::from(limit))
+                        .fetch_all(&self.pool)
+                        .await?,
+                )
             }
 
             async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>> {

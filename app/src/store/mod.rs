@@ -21,7 +21,7 @@ pub use sqlite::SqliteStore;
 
 use crate::domain::{
     ManagedInputError,
-    access::ApiKey,
+    access::{ApiKey, User},
     clock::{Clock, SystemClock},
     expiry::ExpiryPolicy,
     form::compiled::SchemaCache,
@@ -153,6 +153,9 @@ pub struct QueueEntry {
 pub trait Store: Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
+    /// The store's clock (the injected one in tests), so views and the store agree on "now".
+    fn now(&self) -> DateTime<Utc>;
+
     /// Applies every migration not yet applied; running it again is a no-op.
     async fn migrate(&self) -> StoreResult<()>;
 
@@ -197,6 +200,52 @@ pub trait Store: Send + Sync + 'static {
     /// The live (not revoked) API key with this hash.
     async fn api_key_for_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
 
+    // People and their browser sessions.
+
+    /// Adds a person; a taken username is a `managed_input_conflict`.
+    async fn create_user(&self, user: &User, password_hash: &str) -> StoreResult<()>;
+
+    /// The person with this username and their password hash, for signing in.
+    async fn user_with_password(&self, username: &str) -> StoreResult<Option<(User, String)>>;
+
+    async fn get_user(&self, id: &str) -> StoreResult<Option<User>>;
+
+    async fn count_users(&self) -> StoreResult<i64>;
+
+    /// Stores a one-time sign-in link (its hash) that works until `expires_at`.
+    async fn create_sign_in_link(
+        &self,
+        token_hash: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+
+    /// Uses up the link: true only the first time, and only before it expires.
+    async fn use_sign_in_link(&self, token_hash: &str) -> StoreResult<bool>;
+
+    /// Writes a browser session's data (JSON) and expiry, replacing what was there.
+    async fn save_web_session(
+        &self,
+        id: &str,
+        data: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+
+    /// Writes a browser session only if its id is new; false if the id was taken.
+    async fn create_web_session(
+        &self,
+        id: &str,
+        data: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<bool>;
+
+    /// A browser session's data and expiry, unless it has expired.
+    async fn load_web_session(&self, id: &str) -> StoreResult<Option<(String, DateTime<Utc>)>>;
+
+    async fn delete_web_session(&self, id: &str) -> StoreResult<()>;
+
+    /// Deletes expired browser sessions; returns how many.
+    async fn purge_web_sessions(&self) -> StoreResult<u64>;
+
     // Rounds: the managed-input contract.
 
     /// Stores a new pending round (deadline decided by the domain) and parks its session in `needs_input`.
@@ -210,6 +259,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// The session's rounds, newest first (overdue ones expired first).
     async fn list_rounds(&self, session: &SessionId) -> StoreResult<Vec<Round>>;
+
+    /// Every pending round, oldest first (the attention queue's questions).
+    async fn list_open_rounds(&self, limit: u32) -> StoreResult<Vec<Round>>;
 
     /// The session's single pending round; `managed_input_state` when storage holds more than one.
     async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>>;

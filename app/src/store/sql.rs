@@ -11,6 +11,9 @@ pub const SELECT_SESSION_ROUNDS: &str =
 pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
      ORDER BY created_at_ms, round_id LIMIT 2";
 
+pub const SELECT_OPEN_ROUNDS: &str =
+    "SELECT * FROM rounds WHERE status = 'pending' ORDER BY created_at_ms, round_id LIMIT $1";
+
 pub const SELECT_UNFINISHED_ROUNDS: &str =
     "SELECT * FROM rounds WHERE session_id = $1 AND status NOT IN ('resolved', 'failed')";
 
@@ -131,3 +134,33 @@ pub const GATE_READ: &str =
 
 pub const GATE_WRITE: &str =
     "UPDATE gate_state SET healthy = $1, since_ms = $2, last_checked_ms = $3 WHERE id = 1";
+
+pub const INSERT_USER: &str = "INSERT INTO users (id, username, role, password_hash, created_at_ms) \
+     VALUES ($1, $2, $3, $4, $5)";
+
+pub const SELECT_USER_BY_NAME: &str =
+    "SELECT id, username, role, password_hash FROM users WHERE username = $1";
+
+pub const SELECT_USER_BY_ID: &str = "SELECT id, username, role FROM users WHERE id = $1";
+
+pub const COUNT_USERS: &str = "SELECT COUNT(*) FROM users";
+
+pub const INSERT_SIGN_IN_LINK: &str =
+    "INSERT INTO sign_in_links (token_hash, created_at_ms, expires_at_ms) VALUES ($1, $2, $3)";
+
+/// Uses the link at most once: only an unused, unexpired link matches.
+pub const USE_SIGN_IN_LINK: &str = "UPDATE sign_in_links SET used_at_ms = $2 \
+     WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2";
+
+pub const UPSERT_WEB_SESSION: &str = "INSERT INTO web_sessions (id, data, expires_at_ms) VALUES ($1, $2, $3) \
+     ON CONFLICT (id) DO UPDATE SET data = excluded.data, expires_at_ms = excluded.expires_at_ms";
+
+pub const INSERT_WEB_SESSION_IF_NEW: &str = "INSERT INTO web_sessions (id, data, expires_at_ms) \
+     VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING";
+
+pub const SELECT_WEB_SESSION: &str =
+    "SELECT data, expires_at_ms FROM web_sessions WHERE id = $1 AND expires_at_ms > $2";
+
+pub const DELETE_WEB_SESSION: &str = "DELETE FROM web_sessions WHERE id = $1";
+
+pub const PURGE_WEB_SESSIONS: &str = "DELETE FROM web_sessions WHERE expires_at_ms <= $1";

@@ -1,17 +1,31 @@
 //! The web app's document shell, router and route table.
 
+pub mod answer;
+pub mod browser;
 pub mod components;
+pub mod model;
 pub mod pages;
+#[cfg(feature = "ssr")]
+pub mod server;
+pub mod server_fns;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::{
-    StaticSegment,
+    SsrMode, StaticSegment,
     components::{Route, Router, Routes},
+    path,
 };
 
+use browser::Live;
 use components::header::AppHeader;
-use pages::{home::HomePage, not_found::NotFoundPage};
+use pages::{
+    admin::WebhookLogPage,
+    home::HomePage,
+    login::{LoginPage, SetupPage},
+    not_found::NotFoundPage,
+    session::SessionPage,
+};
 
 /// The whole HTML document, rendered on the server around [`App`].
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -33,10 +47,17 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// The app: a frame (header) around the routed page.
+/// The app: a frame (header) around the routed page, and the live connection every page shares.
+///
+/// Every route renders in full before it is sent (`SsrMode::Async`), so a page works without JavaScript
+/// and the browser bundle only adds live updates and instant checks.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    let live = Live::new();
+    provide_context(live);
+    // Effects run only in the browser, after hydration.
+    Effect::new(move |_| live.start());
 
     view! {
         <Stylesheet id="anteroom-style" href="/pkg/anteroom.css" />
@@ -45,7 +66,11 @@ pub fn App() -> impl IntoView {
             <AppHeader />
             <main id="main" class="page">
                 <Routes fallback=NotFoundPage>
-                    <Route path=StaticSegment("") view=HomePage />
+                    <Route path=StaticSegment("") view=HomePage ssr=SsrMode::Async />
+                    <Route path=path!("/sessions/:id") view=SessionPage ssr=SsrMode::Async />
+                    <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
+                    <Route path=path!("/setup") view=SetupPage ssr=SsrMode::Async />
+                    <Route path=path!("/admin/webhooks") view=WebhookLogPage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

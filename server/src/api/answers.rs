@@ -47,7 +47,8 @@ async fn read_round(
     )))
 }
 
-fn publish_answer(state: &AppState, round: &Round, submission: Submission) {
+/// Counts and announces a newly recorded answer (events for pages, pollers and other instances).
+pub(crate) fn publish_answer(state: &AppState, round: &Round, submission: Submission) {
     if submission == Submission::Recorded {
         let waited = round
             .responded_at

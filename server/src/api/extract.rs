@@ -1,10 +1,13 @@
 //! Request extractors whose every rejection is a SPEC §7 JSON error: bodies, path segments and callers.
 
-use anteroom_app::domain::access::{ApiKey, Role};
+use anteroom_app::{
+    domain::access::{ApiKey, Role},
+    ui::model::Viewer,
+};
 use axum::{
     body::Bytes,
     extract::{FromRequest, FromRequestParts, Path, Query, Request},
-    http::{StatusCode, header, request::Parts},
+    http::{Method, StatusCode, header, request::Parts},
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -96,16 +99,23 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
     }
 }
 
-/// Who is calling the management API, from `Authorization: Bearer <api key>`.
+/// Who is calling the management API: an API key (`Authorization: Bearer <api key>`), or a person signed in
+/// to the web app in this browser.
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub key: ApiKey,
+    /// A signed-in person rather than an API key.
+    pub person: bool,
 }
 
 impl Caller {
     /// How answers by this caller are recorded ("who answered").
     pub fn label(&self) -> String {
-        format!("api key {}", self.key.name)
+        if self.person {
+            self.key.name.clone()
+        } else {
+            format!("api key {}", self.key.name)
+        }
     }
 
     pub fn require(&self, allowed: impl Fn(Role) -> bool, doing: &str) -> Result<(), ApiError> {
@@ -159,17 +169,43 @@ impl FromRequestParts<AppState> for OptionalCaller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let Some(secret) = bearer(parts) else {
-            return Ok(OptionalCaller(None));
+            return browser_caller(parts).map(OptionalCaller);
         };
         match state
             .store
             .api_key_for_hash(&credentials::hash(secret))
             .await?
         {
-            Some(key) => Ok(OptionalCaller(Some(Caller { key }))),
+            Some(key) => Ok(OptionalCaller(Some(Caller { key, person: false }))),
             None => Err(ApiError::unauthorized(
                 "The API key is not valid or was revoked.",
             )),
         }
     }
+}
+
+/// The person signed in to the web app, when the request carries their browser session. A browser write needs
+/// the session's CSRF token in `X-CSRF-Token`, so another site cannot make the browser write for them.
+fn browser_caller(parts: &Parts) -> Result<Option<Caller>, ApiError> {
+    let Some(viewer) = parts.extensions.get::<Viewer>() else {
+        return Ok(None);
+    };
+    let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let token = parts
+        .headers
+        .get("x-csrf-token")
+        .and_then(|value| value.to_str().ok());
+    if !safe && token != Some(viewer.csrf.as_str()) {
+        return Err(ApiError::forbidden(
+            "A browser write needs the page's CSRF token in `X-CSRF-Token` (or use an API key).",
+        ));
+    }
+    Ok(Some(Caller {
+        key: ApiKey {
+            id: format!("user:{}", viewer.user_id),
+            name: viewer.username.clone(),
+            role: viewer.role,
+        },
+        person: true,
+    }))
 }

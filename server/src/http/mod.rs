@@ -1,4 +1,5 @@
-//! The HTTP surface: probes, the server-rendered web app and its static files, with one log line per request.
+//! The HTTP surface: probes, the API, the server-rendered web app and its static files, browser sessions,
+//! with one log line per request.
 
 mod health;
 
@@ -16,18 +17,20 @@ use crate::AppState;
 /// Builds the whole router for one server instance.
 pub fn router(state: AppState) -> Router {
     let leptos_routes = generate_route_list(App);
-    let store = state.store.clone();
+    let services = crate::web::services(&state);
     let options = state.leptos_options.clone();
+    let sessions = crate::web::session_layer(state.store.clone(), state.config.secure_cookies);
 
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(crate::api::router(&state))
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
+        .merge(crate::web::routes())
         .leptos_routes_with_context(
             &state,
             leptos_routes,
-            move || provide_context(store.clone()),
+            move || provide_context(services.clone()),
             move || shell(options.clone()),
         )
         .route("/metrics", get(crate::metrics::render))
@@ -36,6 +39,11 @@ pub fn router(state: AppState) -> Router {
             crate::metrics::track,
         ))
         .fallback(file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::web::attach_viewer,
+        ))
+        .layer(sessions)
         // One `tracing` line per request, written when the response is ready.
         .layer(
             TraceLayer::new_for_http()

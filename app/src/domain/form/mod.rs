@@ -1,6 +1,7 @@
 //! From an MCP `requestedSchema` to a form (SPEC §4): typed fields with defaults, required flags and
 //! constraints, shared by the server and the browser so both validate an answer the same way.
 
+mod posted;
 mod validate;
 
 #[cfg(feature = "ssr")]
@@ -9,6 +10,7 @@ pub mod compiled;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+pub use posted::{local_to_rfc3339, posted, rfc3339_to_local};
 pub use validate::{FieldErrors, PatternMatcher};
 
 use super::{ManagedInputError, limits::Limits};

@@ -1,18 +1,27 @@
-//! The app header: product name, live-connection indicator and the keyboard-shortcut help.
+//! The app header: product name, live-connection indicator, the signed-in person, notifications and the
+//! keyboard-shortcut help.
 
 use leptos::prelude::*;
 
+use crate::ui::{browser::Live, server_fns::load_viewer};
+
 /// Top bar shown on every page.
 ///
-/// The indicator reads "offline" in the server-rendered HTML and turns "live" once the browser bundle has
-/// hydrated the page, so a person (and the end-to-end tests) can tell a static page from a working one.
+/// The indicator reads "Static page" in the server-rendered HTML, "Connecting" once the browser bundle has
+/// hydrated the page, and "Live" while the event stream is connected.
 #[component]
 pub fn AppHeader() -> impl IntoView {
+    let live = expect_context::<Live>();
     let (hydrated, set_hydrated) = signal(false);
-    // Effects never run during server rendering: this only fires in the browser, after hydration.
     Effect::new(move |_| set_hydrated.set(true));
-
     let (shortcuts_open, set_shortcuts_open) = signal(false);
+    let viewer = Resource::new(|| (), |_| load_viewer());
+
+    let state = move || match (hydrated.get(), live.connected.get()) {
+        (false, _) => "offline",
+        (true, false) => "connecting",
+        (true, true) => "live",
+    };
 
     view! {
         <header class="app-header">
@@ -21,14 +30,53 @@ pub fn AppHeader() -> impl IntoView {
                 "Anteroom"
             </a>
             <nav class="header-actions" aria-label="App">
-                <span
-                    class="live-status"
-                    data-state=move || if hydrated.get() { "live" } else { "offline" }
-                    role="status"
-                    aria-live="polite"
-                >
-                    {move || if hydrated.get() { "Live" } else { "Static page" }}
+                <span class="live-status" data-state=state role="status" aria-live="polite">
+                    {move || match state() {
+                        "live" => "Live",
+                        "connecting" => "Connecting…",
+                        _ => "Static page",
+                    }}
                 </span>
+                <Suspense>
+                    {move || {
+                        viewer
+                            .get()
+                            .and_then(Result::ok)
+                            .flatten()
+                            .map(|viewer| {
+                                let admin = viewer.role.can_manage();
+                                view! {
+                                    <Show when=move || hydrated.get() && !live.notifications.get()>
+                                        <button
+                                            type="button"
+                                            class="button button-quiet"
+                                            on:click=move |_| live.ask_for_notifications()
+                                        >
+                                            "Notify me"
+                                        </button>
+                                    </Show>
+                                    {admin
+                                        .then(|| {
+                                            view! {
+                                                <a class="header-link" href="/admin/webhooks">
+                                                    "Webhooks"
+                                                </a>
+                                            }
+                                        })}
+                                    <span class="who" data-testid="signed-in-as">
+                                        {viewer.username.clone()}
+                                        <span class="role">{viewer.role.as_str()}</span>
+                                    </span>
+                                    <form method="post" action="/logout" class="inline-form">
+                                        <input type="hidden" name="csrf" value=viewer.csrf.clone() />
+                                        <button type="submit" class="button button-quiet">
+                                            "Sign out"
+                                        </button>
+                                    </form>
+                                }
+                            })
+                    }}
+                </Suspense>
                 <button
                     type="button"
                     class="button button-quiet"
@@ -47,13 +95,25 @@ pub fn AppHeader() -> impl IntoView {
             aria-label="Keyboard shortcuts"
         >
             <dl>
-                <dt><kbd>"j"</kbd>" / "<kbd>"k"</kbd></dt>
+                <dt>
+                    <kbd>"j"</kbd>
+                    " / "
+                    <kbd>"k"</kbd>
+                </dt>
                 <dd>"Move through the attention queue"</dd>
-                <dt><kbd>"Enter"</kbd></dt>
+                <dt>
+                    <kbd>"Enter"</kbd>
+                </dt>
                 <dd>"Open the selected session"</dd>
-                <dt><kbd>"Ctrl"</kbd>" + "<kbd>"Enter"</kbd></dt>
-                <dd>"Submit the focused form"</dd>
-                <dt><kbd>"Esc"</kbd></dt>
+                <dt>
+                    <kbd>"Ctrl"</kbd>
+                    " + "
+                    <kbd>"Enter"</kbd>
+                </dt>
+                <dd>"Accept with the form you are in"</dd>
+                <dt>
+                    <kbd>"Esc"</kbd>
+                </dt>
                 <dd>"Leave the current field"</dd>
             </dl>
         </section>

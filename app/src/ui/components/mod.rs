@@ -1,3 +1,6 @@
 //! Pieces of UI shared by several pages.
 
+pub mod banner;
+pub mod countdown;
+pub mod fields;
 pub mod header;

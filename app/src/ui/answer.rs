@@ -1,0 +1,163 @@
+//! Reading a posted answer against a round's forms, the same way in the browser (instant feedback) and on the
+//! server (before the store's authoritative check).
+
+use std::collections::BTreeMap;
+
+use crate::domain::{
+    form::{FieldErrors, PatternMatcher},
+    ids::RequestKey,
+    round::{ElicitationResponse, ResponseAction},
+};
+
+use super::model::{RequestBody, RequestView, control_name, round_field_errors};
+
+/// The response map for `action` from the posted `values`, or the problems per control name.
+/// Decline and dismiss carry no content, so nothing is read or checked for them.
+pub fn read_answer(
+    requests: &[RequestView],
+    action: ResponseAction,
+    values: &[(String, String)],
+    patterns: &dyn PatternMatcher,
+) -> Result<BTreeMap<RequestKey, ElicitationResponse>, FieldErrors> {
+    let mut responses = BTreeMap::new();
+    let mut problems = BTreeMap::new();
+    for request in requests {
+        let content = match (&request.body, action) {
+            (RequestBody::Form { form }, ResponseAction::Accept) => {
+                let (content, mut errors) =
+                    form.read_posted(&control_name(&request.key, ""), values);
+                if let Err(invalid) = form.validate(&content, patterns) {
+                    for (field, messages) in invalid {
+                        errors.entry(field).or_insert(messages);
+                    }
+                }
+                if !errors.is_empty() {
+                    problems.insert(request.key.clone(), errors);
+                }
+                Some(content)
+            }
+            _ => None,
+        };
+        let key = RequestKey::parse(request.key.clone())
+            .map_err(|error| FieldErrors::from([(String::new(), vec![error.to_string()])]))?;
+        responses.insert(key, ElicitationResponse { action, content });
+    }
+    if problems.is_empty() {
+        Ok(responses)
+    } else {
+        Err(round_field_errors(problems))
+    }
+}
+
+/// The problems of one control as the person edits it (the same rules as a full check).
+pub fn control_problems(
+    requests: &[RequestView],
+    control: &str,
+    values: &[(String, String)],
+    patterns: &dyn PatternMatcher,
+) -> Vec<String> {
+    match read_answer(requests, ResponseAction::Accept, values, patterns) {
+        Ok(_) => Vec::new(),
+        Err(mut errors) => errors.remove(control).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::{form::FormModel, limits::Limits};
+
+    struct NoPatterns;
+    impl PatternMatcher for NoPatterns {
+        fn is_match(&self, _: &str, _: &str) -> Option<bool> {
+            None
+        }
+    }
+
+    fn requests() -> Vec<RequestView> {
+        let form = FormModel::from_schema(
+            &json!({"type": "object", "properties": {"age": {"type": "integer", "minimum": 18}}, "required": ["age"]}),
+            &Limits::default(),
+        )
+        .expect("schema");
+        vec![
+            RequestView {
+                key: "q1".to_owned(),
+                message: "How old?".to_owned(),
+                body: RequestBody::Form { form },
+            },
+            RequestView {
+                key: "q2".to_owned(),
+                message: "Open the page".to_owned(),
+                body: RequestBody::Url {
+                    url: "https://example.com".to_owned(),
+                    host: "example.com".to_owned(),
+                },
+            },
+        ]
+    }
+
+    fn values(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn accept_reads_and_validates_every_form_and_consents_to_urls() {
+        let answer = read_answer(
+            &requests(),
+            ResponseAction::Accept,
+            &values(&[("q1/age", "30")]),
+            &NoPatterns,
+        )
+        .expect("valid");
+        assert_eq!(answer.len(), 2);
+        let q1 = &answer[&RequestKey::parse("q1").expect("key")];
+        assert_eq!(
+            q1.content.as_ref().map(|c| c["age"].clone()),
+            Some(json!(30))
+        );
+        let q2 = &answer[&RequestKey::parse("q2").expect("key")];
+        assert_eq!(
+            (q2.action, q2.content.is_none()),
+            (ResponseAction::Accept, true)
+        );
+    }
+
+    #[test]
+    fn problems_are_named_by_control() {
+        let errors = read_answer(
+            &requests(),
+            ResponseAction::Accept,
+            &values(&[("q1/age", "12")]),
+            &NoPatterns,
+        )
+        .expect_err("too young");
+        assert_eq!(errors["q1/age"], vec!["must be at least 18"]);
+        assert_eq!(
+            control_problems(&requests(), "q1/age", &values(&[]), &NoPatterns),
+            vec!["is required"]
+        );
+    }
+
+    #[test]
+    fn decline_and_dismiss_ignore_the_form() {
+        for action in [ResponseAction::Decline, ResponseAction::Cancel] {
+            let answer = read_answer(
+                &requests(),
+                action,
+                &values(&[("q1/age", "x")]),
+                &NoPatterns,
+            )
+            .expect("no content is checked");
+            assert!(
+                answer
+                    .values()
+                    .all(|r| r.action == action && r.content.is_none())
+            );
+        }
+    }
+}

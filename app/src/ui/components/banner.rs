@@ -1,0 +1,303 @@
+//! A question's banner: who asks, the countdown, each request's form or URL consent, and Accept / Decline /
+//! Dismiss. A plain form post without JavaScript; checked instantly and sent by a server function with it.
+
+use leptos::{html, prelude::*};
+use web_sys::SubmitEvent;
+
+use super::{countdown::Countdown, fields::FieldControl};
+use crate::{
+    domain::{form::FieldErrors, round::ResponseAction},
+    ui::{
+        answer::{control_problems, read_answer},
+        browser::{BrowserPatterns, Live, focus_first_invalid, form_pairs},
+        model::{ActiveRound, AnswerNotice, AnswerPost, RequestBody, RequestView, control_name},
+        server_fns::post_answer,
+    },
+};
+
+/// What a banner needs from its page.
+#[derive(Clone)]
+pub struct BannerContext {
+    pub session_id: String,
+    pub csrf: String,
+    pub can_answer: bool,
+    pub server_now_ms: i64,
+    /// Where an answer's outcome is shown once the banner is gone.
+    pub page_notice: RwSignal<Option<AnswerNotice>>,
+}
+
+#[component]
+pub fn RoundBanner(
+    round: ActiveRound,
+    context: BannerContext,
+    /// A refusal of this round's form posted without JavaScript: its messages and the posted values.
+    refused: Option<(String, FieldErrors, Vec<(String, String)>)>,
+) -> impl IntoView {
+    let live = use_context::<Live>();
+    let (problem, initial_errors, posted_values) = match refused {
+        Some((message, fields, posted)) => (Some(message), fields, Some(posted)),
+        None => (None, FieldErrors::new(), None),
+    };
+    let errors = RwSignal::new(initial_errors);
+    let problem = RwSignal::new(problem);
+    let sending = RwSignal::new(false);
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    let form_ref = NodeRef::<html::Form>::new();
+    let requests = StoredValue::new(round.requests.clone());
+    let BannerContext {
+        session_id,
+        csrf,
+        can_answer,
+        server_now_ms,
+        page_notice,
+    } = context;
+    let heading_id = format!("round-{}-heading", round.round_id);
+    let labelled_by = heading_id.clone();
+
+    let on_input = move |event: web_sys::Event| {
+        let (Some(form), Some(target)) = (form_ref.get(), event.target()) else {
+            return;
+        };
+        let Some(name) = wasm_bindgen::JsCast::dyn_ref::<web_sys::Element>(&target)
+            .and_then(|element| element.get_attribute("name"))
+            .filter(|name| name.contains('/'))
+        else {
+            return;
+        };
+        let problems = requests.with_value(|requests| {
+            control_problems(requests, &name, &form_pairs(&form), &BrowserPatterns)
+        });
+        errors.update(|errors| {
+            if problems.is_empty() {
+                errors.remove(&name);
+            } else {
+                errors.insert(name, problems);
+            }
+        });
+    };
+
+    let answer_session = session_id.clone();
+    let on_submit = move |event: SubmitEvent| {
+        event.prevent_default();
+        if sending.get_untracked() {
+            return;
+        }
+        let Some(form) = form_ref.get() else {
+            return;
+        };
+        let action = event
+            .submitter()
+            .and_then(|button| button.get_attribute("value"))
+            .unwrap_or_else(|| "accept".to_owned());
+        let mut post = AnswerPost::from_pairs(&answer_session, form_pairs(&form));
+        post.action = action.clone();
+        if action == ResponseAction::Accept.as_str()
+            && let Err(found) = requests.with_value(|requests| {
+                read_answer(
+                    requests,
+                    ResponseAction::Accept,
+                    &post.values,
+                    &BrowserPatterns,
+                )
+            })
+        {
+            errors.set(found);
+            problem.set(Some("Some answers need another look.".to_owned()));
+            focus_first_invalid(form);
+            return;
+        }
+        sending.set(true);
+        problem.set(None);
+        leptos::task::spawn_local(async move {
+            let outcome = post_answer(post).await;
+            sending.set(false);
+            match outcome {
+                Ok(AnswerNotice::Refused {
+                    message, fields, ..
+                }) => {
+                    let focus = !fields.is_empty();
+                    errors.set(fields);
+                    problem.set(Some(message));
+                    if focus && let Some(form) = form_ref.get_untracked() {
+                        focus_first_invalid(form);
+                    }
+                }
+                Ok(notice) => {
+                    page_notice.set(Some(notice));
+                    if let Some(live) = live {
+                        live.changes.update(|n| *n += 1);
+                    }
+                }
+                Err(error) => problem.set(Some(format!("The answer could not be sent: {error}"))),
+            }
+        });
+    };
+
+    let round_id = round.round_id.clone();
+    let dom_stem: String = round
+        .round_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let bodies = round
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(index, request)| {
+            request_body(
+                request,
+                &format!("f{dom_stem}-{index}"),
+                errors,
+                posted_values.clone(),
+            )
+        })
+        .collect_view();
+
+    view! {
+        <section
+            class="banner"
+            id=format!("round-{round_id}")
+            data-round-id=round_id.clone()
+            aria-labelledby=labelled_by
+        >
+            <header class="banner-head">
+                <h2 class="banner-asker" id=heading_id>
+                    {round.asker.describe()}
+                    " asks"
+                </h2>
+                <Countdown deadline_ms=round.deadline_ms server_now_ms=server_now_ms />
+            </header>
+            <form
+                method="post"
+                action=format!("/sessions/{session_id}/answer")
+                class="banner-form"
+                novalidate=move || hydrated.get()
+                node_ref=form_ref
+                on:submit=on_submit
+                on:input=on_input
+                on:change=on_input
+            >
+                <input type="hidden" name="round" value=round_id.clone() />
+                <input type="hidden" name="csrf" value=csrf />
+                <input type="hidden" name="attempt" value=round.attempt.clone() />
+                <fieldset class="banner-fields" disabled=!can_answer>
+                    <legend class="visually-hidden">"Your answer"</legend>
+                    {bodies}
+                </fieldset>
+                <p class="banner-problem" role="alert">
+                    {move || problem.get()}
+                </p>
+                <div class="banner-actions">
+                    <button
+                        type="submit"
+                        name="action"
+                        value="accept"
+                        class="button"
+                        disabled=move || !can_answer || sending.get()
+                    >
+                        "Accept"
+                    </button>
+                    <button
+                        type="submit"
+                        name="action"
+                        value="decline"
+                        class="button button-quiet"
+                        disabled=move || !can_answer || sending.get()
+                    >
+                        "Decline"
+                    </button>
+                    <button
+                        type="submit"
+                        name="action"
+                        value="cancel"
+                        class="button button-quiet"
+                        disabled=move || !can_answer || sending.get()
+                    >
+                        "Dismiss"
+                    </button>
+                </div>
+                {(!can_answer)
+                    .then(|| {
+                        view! {
+                            <p class="banner-note">
+                                "You have the viewer role: you can see this question but not answer it."
+                            </p>
+                        }
+                    })}
+            </form>
+        </section>
+    }
+}
+
+/// One request's part of the banner: its message, then its form or the URL to consent to.
+fn request_body(
+    request: &RequestView,
+    dom_stem: &str,
+    errors: RwSignal<FieldErrors>,
+    posted_values: Option<Vec<(String, String)>>,
+) -> impl IntoView + use<> {
+    let body = match &request.body {
+        RequestBody::Form { form } => form
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(index, field)| {
+                view! {
+                    <FieldControl
+                        field=field.clone()
+                        name=control_name(&request.key, &field.name)
+                        dom_id=format!("{dom_stem}-{index}")
+                        errors=errors
+                        posted_values=posted_values.clone()
+                    />
+                }
+            })
+            .collect_view()
+            .into_any(),
+        RequestBody::Url { url, host } => url_consent(url, host).into_any(),
+    };
+    view! {
+        <div class="request">
+            <p class="banner-message">{request.message.clone()}</p>
+            {body}
+        </div>
+    }
+}
+
+/// The URL of a URL-mode request with its host emphasised; opened only by the person's click.
+fn url_consent(url: &str, host: &str) -> impl IntoView + use<> {
+    let (before, after) = url
+        .find(host)
+        .map(|at| (url[..at].to_owned(), url[at + host.len()..].to_owned()))
+        .unwrap_or_else(|| (url.to_owned(), String::new()));
+    let shown_host = if url.contains(host) {
+        host.to_owned()
+    } else {
+        String::new()
+    };
+    let punycode = RequestBody::is_punycode(host);
+    view! {
+        <div class="url-consent">
+            <p class="url-full" data-testid="consent-url">
+                {before}
+                <strong class="url-host">{shown_host}</strong>
+                {after}
+            </p>
+            {punycode
+                .then(|| {
+                    view! {
+                        <p class="url-warning" role="note">
+                            "This address is written in punycode: it may imitate another site's name. Check it before you open it."
+                        </p>
+                    }
+                })}
+            <p class="url-actions">
+                <a href=url.to_owned() target="_blank" rel="noopener noreferrer" class="button button-quiet">
+                    "Open"
+                </a>
+                " Accept records your consent; Anteroom never opens the address for you."
+            </p>
+        </div>
+    }
+}

@@ -1,0 +1,44 @@
+//! A live countdown to a question's deadline.
+
+use leptos::prelude::*;
+
+use crate::ui::{
+    browser::Live,
+    model::{clock_time, countdown},
+};
+
+/// Under five minutes left, the countdown asks for attention.
+const URGENT_MS: i64 = 5 * 60 * 1000;
+
+/// "expires in 4 min 05 s", ticking each second once the page is live. Until then (and on the server) it
+/// counts from the server's clock, so the first render in the browser matches the server's HTML.
+#[component]
+pub fn Countdown(deadline_ms: i64, server_now_ms: i64) -> impl IntoView {
+    let live = use_context::<Live>();
+    let now = move || {
+        live.and_then(|live| live.now_ms.get())
+            .unwrap_or(server_now_ms)
+    };
+    let text = move || {
+        let now = now();
+        if deadline_ms <= now {
+            "expiring now".to_owned()
+        } else {
+            format!("expires in {}", countdown(deadline_ms, now))
+        }
+    };
+    let datetime = chrono::DateTime::from_timestamp_millis(deadline_ms)
+        .map(|at| at.to_rfc3339())
+        .unwrap_or_default();
+    view! {
+        <time
+            class="countdown"
+            datetime=datetime
+            title=format!("Deadline {}", clock_time(deadline_ms))
+            data-urgent=move || (deadline_ms - now() < URGENT_MS).to_string()
+            data-testid="countdown"
+        >
+            {text}
+        </time>
+    }
+}

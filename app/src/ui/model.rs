@@ -1,0 +1,315 @@
+//! What the pages show, as plain serialisable views built on the server from the store's records.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{
+    access::Role,
+    form::{FieldErrors, FormModel},
+    session::{LostElicitation, SessionStatus},
+};
+
+/// The signed-in person, as the pages and server functions see them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Viewer {
+    pub user_id: String,
+    pub username: String,
+    pub role: Role,
+    /// The token every form post must carry (CSRF), bound to the browser session.
+    pub csrf: String,
+}
+
+impl Viewer {
+    pub fn can_answer(&self) -> bool {
+        self.role.can_answer()
+    }
+}
+
+/// `/`: every session that may need a person, in attention-queue order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueView {
+    /// The server's clock when the view was made, in epoch milliseconds (countdowns start from it).
+    pub now_ms: i64,
+    pub items: Vec<QueueItem>,
+}
+
+impl QueueView {
+    /// How many questions wait for a person (the tab title's count).
+    pub fn open_questions(&self) -> u32 {
+        self.items.iter().map(|item| item.open_rounds).sum()
+    }
+}
+
+/// One session in the queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueItem {
+    pub session_id: String,
+    pub title: String,
+    pub agent: Option<String>,
+    pub status: SessionStatus,
+    pub open_rounds: u32,
+    /// The oldest open question, when there is one.
+    pub question: Option<QuestionPreview>,
+    pub lost: Option<LostElicitation>,
+    pub updated_ms: i64,
+}
+
+/// Enough of a question to decide whether to open it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionPreview {
+    pub round_id: String,
+    pub message: String,
+    pub asker: Asker,
+    pub asked_ms: i64,
+    pub deadline_ms: i64,
+}
+
+/// Which server and which tool, prompt or resource is asking.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Asker {
+    pub server: Option<String>,
+    /// `tool`, `prompt` or `resource`.
+    pub kind: String,
+    pub name: String,
+}
+
+impl Asker {
+    /// "github-mcp · tool deploy" (or "an unknown server" when the producer did not say).
+    pub fn describe(&self) -> String {
+        format!(
+            "{} · {} {}",
+            self.server.as_deref().unwrap_or("an unknown server"),
+            self.kind,
+            self.name
+        )
+    }
+}
+
+/// `/sessions/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionPage {
+    pub now_ms: i64,
+    pub session_id: String,
+    pub title: String,
+    pub agent: Option<String>,
+    pub status: SessionStatus,
+    pub lost: Option<LostElicitation>,
+    /// Questions waiting for an answer, oldest first.
+    pub active: Vec<ActiveRound>,
+    /// Every round, newest first.
+    pub history: Vec<HistoryEntry>,
+    pub viewer: Viewer,
+    /// The outcome of an answer posted without JavaScript, shown once after the redirect.
+    pub notice: Option<AnswerNotice>,
+}
+
+/// A round waiting for a person: one banner.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActiveRound {
+    pub round_id: String,
+    /// One id per rendered form (an idempotency key), so a double submission records one answer.
+    pub attempt: String,
+    pub asker: Asker,
+    pub asked_ms: i64,
+    pub deadline_ms: i64,
+    pub requests: Vec<RequestView>,
+}
+
+/// One request of a round: a form, or consent to open a URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestView {
+    pub key: String,
+    pub message: String,
+    pub body: RequestBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum RequestBody {
+    Form { form: FormModel },
+    Url { url: String, host: String },
+}
+
+impl RequestBody {
+    /// A host written in punycode may imitate another one: the banner warns about it.
+    pub fn is_punycode(host: &str) -> bool {
+        host.split('.').any(|label| label.starts_with("xn--"))
+    }
+}
+
+/// How a round ended (or that it has not).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    Waiting,
+    Answered { actions: Vec<String> },
+    Expired,
+    Failed { code: String, message: String },
+}
+
+/// One round in the session's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub round_id: String,
+    pub asker: Asker,
+    pub asked_ms: i64,
+    pub messages: Vec<String>,
+    pub outcome: Outcome,
+    pub answered_by: Option<String>,
+    pub answered_ms: Option<i64>,
+    /// The accepted content per request key, as JSON text.
+    pub answers: Vec<(String, String)>,
+}
+
+/// What a person's answer came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum AnswerNotice {
+    /// Recorded (or the same answer was already recorded).
+    Recorded { round_id: String, action: String },
+    /// The server refused the content: messages per `request_key/field` (the empty field is the form).
+    Refused {
+        round_id: String,
+        message: String,
+        fields: FieldErrors,
+        /// What was posted, so a form re-rendered without JavaScript keeps the person's input.
+        posted: Vec<(String, String)>,
+    },
+    /// Somebody else answered first.
+    AlreadyAnswered {
+        round_id: String,
+        by: Option<String>,
+        at_ms: Option<i64>,
+        actions: Vec<String>,
+    },
+    /// The question can no longer be answered (expired, cancelled, gone) or the person may not answer.
+    Closed { round_id: String, message: String },
+}
+
+impl AnswerNotice {
+    pub fn round_id(&self) -> &str {
+        match self {
+            Self::Recorded { round_id, .. }
+            | Self::Refused { round_id, .. }
+            | Self::AlreadyAnswered { round_id, .. }
+            | Self::Closed { round_id, .. } => round_id,
+        }
+    }
+}
+
+/// A posted answer: the round, the button pressed, and every control's value as posted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerPost {
+    pub session_id: String,
+    pub round_id: String,
+    /// `accept`, `decline` or `cancel`.
+    pub action: String,
+    pub csrf: String,
+    /// One id per rendered form, so a double submission records one answer.
+    pub attempt: String,
+    /// Control values; the field `f` of request `k` is posted as `k/f`.
+    pub values: Vec<(String, String)>,
+}
+
+impl AnswerPost {
+    /// Reads a posted banner form: the hidden `round`, `csrf` and `attempt` inputs, the pressed `action`
+    /// button, and every control.
+    pub fn from_pairs(session_id: &str, pairs: Vec<(String, String)>) -> Self {
+        let take = |name: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+                .unwrap_or_default()
+        };
+        Self {
+            session_id: session_id.to_owned(),
+            round_id: take("round"),
+            action: take("action"),
+            csrf: take("csrf"),
+            attempt: take("attempt"),
+            values: pairs
+                .iter()
+                .filter(|(key, _)| key.contains('/'))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// The name a field's control is posted under.
+pub fn control_name(request_key: &str, field: &str) -> String {
+    format!("{request_key}/{field}")
+}
+
+/// Field problems of a whole round, keyed by control name, from each form's own errors.
+pub fn round_field_errors(per_request: BTreeMap<String, FieldErrors>) -> FieldErrors {
+    per_request
+        .into_iter()
+        .flat_map(|(key, errors)| {
+            errors
+                .into_iter()
+                .map(move |(field, problems)| (control_name(&key, &field), problems))
+        })
+        .collect()
+}
+
+/// The admins' webhook delivery log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    pub event: String,
+    pub endpoint: String,
+    pub status: String,
+    pub attempts: i64,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    pub created_ms: i64,
+}
+
+/// How long until `deadline_ms`, for a countdown: "4 min 05 s", "2 h 10 min", or "due now".
+pub fn countdown(deadline_ms: i64, now_ms: i64) -> String {
+    let left = (deadline_ms - now_ms) / 1000;
+    if left <= 0 {
+        return "due now".to_owned();
+    }
+    let (hours, minutes, seconds) = (left / 3600, (left % 3600) / 60, left % 60);
+    if hours >= 24 {
+        format!("{} d {} h", hours / 24, hours % 24)
+    } else if hours > 0 {
+        format!("{hours} h {minutes:02} min")
+    } else {
+        format!("{minutes} min {seconds:02} s")
+    }
+}
+
+/// A UTC time a person can read: "2026-03-01 09:30 UTC".
+pub fn clock_time(at_ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(at_ms)
+        .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn countdowns_read_naturally() {
+        assert_eq!(countdown(1_000, 2_000), "due now");
+        assert_eq!(countdown(245_000, 0), "4 min 05 s");
+        assert_eq!(countdown(7_800_000, 0), "2 h 10 min");
+        assert_eq!(countdown(90_000_000, 0), "1 d 1 h");
+    }
+
+    #[test]
+    fn control_names_join_request_key_and_field() {
+        let errors = round_field_errors(BTreeMap::from([(
+            "q1".to_owned(),
+            FieldErrors::from([("age".to_owned(), vec!["must be a number".to_owned()])]),
+        )]));
+        assert_eq!(errors["q1/age"], vec!["must be a number"]);
+        assert!(RequestBody::is_punycode("xn--pple-43d.com"));
+        assert!(!RequestBody::is_punycode("apple.com"));
+    }
+}

@@ -1,0 +1,75 @@
+//! `/admin/webhooks`: the webhook delivery log, for admins.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::ui::{
+    model::{DeliveryRow, clock_time},
+    server_fns::load_deliveries,
+};
+
+#[component]
+pub fn WebhookLogPage() -> impl IntoView {
+    let deliveries = Resource::new(|| (), |_| load_deliveries());
+    view! {
+        <Title text="Webhook deliveries · Anteroom" />
+        <section aria-labelledby="webhooks-heading">
+            <h1 id="webhooks-heading">"Webhook deliveries"</h1>
+            <p class="muted">"The 200 most recent deliveries, newest first. Failed attempts are retried with growing pauses, up to 10 times."</p>
+            <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || {
+                    deliveries
+                        .get()
+                        .map(|result| match result {
+                            Err(error) => view! { <p class="error-box" role="alert">{error.to_string()}</p> }.into_any(),
+                            Ok(rows) if rows.is_empty() => view! { <p class="queue-empty">"No webhook has been sent yet."</p> }.into_any(),
+                            Ok(rows) => delivery_table(rows).into_any(),
+                        })
+                }}
+            </Suspense>
+        </section>
+    }
+}
+
+fn delivery_table(rows: Vec<DeliveryRow>) -> impl IntoView {
+    view! {
+        <div class="table-scroll">
+            <table class="deliveries">
+                <thead>
+                    <tr>
+                        <th scope="col">"Queued"</th>
+                        <th scope="col">"Event"</th>
+                        <th scope="col">"Receiver"</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Attempts"</th>
+                        <th scope="col">"Last problem"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {rows
+                        .into_iter()
+                        .map(|row| {
+                            let problem = match (row.last_status, row.last_error) {
+                                (Some(status), Some(error)) => format!("HTTP {status}: {error}"),
+                                (None, Some(error)) => error,
+                                (Some(status), None) => format!("HTTP {status}"),
+                                (None, None) => String::new(),
+                            };
+                            let status = row.status.clone();
+                            view! {
+                                <tr data-status=status>
+                                    <td>{clock_time(row.created_ms)}</td>
+                                    <td>{row.event}</td>
+                                    <td><code>{row.endpoint}</code></td>
+                                    <td>{row.status}</td>
+                                    <td>{row.attempts}</td>
+                                    <td>{problem}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}

@@ -1,0 +1,289 @@
+//! `/sessions/{id}`: a banner per open question, the lost-question banner, and the session's history.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+use crate::{
+    domain::session::{LostElicitation, LostReason},
+    ui::{
+        browser::Live,
+        components::banner::{BannerContext, RoundBanner},
+        model::{AnswerNotice, HistoryEntry, Outcome, SessionPage as Page, clock_time},
+        pages::not_found::NotFoundPage,
+        server_fns::load_session,
+    },
+};
+
+#[component]
+pub fn SessionPage() -> impl IntoView {
+    let live = expect_context::<Live>();
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let page = Resource::new(
+        move || (id(), live.changes.get()),
+        |(id, _)| load_session(id),
+    );
+    // The outcome of the last answer given on this page; it outlives the banner it came from.
+    let notice = RwSignal::new(None::<AnswerNotice>);
+
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
+            <SessionBody page=page notice=notice />
+        </Transition>
+    }
+}
+
+/// Inside the transition, so its reads of the page make the server wait for it before rendering.
+#[component]
+fn SessionBody(page: PageResource, notice: RwSignal<Option<AnswerNotice>>) -> impl IntoView {
+    // Which of the three pages to show. It changes only when the kind changes, so a refetch updates the
+    // page in place instead of rebuilding it (and the forms being filled in).
+    let kind = Memo::new(move |_| {
+        page.get().map(|result| match result {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => Ok(false),
+            Err(error) => Err(error.to_string()),
+        })
+    });
+    move || {
+        kind.get().map(|kind| match kind {
+            Err(error) => view! {
+                <p class="error-box" role="alert">
+                    {error}
+                </p>
+            }
+            .into_any(),
+            Ok(false) => view! { <NotFoundPage /> }.into_any(),
+            Ok(true) => match page.get_untracked() {
+                Some(Ok(Some(first))) => session_view(first, page, notice).into_any(),
+                _ => ().into_any(),
+            },
+        })
+    }
+}
+
+type PageResource = Resource<Result<Option<Page>, ServerFnError>>;
+
+/// The page's frame is built once; banners come and go by round id, so a form being filled in is never
+/// rebuilt by an unrelated change.
+fn session_view(
+    first: Page,
+    page: PageResource,
+    notice: RwSignal<Option<AnswerNotice>>,
+) -> impl IntoView {
+    let current = Memo::new(move |previous: Option<&Option<Page>>| {
+        match page.get() {
+            Some(Ok(Some(page))) => Some(page),
+            // Keep showing what we had while a refetch fails or runs.
+            _ => previous.cloned().flatten(),
+        }
+    });
+    let first_notice = first.notice.clone();
+    let refused = match &first.notice {
+        Some(AnswerNotice::Refused {
+            round_id,
+            message,
+            fields,
+            posted,
+        }) => Some((
+            round_id.clone(),
+            (message.clone(), fields.clone(), posted.clone()),
+        )),
+        _ => None,
+    };
+    if !matches!(first_notice, Some(AnswerNotice::Refused { .. }) | None) {
+        notice.set(first_notice);
+    }
+    let context = BannerContext {
+        session_id: first.session_id.clone(),
+        csrf: first.viewer.csrf.clone(),
+        can_answer: first.viewer.can_answer(),
+        server_now_ms: first.now_ms,
+        page_notice: notice,
+    };
+    let title = first.title.clone();
+    let heading = if title.is_empty() {
+        first.session_id.clone()
+    } else {
+        title.clone()
+    };
+    let active = move || current.get().map(|page| page.active).unwrap_or_default();
+    let open_count = move || active().len();
+    let page_title = move || {
+        let open = open_count();
+        if open == 0 {
+            format!("{heading} · Anteroom")
+        } else {
+            format!("({open}) {heading} · Anteroom")
+        }
+    };
+
+    view! {
+        <Title text=page_title />
+        <article class="session" aria-labelledby="session-heading">
+            <header class="session-head">
+                <h1 id="session-heading">
+                    {if title.is_empty() { first.session_id.clone() } else { title }}
+                </h1>
+                <p class="session-meta">
+                    <span class="status" data-status=move || current.get().map(|p| p.status.as_str()).unwrap_or_default()>
+                        {move || current.get().map(|p| p.status.as_str().replace('_', " ")).unwrap_or_default()}
+                    </span>
+                    " · session "
+                    <code>{first.session_id.clone()}</code>
+                    {first.agent.clone().map(|agent| format!(" · {agent}"))}
+                </p>
+            </header>
+            {move || notice.get().map(notice_view)}
+            {move || current.get().and_then(|page| page.lost).map(lost_banner)}
+            <section class="banners" aria-label="Open questions">
+                <For
+                    each=active
+                    key=|round| round.round_id.clone()
+                    children=move |round| {
+                        let refused = refused
+                            .as_ref()
+                            .filter(|(id, _)| *id == round.round_id)
+                            .map(|(_, refusal)| refusal.clone());
+                        view! { <RoundBanner round=round context=context.clone() refused=refused /> }
+                    }
+                />
+                <Show when=move || open_count() == 0>
+                    <p class="no-questions" data-testid="no-open-questions">
+                        "No question is waiting in this session."
+                    </p>
+                </Show>
+            </section>
+            <section class="history" aria-labelledby="history-heading">
+                <h2 id="history-heading">"History"</h2>
+                {move || {
+                    let entries = current.get().map(|page| page.history).unwrap_or_default();
+                    if entries.is_empty() {
+                        view! { <p class="muted">"No questions yet."</p> }.into_any()
+                    } else {
+                        view! {
+                            <ol class="history-list">
+                                {entries.into_iter().map(history_entry).collect_view()}
+                            </ol>
+                        }
+                            .into_any()
+                    }
+                }}
+            </section>
+        </article>
+    }
+}
+
+fn notice_view(notice: AnswerNotice) -> impl IntoView {
+    let (kind, text) = match &notice {
+        AnswerNotice::Recorded { action, .. } => (
+            "ok",
+            match action.as_str() {
+                "accept" => {
+                    "Your answer was recorded; the agent receives it on its next poll.".to_owned()
+                }
+                "decline" => "You declined; the agent is told so on its next poll.".to_owned(),
+                _ => "You dismissed the question; the agent is told it was dismissed.".to_owned(),
+            },
+        ),
+        AnswerNotice::AlreadyAnswered {
+            by, at_ms, actions, ..
+        } => (
+            "warn",
+            format!(
+                "Someone answered first: {} chose {} at {}. Your answer was not recorded.",
+                by.as_deref().unwrap_or("an orchestrator"),
+                if actions.is_empty() {
+                    "an answer".to_owned()
+                } else {
+                    actions.join(", ")
+                },
+                at_ms.map(clock_time).unwrap_or_default()
+            ),
+        ),
+        AnswerNotice::Closed { message, .. } | AnswerNotice::Refused { message, .. } => {
+            ("warn", message.clone())
+        }
+    };
+    view! {
+        <p class="notice" data-kind=kind role="status" data-testid="answer-notice">
+            {text}
+        </p>
+    }
+}
+
+fn lost_banner(lost: LostElicitation) -> impl IntoView {
+    let (reason, heading, explanation) = match lost.reason {
+        LostReason::Expired => (
+            "expired",
+            "A question expired before anyone answered",
+            "Nobody answered before its deadline. The agent was told the question expired (not that you \
+             declined) and went on without your answer.",
+        ),
+        LostReason::Stranded => (
+            "stranded",
+            "A question was left without an answer",
+            "The session still waited for input, but no question is open any more: the server that asked may \
+             have stopped. The agent may still be waiting; check on it or resume the session.",
+        ),
+    };
+    view! {
+        <section class="lost-banner" data-reason=reason aria-labelledby="lost-heading" data-testid="lost-banner">
+            <h2 id="lost-heading">{heading}</h2>
+            <p>{explanation}</p>
+            <blockquote class="lost-summary">{lost.summary}</blockquote>
+            <p class="muted">
+                "Request " <code>{lost.request_id.as_str().to_owned()}</code> " · " {clock_time(lost.at.timestamp_millis())}
+            </p>
+        </section>
+    }
+}
+
+fn history_entry(entry: HistoryEntry) -> impl IntoView {
+    let (state, outcome) = match &entry.outcome {
+        Outcome::Waiting => ("waiting", "Waiting for an answer".to_owned()),
+        Outcome::Answered { actions } => (
+            "answered",
+            actions
+                .iter()
+                .map(|action| match action.as_str() {
+                    "accept" => "Accepted",
+                    "decline" => "Declined",
+                    _ => "Dismissed",
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        Outcome::Expired => ("expired", "Expired unanswered".to_owned()),
+        Outcome::Failed { code, .. } => ("failed", format!("Closed without an answer ({code})")),
+    };
+    let by = entry.answered_by.clone().map(|by| {
+        let when = entry.answered_ms.map(clock_time).unwrap_or_default();
+        view! { <span class="history-by">" by " <strong>{by}</strong> " at " {when}</span> }
+    });
+    view! {
+        <li class="history-entry" data-outcome=state data-round-id=entry.round_id.clone()>
+            <p class="history-line">
+                <span class="history-outcome">{outcome}</span>
+                {by}
+            </p>
+            <p class="history-question">
+                {entry.messages.join(" / ")}
+            </p>
+            <p class="muted">{entry.asker.describe()} " · asked " {clock_time(entry.asked_ms)}</p>
+            {entry
+                .answers
+                .into_iter()
+                .map(|(key, content)| {
+                    view! {
+                        <p class="history-answer">
+                            <span class="muted">{key} ": "</span>
+                            <code>{content}</code>
+                        </p>
+                    }
+                })
+                .collect_view()}
+        </li>
+    }
+}

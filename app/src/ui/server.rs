@@ -1,0 +1,417 @@
+//! The web app's server side: page views built from the store, and answers recorded for a signed-in person.
+
+use std::{collections::HashMap, sync::Arc};
+
+use chrono::{DateTime, Utc};
+
+use super::{
+    answer::read_answer,
+    model::{
+        ActiveRound, AnswerNotice, AnswerPost, Asker, HistoryEntry, Outcome, QuestionPreview,
+        QueueItem, QueueView, RequestBody, RequestView, SessionPage, Viewer, control_name,
+    },
+};
+use crate::{
+    domain::{
+        ManagedInputError,
+        form::{FieldErrors, FormModel, compiled::RegexPatterns},
+        ids::{IdempotencyKey, RoundId, SessionId},
+        limits::Limits,
+        round::{ElicitationRequest, FailureCode, ResponseAction, Round, RoundStatus, Submission},
+    },
+    store::{Store, StoreError, StoreResult},
+};
+
+/// What the web app's server functions and form handlers reach: the store, and the host's hook that
+/// announces a newly recorded answer (events for live pages and producers, metrics).
+#[derive(Clone)]
+pub struct WebServices {
+    pub store: Arc<dyn Store>,
+    pub on_answer: Arc<dyn Fn(&Round) + Send + Sync>,
+}
+
+/// The most sessions the queue shows at once.
+const QUEUE_LIMIT: u32 = 500;
+
+fn ms(at: DateTime<Utc>) -> i64 {
+    at.timestamp_millis()
+}
+
+fn asker(round: &Round) -> Asker {
+    Asker {
+        server: round.server.clone(),
+        kind: round.operation_kind.as_str().to_owned(),
+        name: round.operation_name.clone(),
+    }
+}
+
+/// The attention queue, with each waiting session's oldest question.
+pub async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
+    let entries = store.list_sessions(QUEUE_LIMIT).await?;
+    let mut oldest: HashMap<String, Round> = HashMap::new();
+    for round in store.list_open_rounds(QUEUE_LIMIT * 4).await? {
+        oldest
+            .entry(round.session_id.as_str().to_owned())
+            .or_insert(round);
+    }
+    let items = entries
+        .into_iter()
+        .map(|entry| {
+            let question = oldest
+                .get(entry.session.id.as_str())
+                .map(|round| QuestionPreview {
+                    round_id: round.round_id.to_string(),
+                    message: round
+                        .requests
+                        .values()
+                        .next()
+                        .map(|request| request.message().to_owned())
+                        .unwrap_or_default(),
+                    asker: asker(round),
+                    asked_ms: ms(round.created_at),
+                    deadline_ms: ms(round.deadline),
+                });
+            QueueItem {
+                session_id: entry.session.id.as_str().to_owned(),
+                title: entry.session.title.clone(),
+                agent: entry.session.agent.clone(),
+                status: entry.session.status,
+                open_rounds: entry.open_rounds,
+                question,
+                lost: entry.session.lost_elicitation.clone(),
+                updated_ms: ms(entry.session.updated_at),
+            }
+        })
+        .collect();
+    Ok(QueueView {
+        now_ms: ms(store.now()),
+        items,
+    })
+}
+
+/// The session page, or `None` for an unknown session.
+pub async fn session_page(
+    store: &dyn Store,
+    id: &str,
+    viewer: Viewer,
+    notice: Option<AnswerNotice>,
+) -> StoreResult<Option<SessionPage>> {
+    let Ok(id) = SessionId::parse(id) else {
+        return Ok(None);
+    };
+    let session = match store.get_session(&id).await {
+        Ok(session) => session,
+        Err(StoreError::Refused(ManagedInputError::NotFound { .. })) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let rounds = store.list_rounds(&id).await?;
+    let mut active: Vec<ActiveRound> = rounds
+        .iter()
+        .filter(|round| round.status == RoundStatus::Pending)
+        .map(|round| ActiveRound {
+            round_id: round.round_id.to_string(),
+            attempt: uuid::Uuid::new_v4().simple().to_string(),
+            asker: asker(round),
+            asked_ms: ms(round.created_at),
+            deadline_ms: ms(round.deadline),
+            requests: request_views(round),
+        })
+        .collect();
+    active.reverse();
+    let history = rounds.iter().map(history_entry).collect();
+    Ok(Some(SessionPage {
+        now_ms: ms(store.now()),
+        session_id: session.id.as_str().to_owned(),
+        title: session.title,
+        agent: session.agent,
+        status: session.status,
+        lost: session.lost_elicitation,
+        active,
+        history,
+        viewer,
+        notice,
+    }))
+}
+
+/// The requests of a round as the browser renders them.
+pub fn request_views(round: &Round) -> Vec<RequestView> {
+    // Generous limits: every stored schema already passed the configured ones when it was created.
+    let limits = Limits {
+        schema_bytes: usize::MAX,
+        schema_properties: usize::MAX,
+        schema_depth: usize::MAX,
+        ..Limits::default()
+    };
+    round
+        .requests
+        .iter()
+        .map(|(key, request)| RequestView {
+            key: key.as_str().to_owned(),
+            message: request.message().to_owned(),
+            body: match request {
+                ElicitationRequest::Form {
+                    requested_schema, ..
+                } => RequestBody::Form {
+                    form: FormModel::from_schema(requested_schema, &limits).unwrap_or(FormModel {
+                        fields: Vec::new(),
+                        closed: false,
+                    }),
+                },
+                ElicitationRequest::Url { url, .. } => RequestBody::Url {
+                    url: url.clone(),
+                    host: url_host(url),
+                },
+            },
+        })
+        .collect()
+}
+
+/// The host of an http(s) URL, without credentials or port.
+fn url_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = if host.starts_with('[') {
+        host.split_inclusive(']').next().unwrap_or(host)
+    } else {
+        host.split(':').next().unwrap_or(host)
+    };
+    host.to_ascii_lowercase()
+}
+
+fn actions(round: &Round) -> Vec<String> {
+    round
+        .responses
+        .iter()
+        .flat_map(|responses| responses.values())
+        .map(|response| response.action.as_str().to_owned())
+        .collect()
+}
+
+fn history_entry(round: &Round) -> HistoryEntry {
+    let outcome = match (&round.status, &round.failure) {
+        (RoundStatus::Pending, _) => Outcome::Waiting,
+        (RoundStatus::Failed, Some(failure)) if failure.code == FailureCode::Expired => {
+            Outcome::Expired
+        }
+        (RoundStatus::Failed, failure) => Outcome::Failed {
+            code: failure
+                .as_ref()
+                .map_or("failed", |f| f.code.as_str())
+                .to_owned(),
+            message: failure
+                .as_ref()
+                .map(|f| f.message.clone())
+                .unwrap_or_default(),
+        },
+        _ => Outcome::Answered {
+            actions: actions(round),
+        },
+    };
+    HistoryEntry {
+        round_id: round.round_id.to_string(),
+        asker: asker(round),
+        asked_ms: ms(round.created_at),
+        messages: round
+            .requests
+            .values()
+            .map(|request| request.message().to_owned())
+            .collect(),
+        outcome,
+        answered_by: round.responded_by.clone(),
+        answered_ms: round.responded_at.map(ms),
+        answers: round
+            .responses
+            .iter()
+            .flat_map(|responses| responses.iter())
+            .filter_map(|(key, response)| {
+                let content = response.content.as_ref()?;
+                Some((
+                    key.as_str().to_owned(),
+                    serde_json::to_string(content).unwrap_or_default(),
+                ))
+            })
+            .collect(),
+    }
+}
+
+/// Records `post` as `viewer`'s answer. Every outcome is a notice for the person; nothing here fails.
+pub async fn submit_answer(
+    services: &WebServices,
+    viewer: &Viewer,
+    post: AnswerPost,
+) -> AnswerNotice {
+    let closed = |message: &str| AnswerNotice::Closed {
+        round_id: post.round_id.clone(),
+        message: message.to_owned(),
+    };
+    if post.csrf != viewer.csrf {
+        return closed(
+            "This page is out of date (your sign-in changed). Reload it and answer again.",
+        );
+    }
+    if !viewer.can_answer() {
+        return closed("You have the viewer role: you can see questions but not answer them.");
+    }
+    let Some(action) = ResponseAction::parse(&post.action) else {
+        return closed("Choose Accept, Decline or Dismiss.");
+    };
+    let Ok(round_id) = RoundId::parse(&post.round_id) else {
+        return closed("This question does not exist.");
+    };
+    let Ok(idempotency_key) = IdempotencyKey::parse(format!("web-{}", post.attempt)) else {
+        return closed("This page is out of date. Reload it and answer again.");
+    };
+    let store = services.store.as_ref();
+    let round = match store.get_round(round_id).await {
+        Ok(round) if round.session_id.as_str() == post.session_id => round,
+        Ok(_) | Err(StoreError::Refused(ManagedInputError::NotFound { .. })) => {
+            return closed("This question does not exist.");
+        }
+        Err(error) => return unavailable(&post, &error),
+    };
+    if round.status != RoundStatus::Pending
+        && round.idempotency_key.as_ref() != Some(&idempotency_key)
+    {
+        return settled_notice(&round);
+    }
+    let responses = match read_answer(&request_views(&round), action, &post.values, &RegexPatterns)
+    {
+        Ok(responses) => responses,
+        Err(fields) => return refused(&post, "Some answers need another look.", fields),
+    };
+    match store
+        .submit_responses(
+            round_id,
+            responses,
+            idempotency_key,
+            Some(viewer.username.clone()),
+        )
+        .await
+    {
+        Ok((round, submission)) => {
+            if submission == Submission::Recorded {
+                (services.on_answer)(&round);
+            }
+            AnswerNotice::Recorded {
+                round_id: post.round_id.clone(),
+                action: action.as_str().to_owned(),
+            }
+        }
+        Err(StoreError::Refused(ManagedInputError::ValidationError { message, details })) => {
+            refused(&post, &message, server_field_errors(details.as_ref()))
+        }
+        Err(StoreError::Refused(ManagedInputError::ManagedInputConflict { .. })) => {
+            match store.get_round(round_id).await {
+                Ok(round) => settled_notice(&round),
+                Err(error) => unavailable(&post, &error),
+            }
+        }
+        Err(StoreError::Refused(refusal)) => closed(refusal.message()),
+        Err(error) => unavailable(&post, &error),
+    }
+}
+
+fn refused(post: &AnswerPost, message: &str, fields: FieldErrors) -> AnswerNotice {
+    AnswerNotice::Refused {
+        round_id: post.round_id.clone(),
+        message: message.to_owned(),
+        fields,
+        posted: post.values.clone(),
+    }
+}
+
+fn unavailable(post: &AnswerPost, error: &StoreError) -> AnswerNotice {
+    tracing::error!(%error, round_id = %post.round_id, "cannot record an answer from the web app");
+    AnswerNotice::Closed {
+        round_id: post.round_id.clone(),
+        message: "The answer could not be saved just now. Try again in a moment.".to_owned(),
+    }
+}
+
+/// Why a round no longer takes answers: who answered it, or that it expired or failed.
+fn settled_notice(round: &Round) -> AnswerNotice {
+    let round_id = round.round_id.to_string();
+    match (&round.status, &round.failure) {
+        (RoundStatus::Failed, Some(failure)) if failure.code == FailureCode::Expired => {
+            AnswerNotice::Closed {
+                round_id,
+                message:
+                    "This question expired before it was answered; the agent went on without it."
+                        .to_owned(),
+            }
+        }
+        (RoundStatus::Failed, failure) => AnswerNotice::Closed {
+            round_id,
+            message: format!(
+                "This question was closed without an answer ({}).",
+                failure.as_ref().map_or("failed", |f| f.code.as_str())
+            ),
+        },
+        _ => AnswerNotice::AlreadyAnswered {
+            round_id,
+            by: round.responded_by.clone(),
+            at_ms: round.responded_at.map(ms),
+            actions: actions(round),
+        },
+    }
+}
+
+/// The store's per-field errors (`{request_key, fields}`) keyed by control name.
+fn server_field_errors(details: Option<&serde_json::Value>) -> FieldErrors {
+    let Some(details) = details else {
+        return FieldErrors::new();
+    };
+    let key = details
+        .get("request_key")
+        .and_then(|key| key.as_str())
+        .unwrap_or_default();
+    let Some(fields) = details.get("fields").and_then(|fields| fields.as_object()) else {
+        return FieldErrors::new();
+    };
+    fields
+        .iter()
+        .map(|(field, problems)| {
+            let problems = problems
+                .as_array()
+                .map(|list| {
+                    list.iter()
+                        .filter_map(|p| p.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (control_name(key, field), problems)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn url_hosts_drop_credentials_ports_and_paths() {
+        assert_eq!(
+            url_host("https://user:pw@Example.COM:8443/a?b#c"),
+            "example.com"
+        );
+        assert_eq!(
+            url_host("https://xn--pple-43d.com/login"),
+            "xn--pple-43d.com"
+        );
+        assert_eq!(url_host("http://[::1]:8080/"), "[::1]");
+    }
+
+    #[test]
+    fn store_field_errors_are_keyed_by_control() {
+        let errors = server_field_errors(Some(
+            &json!({"request_key": "q1", "fields": {"age": ["must be at least 18"]}}),
+        ));
+        assert_eq!(errors["q1/age"], vec!["must be at least 18"]);
+        assert!(server_field_errors(None).is_empty());
+    }
+}

@@ -1,0 +1,93 @@
+//! The server functions the pages call: reading the queue and a session, answering, the admins' log.
+//! Each needs a signed-in person; the host puts the [`Viewer`] on the request before it gets here.
+
+use leptos::{prelude::*, server_fn::codec::Json};
+
+use super::model::{AnswerNotice, AnswerPost, DeliveryRow, QueueView, SessionPage};
+#[cfg(feature = "ssr")]
+use super::{model::Viewer, server::WebServices};
+
+/// An answer posted without JavaScript, handed by the host to the page rendered after the redirect.
+#[cfg(feature = "ssr")]
+#[derive(Debug, Clone)]
+pub struct FlashNotice(pub AnswerNotice);
+
+#[cfg(feature = "ssr")]
+fn from_request<T: Clone + Send + Sync + 'static>() -> Option<T> {
+    use_context::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<T>().cloned())
+}
+
+#[cfg(feature = "ssr")]
+fn signed_in() -> Result<(WebServices, Viewer), ServerFnError> {
+    let services = use_context::<WebServices>()
+        .ok_or_else(|| ServerFnError::new("the web app is not wired to a store"))?;
+    let viewer = from_request::<Viewer>().ok_or_else(|| ServerFnError::new("Sign in first."))?;
+    Ok((services, viewer))
+}
+
+#[cfg(feature = "ssr")]
+fn unavailable(error: crate::store::StoreError) -> ServerFnError {
+    tracing::error!(%error, "a page could not read the store");
+    ServerFnError::new("The data could not be read just now; try again in a moment.")
+}
+
+/// The attention queue.
+#[server(prefix = "/fn", endpoint = "queue")]
+pub async fn load_queue() -> Result<QueueView, ServerFnError> {
+    let (services, _viewer) = signed_in()?;
+    super::server::queue_view(services.store.as_ref())
+        .await
+        .map_err(unavailable)
+}
+
+/// A session page; `None` when there is no such session.
+#[server(prefix = "/fn", endpoint = "session")]
+pub async fn load_session(id: String) -> Result<Option<SessionPage>, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    let notice = from_request::<FlashNotice>().map(|flash| flash.0);
+    super::server::session_page(services.store.as_ref(), &id, viewer, notice)
+        .await
+        .map_err(unavailable)
+}
+
+/// Records an answer; refusals come back as a notice with per-field messages, never as an error.
+#[server(prefix = "/fn", endpoint = "answer", input = Json)]
+pub async fn post_answer(post: AnswerPost) -> Result<AnswerNotice, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    Ok(super::server::submit_answer(&services, &viewer, post).await)
+}
+
+/// The most recent webhook deliveries (admins only).
+#[server(prefix = "/fn", endpoint = "deliveries")]
+pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    if !viewer.role.can_manage() {
+        return Err(ServerFnError::new(
+            "Only admins can read the webhook delivery log.",
+        ));
+    }
+    let deliveries = services
+        .store
+        .list_webhook_deliveries(200)
+        .await
+        .map_err(unavailable)?;
+    Ok(deliveries
+        .into_iter()
+        .map(|delivery| DeliveryRow {
+            event: delivery.event,
+            endpoint: delivery.endpoint,
+            status: delivery.status,
+            attempts: delivery.attempts,
+            last_status: delivery.last_status,
+            last_error: delivery.last_error,
+            created_ms: delivery.created_at.timestamp_millis(),
+        })
+        .collect())
+}
+
+/// Who is signed in (for the header).
+#[server(prefix = "/fn", endpoint = "me")]
+pub async fn load_viewer() -> Result<Option<super::model::Viewer>, ServerFnError> {
+    Ok(from_request::<super::model::Viewer>())
+}

@@ -1,0 +1,459 @@
+//! The browser side of the HTTP surface: sign-in with tower-sessions, the first-run admin link, the pages'
+//! server functions, and the plain form posts that make answering work without JavaScript.
+
+pub mod passwords;
+mod session_store;
+
+use std::sync::Arc;
+
+use anteroom_app::{
+    domain::{
+        access::{Role, User, check_password, check_username},
+        round::Submission,
+    },
+    store::Store,
+    ui::{
+        model::{AnswerNotice, AnswerPost, Viewer},
+        server::{WebServices, submit_answer},
+        server_fns::FlashNotice,
+    },
+};
+use axum::{
+    Router,
+    body::{Body, Bytes},
+    extract::{Path, Request, State},
+    http::{HeaderMap, Method, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Redirect, Response},
+    routing::post,
+};
+use leptos::prelude::provide_context;
+use tower_sessions::{Expiry, Session, SessionManagerLayer, cookie::SameSite};
+
+pub use session_store::DbSessionStore;
+
+use crate::{AppState, credentials, rate_limit::Rate};
+
+/// Session keys.
+const USER_KEY: &str = "user_id";
+const CSRF_KEY: &str = "csrf";
+const FLASH_KEY: &str = "flash";
+
+/// Prefix of the first-run sign-in link's token.
+const SIGN_IN_LINK_PREFIX: &str = "arl_";
+
+/// Sign-in attempts: one a second sustained, bursts of 10, per username.
+const SIGN_INS: Rate = Rate {
+    per_second: 1.0,
+    burst: 10.0,
+};
+
+/// What the pages' server functions and the form handlers reach.
+pub fn services(state: &AppState) -> WebServices {
+    let announcer = state.clone();
+    WebServices {
+        store: state.store.clone(),
+        on_answer: Arc::new(move |round| {
+            crate::api::answers::publish_answer(&announcer, round, Submission::Recorded)
+        }),
+    }
+}
+
+/// The session cookie layer: `HttpOnly`, `SameSite=Lax`, `Secure` outside development, a week of inactivity.
+pub fn session_layer(store: Arc<dyn Store>, secure: bool) -> SessionManagerLayer<DbSessionStore> {
+    SessionManagerLayer::new(DbSessionStore::new(store))
+        .with_name("anteroom_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(secure)
+        .with_expiry(Expiry::OnInactivity(time::Duration::days(7)))
+}
+
+/// Routes of the browser side (added to the main router).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/login", post(sign_in))
+        .route("/logout", post(sign_out))
+        .route("/setup", post(set_up_first_admin))
+        .route("/sessions/{id}/answer", post(answer_without_javascript))
+        .route("/fn/{*name}", post(server_function))
+}
+
+/// Runs the pages' server functions with the store and the answer hook in reach.
+async fn server_function(
+    State(state): State<AppState>,
+    request: Request<Body>,
+) -> impl IntoResponse {
+    let services = services(&state);
+    leptos_axum::handle_server_fns_with_context(move || provide_context(services.clone()), request)
+        .await
+}
+
+/// Puts the signed-in person (and a pending form-post notice) on the request; sends anyone else who asks
+/// for a page to the sign-in page.
+pub async fn attach_viewer(
+    State(state): State<AppState>,
+    session: Session,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let viewer = signed_in_viewer(&state, &session).await;
+    let path = request.uri().path().to_owned();
+    if let Some(viewer) = viewer {
+        request.extensions_mut().insert(viewer);
+        if request.method() == Method::GET
+            && path.starts_with("/sessions/")
+            && let Ok(Some(notice)) = session.remove::<AnswerNotice>(FLASH_KEY).await
+        {
+            request.extensions_mut().insert(FlashNotice(notice));
+        }
+    } else if request.method() == Method::GET && is_private_page(&path) {
+        let next = match request.uri().query() {
+            Some(query) => format!("{path}?{query}"),
+            None => path,
+        };
+        return Redirect::to(&format!("/login?next={}", encode(&next))).into_response();
+    }
+    next.run(request).await
+}
+
+async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer> {
+    let user_id = session.get::<String>(USER_KEY).await.ok().flatten()?;
+    let user = match state.store.get_user(&user_id).await {
+        Ok(user) => user?,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the signed-in user");
+            return None;
+        }
+    };
+    let csrf = session.get::<String>(CSRF_KEY).await.ok().flatten()?;
+    Some(Viewer {
+        user_id: user.id,
+        username: user.username,
+        role: user.role,
+        csrf,
+    })
+}
+
+/// Pages that show questions or answers: everything but the sign-in pages, the API, assets and probes.
+fn is_private_page(path: &str) -> bool {
+    const PUBLIC: [&str; 6] = [
+        "/login",
+        "/setup",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/favicon.svg",
+    ];
+    !(PUBLIC.contains(&path)
+        || path.starts_with("/api/")
+        || path.starts_with("/fn/")
+        || path.starts_with("/pkg/"))
+}
+
+/// Percent-encodes a value for a query string.
+fn encode(value: &str) -> String {
+    form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+/// Name/value pairs of a form body, repeated names kept in order.
+fn form_pairs(body: &Bytes) -> Vec<(String, String)> {
+    form_urlencoded::parse(body)
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect()
+}
+
+fn field(pairs: &[(String, String)], name: &str) -> String {
+    pairs
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.clone())
+        .unwrap_or_default()
+}
+
+/// A same-site redirect target: a local path, never `//host` or a full URL.
+fn local_path(next: &str) -> &str {
+    if next.starts_with('/') && !next.starts_with("//") && !next.starts_with("/\\") {
+        next
+    } else {
+        "/"
+    }
+}
+
+/// Refuses a form post another site made the browser send (the cookie is `SameSite=Lax` too).
+fn cross_site(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    origin == "null" || !origin_host.eq_ignore_ascii_case(host)
+}
+
+fn forbidden_cross_site() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "This form was posted from another site; open Anteroom and try again.",
+    )
+        .into_response()
+}
+
+/// Signs `user` in on this browser: a fresh session id (no fixation) and a fresh CSRF token.
+async fn start_session(
+    session: &Session,
+    user: &User,
+) -> Result<(), tower_sessions::session::Error> {
+    session.cycle_id().await?;
+    session.insert(USER_KEY, &user.id).await?;
+    session
+        .insert(CSRF_KEY, credentials::generate("csrf_"))
+        .await
+}
+
+async fn sign_in(
+    State(state): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if cross_site(&headers) {
+        return forbidden_cross_site();
+    }
+    let pairs = form_pairs(&body);
+    let (username, password) = (field(&pairs, "username"), field(&pairs, "password"));
+    let next = field(&pairs, "next");
+    let next = local_path(&next).to_owned();
+    let again = |error: &str| {
+        Redirect::to(&format!("/login?error={error}&next={}", encode(&next))).into_response()
+    };
+    if state
+        .limiter
+        .check(&format!("sign-in:{}", username.to_lowercase()), SIGN_INS)
+        .is_err()
+    {
+        return again("slow_down");
+    }
+    let found = match state.store.user_with_password(username.trim()).await {
+        Ok(found) => found,
+        Err(error) => {
+            tracing::error!(%error, "cannot read users for a sign-in");
+            return again("unavailable");
+        }
+    };
+    let stored = found
+        .as_ref()
+        .map_or_else(|| passwords::decoy().to_owned(), |(_, hash)| hash.clone());
+    let matches = tokio::task::spawn_blocking(move || passwords::verify(&password, &stored))
+        .await
+        .unwrap_or(false);
+    match found {
+        Some((user, _)) if matches => match start_session(&session, &user).await {
+            Ok(()) => {
+                tracing::info!(username = %user.username, "signed in");
+                Redirect::to(&next).into_response()
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot start a browser session");
+                again("unavailable")
+            }
+        },
+        _ => again("invalid"),
+    }
+}
+
+async fn sign_out(session: Session, headers: HeaderMap, body: Bytes) -> Response {
+    let pairs = form_pairs(&body);
+    let expected = session.get::<String>(CSRF_KEY).await.ok().flatten();
+    if cross_site(&headers) || expected.is_none_or(|token| token != field(&pairs, "csrf")) {
+        return forbidden_cross_site();
+    }
+    if let Err(error) = session.flush().await {
+        tracing::warn!(%error, "cannot end a browser session");
+    }
+    Redirect::to("/login?signed_out=1").into_response()
+}
+
+/// Creates the first admin from the one-time link printed at first start.
+async fn set_up_first_admin(
+    State(state): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if cross_site(&headers) {
+        return forbidden_cross_site();
+    }
+    let pairs = form_pairs(&body);
+    let (token, username, password) = (
+        field(&pairs, "token"),
+        field(&pairs, "username"),
+        field(&pairs, "password"),
+    );
+    let again = |error: &str| {
+        Redirect::to(&format!("/setup?token={}&error={error}", encode(&token))).into_response()
+    };
+    // Check the choices before using up the link, so a typo does not cost the link.
+    if check_username(username.trim()).is_err() {
+        return again("username");
+    }
+    if check_password(&password).is_err() {
+        return again("password");
+    }
+    match state
+        .store
+        .use_sign_in_link(&credentials::hash(&token))
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return again("link"),
+        Err(error) => {
+            tracing::error!(%error, "cannot check a sign-in link");
+            return again("unavailable");
+        }
+    }
+    match add_user(
+        state.store.as_ref(),
+        username.trim(),
+        &password,
+        Role::Admin,
+    )
+    .await
+    {
+        Ok(user) => {
+            tracing::info!(username = %user.username, "first admin created from the sign-in link");
+            match start_session(&session, &user).await {
+                Ok(()) => Redirect::to("/").into_response(),
+                Err(error) => {
+                    tracing::error!(%error, "cannot start a browser session");
+                    Redirect::to("/login").into_response()
+                }
+            }
+        }
+        Err(error) => {
+            tracing::error!(%error, "cannot create the first admin");
+            again("unavailable")
+        }
+    }
+}
+
+/// Adds a person (used by the first-run page and `anteroom user add`).
+pub async fn add_user(
+    store: &dyn Store,
+    username: &str,
+    password: &str,
+    role: Role,
+) -> anyhow::Result<User> {
+    check_username(username)?;
+    check_password(password)?;
+    let password = password.to_owned();
+    let hash = tokio::task::spawn_blocking(move || passwords::hash(&password)).await??;
+    let user = User {
+        id: uuid::Uuid::now_v7().to_string(),
+        username: username.to_owned(),
+        role,
+    };
+    store.create_user(&user, &hash).await?;
+    Ok(user)
+}
+
+/// At first start (nobody can sign in yet), prints a one-time link that creates the first admin.
+pub async fn announce_first_run(store: &dyn Store, public_url: &str) -> anyhow::Result<()> {
+    if store.count_users().await? > 0 {
+        return Ok(());
+    }
+    let token = credentials::generate(SIGN_IN_LINK_PREFIX);
+    let valid_for = chrono::Duration::hours(24);
+    store
+        .create_sign_in_link(&credentials::hash(&token), store.now() + valid_for)
+        .await?;
+    tracing::warn!(
+        "Nobody can sign in yet. Open this one-time link within 24 hours to create the first admin: \
+         {public_url}/setup?token={token}  (or run `anteroom user add`)"
+    );
+    Ok(())
+}
+
+/// The banner form posted without JavaScript: record the answer, then show the session page again.
+async fn answer_without_javascript(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    session: Session,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
+    if cross_site(&headers) {
+        return forbidden_cross_site();
+    }
+    let Some(viewer) = request.extensions().get::<Viewer>().cloned() else {
+        return Redirect::to(&format!(
+            "/login?next={}",
+            encode(&format!("/sessions/{session_id}"))
+        ))
+        .into_response();
+    };
+    let limit = state.config.body_limit;
+    let body = match axum::body::to_bytes(request.into_body(), limit).await {
+        Ok(body) => body,
+        Err(_) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "The form is larger than the body limit.",
+            )
+                .into_response();
+        }
+    };
+    let post = AnswerPost::from_pairs(&session_id, form_pairs(&body));
+    let round_id = post.round_id.clone();
+    let notice = submit_answer(&services(&state), &viewer, post).await;
+    if let Err(error) = session.insert(FLASH_KEY, &notice).await {
+        tracing::warn!(%error, "cannot keep the answer's outcome for the next page");
+    }
+    let target = format!("/sessions/{}#round-{round_id}", encode(&session_id));
+    Redirect::to(&target).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirects_stay_on_this_site() {
+        assert_eq!(local_path("/sessions/a"), "/sessions/a");
+        assert_eq!(local_path("//evil.example"), "/");
+        assert_eq!(local_path("https://evil.example"), "/");
+        assert_eq!(local_path("/\\evil.example"), "/");
+    }
+
+    #[test]
+    fn pages_need_sign_in_but_assets_and_sign_in_do_not() {
+        assert!(is_private_page("/"));
+        assert!(is_private_page("/sessions/a"));
+        assert!(is_private_page("/admin/webhooks"));
+        assert!(!is_private_page("/login"));
+        assert!(!is_private_page("/pkg/anteroom.js"));
+        assert!(!is_private_page("/api/v1/sessions"));
+    }
+
+    #[test]
+    fn cross_site_posts_are_recognised() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "127.0.0.1:3000".parse().expect("header"));
+        assert!(
+            !cross_site(&headers),
+            "no Origin: a same-site form or a script"
+        );
+        headers.insert(
+            header::ORIGIN,
+            "http://127.0.0.1:3000".parse().expect("header"),
+        );
+        assert!(!cross_site(&headers));
+        headers.insert(
+            header::ORIGIN,
+            "https://evil.example".parse().expect("header"),
+        );
+        assert!(cross_site(&headers));
+    }
+}

@@ -1,0 +1,93 @@
+//! Browser sessions (tower-sessions records) kept in Anteroom's own database, through the store.
+
+use std::sync::Arc;
+
+use anteroom_app::store::Store;
+use chrono::{DateTime, Utc};
+use tower_sessions::{
+    SessionStore,
+    session::{Id, Record},
+    session_store,
+};
+
+/// A [`SessionStore`] over the same SQLite or PostgreSQL database as everything else.
+#[derive(Clone)]
+pub struct DbSessionStore {
+    store: Arc<dyn Store>,
+}
+
+impl DbSessionStore {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+}
+
+impl std::fmt::Debug for DbSessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbSessionStore").finish_non_exhaustive()
+    }
+}
+
+fn backend(error: impl std::fmt::Display) -> session_store::Error {
+    session_store::Error::Backend(error.to_string())
+}
+
+fn expiry(record: &Record) -> DateTime<Utc> {
+    DateTime::from_timestamp(record.expiry_date.unix_timestamp(), 0).unwrap_or_default()
+}
+
+fn encode(record: &Record) -> session_store::Result<String> {
+    serde_json::to_string(&record.data)
+        .map_err(|error| session_store::Error::Encode(error.to_string()))
+}
+
+#[async_trait::async_trait]
+impl SessionStore for DbSessionStore {
+    async fn create(&self, record: &mut Record) -> session_store::Result<()> {
+        let data = encode(record)?;
+        // Ids are random 128-bit numbers; a collision is astronomically rare but must not join two people.
+        while !self
+            .store
+            .create_web_session(&record.id.to_string(), &data, expiry(record))
+            .await
+            .map_err(backend)?
+        {
+            record.id = Id::default();
+        }
+        Ok(())
+    }
+
+    async fn save(&self, record: &Record) -> session_store::Result<()> {
+        self.store
+            .save_web_session(&record.id.to_string(), &encode(record)?, expiry(record))
+            .await
+            .map_err(backend)
+    }
+
+    async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
+        let Some((data, expires_at)) = self
+            .store
+            .load_web_session(&id.to_string())
+            .await
+            .map_err(backend)?
+        else {
+            return Ok(None);
+        };
+        let data = serde_json::from_str(&data)
+            .map_err(|error| session_store::Error::Decode(error.to_string()))?;
+        let expiry_date = time::OffsetDateTime::from_unix_timestamp(expires_at.timestamp())
+            .map_err(|error| session_store::Error::Decode(error.to_string()))?;
+        Ok(Some(Record {
+            id: *id,
+            data,
+            expiry_date,
+        }))
+    }
+
+    async fn delete(&self, id: &Id) -> session_store::Result<()> {
+        self.store
+            .delete_web_session(&id.to_string())
+            .await
+            .map_err(backend)
+    }
+}
