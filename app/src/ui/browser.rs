@@ -24,6 +24,8 @@ pub struct Live {
     pub now_ms: RwSignal<Option<i64>>,
     /// Whether this browser lets Anteroom show notifications.
     pub notifications: RwSignal<bool>,
+    /// Whether the event stream was opened (it is opened once and then kept open).
+    streaming: RwSignal<bool>,
 }
 
 impl Live {
@@ -33,17 +35,25 @@ impl Live {
             connected: RwSignal::new(false),
             now_ms: RwSignal::new(None),
             notifications: RwSignal::new(false),
+            streaming: RwSignal::new(false),
         }
     }
 
-    /// Starts the clock, the event stream and the keyboard shortcuts (once, after hydration).
+    /// Starts the clock and the keyboard shortcuts (once, after hydration).
     pub fn start(self) {
         self.now_ms.set(Some(now()));
         set_interval(move || self.now_ms.set(Some(now())), Duration::from_secs(1));
         self.notifications
             .set(Notification::permission() == NotificationPermission::Granted);
-        connect(self, 0);
         window_event_listener(leptos::ev::keydown, on_key);
+    }
+
+    /// Opens the event stream, once a person is signed in (it needs their session).
+    pub fn connect(self) {
+        if !self.streaming.get_untracked() {
+            self.streaming.set(true);
+            connect(self, 0);
+        }
     }
 
     /// Asks the browser for permission to notify; the answer arrives later.

@@ -16,6 +16,12 @@ pub fn AppHeader() -> impl IntoView {
     Effect::new(move |_| set_hydrated.set(true));
     let (shortcuts_open, set_shortcuts_open) = signal(false);
     let viewer = Resource::new(|| (), |_| load_viewer());
+    // The event stream needs a signed-in person; effects run only in the browser.
+    Effect::new(move |_| {
+        if viewer.get().and_then(Result::ok).flatten().is_some() {
+            live.connect();
+        }
+    });
 
     let state = move || match (hydrated.get(), live.connected.get()) {
         (false, _) => "offline",

@@ -6,7 +6,6 @@ use leptos_meta::Title;
 use crate::{
     domain::session::LostReason,
     ui::{
-        browser::Live,
         components::countdown::Countdown,
         model::{QueueItem, QueueView},
         server_fns::load_queue,
@@ -16,8 +15,8 @@ use crate::{
 /// The homepage: sessions with open questions (oldest wait first), then lost questions, then the rest.
 #[component]
 pub fn HomePage() -> impl IntoView {
-    let live = expect_context::<Live>();
-    let queue = Resource::new(move || live.changes.get(), |_| load_queue());
+    let queue = Resource::new(|| (), |_| load_queue());
+    let fresh = super::refreshed(load_queue);
 
     view! {
         <section class="attention-queue" aria-labelledby="queue-heading">
@@ -27,7 +26,7 @@ pub fn HomePage() -> impl IntoView {
                     queue
                         .get()
                         .map(|result| match result {
-                            Ok(view) => queue_view(view).into_any(),
+                            Ok(first) => queue_view(first, fresh).into_any(),
                             Err(error) => {
                                 view! {
                                     <p class="error-box" role="alert">
@@ -43,71 +42,86 @@ pub fn HomePage() -> impl IntoView {
     }
 }
 
-fn queue_view(view: QueueView) -> impl IntoView {
-    let open = view.open_questions();
-    let title = if open == 0 {
-        "Anteroom".to_owned()
+/// Which part of the queue an entry belongs to.
+fn part(item: &QueueItem) -> &'static str {
+    if item.open_rounds > 0 {
+        "waiting"
+    } else if item.lost.is_some() {
+        "lost"
     } else {
-        format!("({open}) Anteroom")
+        "other"
+    }
+}
+
+/// The queue, updated in place: rows are keyed by what they show, so focus (j/k) survives updates.
+fn queue_view(first: QueueView, fresh: RwSignal<Option<QueueView>>) -> impl IntoView {
+    let now_ms = first.now_ms;
+    let current = Memo::new(move |_| fresh.get().unwrap_or_else(|| first.clone()));
+    let title = move || match current.with(QueueView::open_questions) {
+        0 => "Anteroom".to_owned(),
+        open => format!("({open}) Anteroom"),
     };
-    let now_ms = view.now_ms;
-    let (waiting, rest): (Vec<QueueItem>, Vec<QueueItem>) = view
-        .items
-        .into_iter()
-        .partition(|item| item.open_rounds > 0);
-    let (lost, others): (Vec<QueueItem>, Vec<QueueItem>) =
-        rest.into_iter().partition(|item| item.lost.is_some());
-    let nothing = waiting.is_empty() && lost.is_empty() && others.is_empty();
     view! {
         <Title text=title />
-        {nothing
-            .then(|| {
-                view! {
-                    <p class="queue-empty" data-testid="queue-empty">
-                        "No agent is waiting for you. Questions from your agents' MCP servers appear here as they arrive."
-                    </p>
-                }
-            })}
-        {section("Waiting for you", "waiting", waiting, now_ms)}
-        {section("Questions nobody answered", "lost", lost, now_ms)}
-        {section("Other sessions", "other", others, now_ms)}
+        <Show when=move || current.with(|queue| queue.items.is_empty())>
+            <p class="queue-empty" data-testid="queue-empty">
+                "No agent is waiting for you. Questions from your agents' MCP servers appear here as they arrive."
+            </p>
+        </Show>
+        {section("Waiting for you", "waiting", current, now_ms)}
+        {section("Questions nobody answered", "lost", current, now_ms)}
+        {section("Other sessions", "other", current, now_ms)}
     }
 }
 
 fn section(
     heading: &'static str,
     kind: &'static str,
-    items: Vec<QueueItem>,
+    current: Memo<QueueView>,
     now_ms: i64,
-) -> Option<impl IntoView> {
-    if items.is_empty() {
-        return None;
-    }
+) -> impl IntoView {
+    let items = Memo::new(move |_| {
+        current.with(|queue| {
+            queue
+                .items
+                .iter()
+                .filter(|item| part(item) == kind)
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    });
     let heading_id = format!("queue-{kind}");
-    let labelled_by = heading_id.clone();
-    Some(view! {
-        <section class="queue-section" data-section=kind aria-labelledby=labelled_by>
-            <h2 id=heading_id class="queue-heading">
-                {heading}
-                " "
-                <span class="count">{items.len()}</span>
-            </h2>
-            <ol class="queue">
-                {items.into_iter().map(|item| queue_item(item, now_ms)).collect_view()}
-            </ol>
-        </section>
-    })
+    view! {
+        <Show when=move || items.with(|items| !items.is_empty())>
+            <section class="queue-section" data-section=kind aria-labelledby=heading_id.clone()>
+                <h2 id=heading_id.clone() class="queue-heading">
+                    {heading}
+                    " "
+                    <span class="count">{move || items.with(Vec::len)}</span>
+                </h2>
+                <ol class="queue">
+                    <For
+                        each=move || items.get()
+                        key=|item| {
+                            (
+                                item.session_id.clone(),
+                                item.question.as_ref().map(|q| q.round_id.clone()),
+                                item.open_rounds,
+                                item.lost.as_ref().map(|lost| lost.at),
+                                item.status,
+                            )
+                        }
+                        children=move |item| queue_item(item, now_ms)
+                    />
+                </ol>
+            </section>
+        </Show>
+    }
 }
 
 fn queue_item(item: QueueItem, now_ms: i64) -> impl IntoView {
     let href = format!("/sessions/{}", item.session_id);
-    let state = if item.open_rounds > 0 {
-        "waiting"
-    } else if item.lost.is_some() {
-        "lost"
-    } else {
-        "other"
-    };
+    let state = part(&item);
     let title = if item.title.is_empty() {
         item.session_id.clone()
     } else {

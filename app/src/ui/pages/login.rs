@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let query = use_query_map();
-    let get = move |name: &str| query.read().get(name).unwrap_or_default();
+    let get = move |name: &str| query.with_untracked(|query| query.get(name).unwrap_or_default());
     let next = get("next");
     let message = match get("error").as_str() {
         "invalid" => Some("That username and password do not match."),
@@ -52,7 +52,7 @@ pub fn LoginPage() -> impl IntoView {
 #[component]
 pub fn SetupPage() -> impl IntoView {
     let query = use_query_map();
-    let get = move |name: &str| query.read().get(name).unwrap_or_default();
+    let get = move |name: &str| query.with_untracked(|query| query.get(name).unwrap_or_default());
     let token = get("token");
     let message = match get("error").as_str() {
         "username" => Some("A username is 1 to 64 characters of letters, digits and . _ - @."),

@@ -7,7 +7,6 @@ use leptos_router::hooks::use_params_map;
 use crate::{
     domain::session::{LostElicitation, LostReason},
     ui::{
-        browser::Live,
         components::banner::{BannerContext, RoundBanner},
         model::{AnswerNotice, HistoryEntry, Outcome, SessionPage as Page, clock_time},
         pages::not_found::NotFoundPage,
@@ -17,67 +16,51 @@ use crate::{
 
 #[component]
 pub fn SessionPage() -> impl IntoView {
-    let live = expect_context::<Live>();
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
-    let page = Resource::new(
-        move || (id(), live.changes.get()),
-        |(id, _)| load_session(id),
-    );
+    let page = Resource::new(id, load_session);
+    let fresh = super::refreshed(move || {
+        load_session(params.with_untracked(|p| p.get("id").unwrap_or_default()))
+    });
     // The outcome of the last answer given on this page; it outlives the banner it came from.
     let notice = RwSignal::new(None::<AnswerNotice>);
 
     view! {
         <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
-            <SessionBody page=page notice=notice />
+            {move || {
+                page.get()
+                    .map(|result| match result {
+                        Err(error) => {
+                            view! {
+                                <p class="error-box" role="alert">
+                                    {error.to_string()}
+                                </p>
+                            }
+                                .into_any()
+                        }
+                        Ok(None) => view! { <NotFoundPage /> }.into_any(),
+                        Ok(Some(first)) => session_view(first, fresh, notice).into_any(),
+                    })
+            }}
         </Transition>
     }
 }
-
-/// Inside the transition, so its reads of the page make the server wait for it before rendering.
-#[component]
-fn SessionBody(page: PageResource, notice: RwSignal<Option<AnswerNotice>>) -> impl IntoView {
-    // Which of the three pages to show. It changes only when the kind changes, so a refetch updates the
-    // page in place instead of rebuilding it (and the forms being filled in).
-    let kind = Memo::new(move |_| {
-        page.get().map(|result| match result {
-            Ok(Some(_)) => Ok(true),
-            Ok(None) => Ok(false),
-            Err(error) => Err(error.to_string()),
-        })
-    });
-    move || {
-        kind.get().map(|kind| match kind {
-            Err(error) => view! {
-                <p class="error-box" role="alert">
-                    {error}
-                </p>
-            }
-            .into_any(),
-            Ok(false) => view! { <NotFoundPage /> }.into_any(),
-            Ok(true) => match page.get_untracked() {
-                Some(Ok(Some(first))) => session_view(first, page, notice).into_any(),
-                _ => ().into_any(),
-            },
-        })
-    }
-}
-
-type PageResource = Resource<Result<Option<Page>, ServerFnError>>;
 
 /// The page's frame is built once; banners come and go by round id, so a form being filled in is never
 /// rebuilt by an unrelated change.
 fn session_view(
     first: Page,
-    page: PageResource,
+    fresh: RwSignal<Option<Option<Page>>>,
     notice: RwSignal<Option<AnswerNotice>>,
 ) -> impl IntoView {
-    let current = Memo::new(move |previous: Option<&Option<Page>>| {
-        match page.get() {
-            Some(Ok(Some(page))) => Some(page),
-            // Keep showing what we had while a refetch fails or runs.
-            _ => previous.cloned().flatten(),
-        }
+    let session_id = first.session_id.clone();
+    let initial = first.clone();
+    let current = Memo::new(move |_| {
+        let latest = fresh
+            .get()
+            .flatten()
+            .filter(|page| page.session_id == session_id);
+        Some(latest.unwrap_or_else(|| initial.clone()))
     });
     let first_notice = first.notice.clone();
     let refused = match &first.notice {

@@ -1,0 +1,126 @@
+import { expect, test } from "@playwright/test";
+import { ask, createSession, deploySchema, live, poll, signIn } from "./support";
+
+test("a question nobody answers expires honestly and the session page says what was lost", async ({
+  page,
+  request,
+}) => {
+  test.setTimeout(120_000);
+  const session = await createSession(request, "Expiry");
+  // A deadline in the past is clamped to one minute from now: the shortest any question can live.
+  const requestId = await ask(request, session, "Approve the database migration?", deploySchema, {
+    tool: "migrate_db",
+    expiresAt: new Date(Date.now() - 1000).toISOString(),
+  });
+  await signIn(page, "rita", `/sessions/${session.id}`);
+  await live(page);
+  await expect(page.locator(".banner")).toHaveCount(1);
+
+  const lost = page.getByTestId("lost-banner");
+  await expect(lost).toBeVisible({ timeout: 80_000 });
+  await expect(page.locator(".banner")).toHaveCount(0);
+  await expect(lost).toHaveAttribute("data-reason", "expired");
+  await expect(lost).toContainText("expired before anyone answered");
+  await expect(lost.locator(".lost-summary")).toHaveText("migrate_db: Approve the database migration?");
+  await expect(page.locator(".history-entry")).toContainText("Expired unanswered");
+  expect((await poll(request, session, requestId)).action).toBe("expired");
+
+  await page.goto("/");
+  await expect(page.locator(`[data-section="lost"] [data-session-id="${session.id}"]`)).toBeVisible();
+});
+
+test("keyboard: j and k move through the queue, Enter opens, Ctrl+Enter accepts, Esc leaves a field", async ({
+  page,
+  request,
+}) => {
+  const first = await createSession(request, "Keyboard one");
+  await ask(request, first, "First question", deploySchema);
+  const second = await createSession(request, "Keyboard two");
+  const requestId = await ask(request, second, "Second question", {
+    type: "object",
+    properties: { reason: { type: "string", title: "Reason" } },
+  });
+  await signIn(page, "rita");
+  await live(page);
+
+  const links = page.locator("[data-queue-link]");
+  await page.keyboard.press("j");
+  await expect(links.first()).toBeFocused();
+  const waiting = page.locator('[data-section="waiting"] [data-queue-link]');
+  const count = await waiting.count();
+  for (let i = 1; i < count; i++) await page.keyboard.press("j");
+  await expect(page.locator(`[data-session-id="${second.id}"] a`)).toBeFocused();
+  await page.keyboard.press("k");
+  await page.keyboard.press("j");
+  await page.keyboard.press("Enter");
+  await expect(page).toHaveURL(new RegExp(`/sessions/${second.id}$`));
+  await live(page);
+
+  const reason = page.getByLabel("Reason");
+  await reason.fill("looks right");
+  await page.keyboard.press("Escape");
+  await expect(reason).not.toBeFocused();
+  await reason.focus();
+  await page.keyboard.press("Control+Enter");
+  await expect(page.getByTestId("answer-notice")).toContainText("Your answer was recorded");
+  expect((await poll(request, second, requestId)).content).toEqual({ reason: "looks right" });
+});
+
+test("a new question in a background tab raises a notification that opens its session", async ({
+  browser,
+  request,
+}) => {
+  const context = await browser.newContext();
+  await context.grantPermissions(["notifications"]);
+  const page = await context.newPage();
+  // Record notifications instead of showing them, and let the page believe it is in the background.
+  await page.addInitScript(() => {
+    const shown: { title: string; body: string; click: () => void }[] = [];
+    (window as any).__notifications = shown;
+    class RecordingNotification {
+      static permission = "granted";
+      static requestPermission = async () => "granted";
+      onclick: (() => void) | null = null;
+      constructor(title: string, options: { body: string }) {
+        shown.push({ title, body: options.body, click: () => this.onclick?.() });
+      }
+    }
+    (window as any).Notification = RecordingNotification;
+    Object.defineProperty(document, "hidden", { get: () => true });
+  });
+  await signIn(page, "rita");
+  await live(page);
+
+  const session = await createSession(request, "Background");
+  await ask(request, session, "Are you there?", deploySchema);
+  await expect
+    .poll(() => page.evaluate(() => (window as any).__notifications.map((n: any) => n.body)), { timeout: 3_000 })
+    .toContain(`Session ${session.id} has a new question.`);
+  await page.evaluate(() => (window as any).__notifications.at(-1).click());
+  await expect(page).toHaveURL(new RegExp(`/sessions/${session.id}$`));
+});
+
+test("a form being filled in survives live updates of its page", async ({ page, request }) => {
+  const session = await createSession(request, "Typing");
+  await ask(request, session, "What should the release be called?", {
+    type: "object",
+    properties: { name: { type: "string", title: "Release name" } },
+  });
+  await signIn(page, "rita", `/sessions/${session.id}`);
+  await live(page);
+  const field = page.getByLabel("Release name");
+  await field.fill("Half-typed");
+  await page.evaluate(() => {
+    (window as any).__field = document.activeElement;
+  });
+
+  // Another question in this session and one elsewhere: the page updates around the form.
+  await ask(request, session, "And the version number?", deploySchema);
+  await expect(page.locator(".banner")).toHaveCount(2, { timeout: 2_000 });
+  const other = await createSession(request, "Elsewhere");
+  await ask(request, other, "Unrelated", deploySchema);
+  await page.waitForTimeout(500);
+
+  await expect(field).toHaveValue("Half-typed");
+  expect(await page.evaluate(() => (window as any).__field.isConnected)).toBe(true);
+});
