@@ -51,3 +51,15 @@ test("signing out ends the browser session", async ({ page }) => {
   await page.goto("/");
   await expect(page).toHaveURL(/\/login\?next=%2F$/);
 });
+
+test("the webhook delivery log is for admins only", async ({ page }) => {
+  await signIn(page, "admin");
+  await page.getByRole("link", { name: "Webhooks" }).click();
+  await expect(page.getByRole("heading", { name: "Webhook deliveries" })).toBeVisible();
+  await expect(page.getByText("No webhook has been sent yet.")).toBeVisible();
+
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await signIn(page, "rita", "/admin/webhooks");
+  await expect(page.getByRole("link", { name: "Webhooks" })).toHaveCount(0);
+  await expect(page.getByRole("alert")).toContainText("Only admins can read the webhook delivery log.");
+});

@@ -185,3 +185,102 @@ async fn ask_exits_with_a_status_per_outcome_and_prints_the_answer() {
     assert_eq!(unreachable.status.code(), Some(1));
     server.stop().await;
 }
+
+/// Reads the server's log until the first-run link appears (or the process ends).
+async fn first_run_link(stderr: tokio::process::ChildStderr) -> Option<String> {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if let Some(at) = line.find("http://") {
+            let link: String = line[at..].split_whitespace().next()?.to_owned();
+            if link.contains("/setup?token=") {
+                return Some(link);
+            }
+        }
+    }
+    None
+}
+
+#[tokio::test]
+async fn first_start_prints_a_one_time_admin_link_and_user_add_adds_people() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("first.sqlite3").display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("free port")
+        .port();
+    let mut server = Command::new(BINARY)
+        .arg("serve")
+        .env("DATABASE_URL", &url)
+        .env("ANTEROOM_ADDR", format!("127.0.0.1:{port}"))
+        .env("ANTEROOM_DEVELOPMENT", "true")
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start anteroom serve");
+    let stderr = server.stderr.take().expect("stderr");
+    let link = tokio::time::timeout(StdDuration::from_secs(30), first_run_link(stderr))
+        .await
+        .expect("the link is printed at start")
+        .expect("a setup link");
+    let token = link.split("token=").nth(1).expect("token").to_owned();
+
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let set_up = |password: &'static str| {
+        browser
+            .post(format!("http://127.0.0.1:{port}/setup"))
+            .form(&[
+                ("token", token.as_str()),
+                ("username", "ada"),
+                ("password", password),
+            ])
+            .send()
+    };
+    // A password that is too short does not use up the link.
+    let short = set_up("short").await.expect("POST /setup");
+    assert!(
+        short.headers()["location"]
+            .to_str()
+            .expect("location")
+            .ends_with("error=password")
+    );
+    let created = set_up("a long enough password").await.expect("POST /setup");
+    assert_eq!(created.status(), 303);
+    assert_eq!(created.headers()["location"], "/");
+    assert!(created.headers().contains_key("set-cookie"), "signed in");
+    let again = set_up("a long enough password").await.expect("POST /setup");
+    assert!(
+        again.headers()["location"]
+            .to_str()
+            .expect("location")
+            .ends_with("error=link"),
+        "the link works once"
+    );
+    server.kill().await.expect("stop the server");
+
+    let added = Command::new(BINARY)
+        .args(["user", "add", "--username", "vic", "--role", "viewer"])
+        .env("DATABASE_URL", &url)
+        .env("ANTEROOM_PASSWORD", "another long password")
+        .output()
+        .await
+        .expect("run user add");
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let taken = Command::new(BINARY)
+        .args(["user", "add", "--username", "vic"])
+        .env("DATABASE_URL", &url)
+        .env("ANTEROOM_PASSWORD", "another long password")
+        .output()
+        .await
+        .expect("run user add");
+    assert_eq!(taken.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&taken.stderr).contains("taken"));
+}

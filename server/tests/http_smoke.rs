@@ -1,4 +1,4 @@
-//! The real server on a port of its own: probes answer, the home page renders, and shutdown is clean.
+//! The real server on a port of its own: probes answer, pages send a stranger to sign in, and shutdown is clean.
 
 use std::sync::Arc;
 
@@ -76,27 +76,26 @@ async fn probes_answer_and_home_page_renders_then_server_stops_cleanly() {
     let body: serde_json::Value = ready.json().await.expect("JSON body");
     assert_eq!(body["database"], "sqlite");
 
+    // Pages need a signed-in person: the home page sends a stranger to the sign-in page.
     let home = client
         .get(format!("{}/", server.base))
         .send()
         .await
         .expect("GET /");
     assert_eq!(home.status(), 200);
+    assert_eq!(home.url().path(), "/login");
     let html = home.text().await.expect("HTML body");
-    assert!(
-        html.contains("Attention queue"),
-        "home page shows the queue"
-    );
+    assert!(html.contains("Sign in"), "the sign-in page renders");
     assert!(
         html.contains("/pkg/anteroom.js"),
-        "home page loads the hydration bundle"
+        "pages load the hydration bundle"
     );
 
     let missing = client
-        .get(format!("{}/no-such-page", server.base))
+        .get(format!("{}/api/v1/no-such-route", server.base))
         .send()
         .await
-        .expect("GET unknown page");
+        .expect("GET unknown route");
     assert_eq!(missing.status(), 404);
 
     server.stop.send(()).expect("server still running");

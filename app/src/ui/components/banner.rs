@@ -26,16 +26,28 @@ pub struct BannerContext {
     pub page_notice: RwSignal<Option<AnswerNotice>>,
 }
 
+/// A refusal of a banner's form posted without JavaScript, shown when the page comes back.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub message: String,
+    pub fields: FieldErrors,
+    /// What was posted, so the form keeps the person's input.
+    pub posted: Vec<(String, String)>,
+}
+
 #[component]
 pub fn RoundBanner(
     round: ActiveRound,
     context: BannerContext,
-    /// A refusal of this round's form posted without JavaScript: its messages and the posted values.
-    refused: Option<(String, FieldErrors, Vec<(String, String)>)>,
+    refused: Option<Refusal>,
 ) -> impl IntoView {
     let live = use_context::<Live>();
     let (problem, initial_errors, posted_values) = match refused {
-        Some((message, fields, posted)) => (Some(message), fields, Some(posted)),
+        Some(Refusal {
+            message,
+            fields,
+            posted,
+        }) => (Some(message), fields, Some(posted)),
         None => (None, FieldErrors::new(), None),
     };
     let errors = RwSignal::new(initial_errors);

@@ -7,7 +7,7 @@ use leptos_router::hooks::use_params_map;
 use crate::{
     domain::session::{LostElicitation, LostReason},
     ui::{
-        components::banner::{BannerContext, RoundBanner},
+        components::banner::{BannerContext, Refusal, RoundBanner},
         model::{AnswerNotice, HistoryEntry, Outcome, SessionPage as Page, clock_time},
         pages::not_found::NotFoundPage,
         server_fns::load_session,
@@ -71,7 +71,11 @@ fn session_view(
             posted,
         }) => Some((
             round_id.clone(),
-            (message.clone(), fields.clone(), posted.clone()),
+            Refusal {
+                message: message.clone(),
+                fields: fields.clone(),
+                posted: posted.clone(),
+            },
         )),
         _ => None,
     };

@@ -1,0 +1,301 @@
+//! The browser side over real HTTP, on SQLite and PostgreSQL: signing in (sessions kept in the database),
+//! cross-site posts refused, answering by plain form post, and the API and event stream for a signed-in person.
+
+mod support;
+
+use anteroom_app::domain::access::Role;
+use anteroom_server::web::add_user;
+use reqwest::{StatusCode, header};
+use serde_json::{Value, json};
+use support::{
+    Db, TestServer,
+    pulsemcp::{Outcome, PulsemcpClient},
+};
+
+const PASSWORD: &str = "a long enough password";
+
+/// A client that shows redirects instead of following them.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+async fn person(server: &TestServer, username: &str, role: Role) {
+    add_user(server.store.as_ref(), username, PASSWORD, role)
+        .await
+        .expect("add user");
+}
+
+/// Signs in with the form; returns the `Cookie` header value of the browser session.
+async fn sign_in(server: &TestServer, username: &str) -> String {
+    let reply = browser()
+        .post(server.url("/login"))
+        .form(&[
+            ("username", username),
+            ("password", PASSWORD),
+            ("next", "/"),
+        ])
+        .send()
+        .await
+        .expect("POST /login");
+    assert_eq!(reply.status(), StatusCode::SEE_OTHER);
+    assert_eq!(reply.headers()[header::LOCATION], "/");
+    let cookie = reply.headers()[header::SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .to_owned();
+    for attribute in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+    }
+    cookie.split(';').next().expect("name=value").to_owned()
+}
+
+async fn page(server: &TestServer, path: &str, cookie: &str) -> (StatusCode, String) {
+    let reply = browser()
+        .get(server.url(path))
+        .header(header::COOKIE, cookie)
+        .send()
+        .await
+        .expect("GET page");
+    (reply.status(), reply.text().await.expect("body"))
+}
+
+/// The value of the first `name="…" value="…"` input in `html`.
+fn input_value(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html.find(&marker).map(|at| at + marker.len()).expect(name);
+    html[start..].split('"').next().expect("value").to_owned()
+}
+
+/// A session with one open question; returns the producer client and the question's id.
+async fn question(server: &TestServer, session: &str) -> (PulsemcpClient, String) {
+    let env = server.session(session).await;
+    let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some(&env.session_id));
+    let schema = json!({
+        "type": "object",
+        "properties": {"env": {"type": "string", "enum": ["dev", "prod"]}, "replicas": {"type": "integer", "maximum": 5}},
+        "required": ["env"]
+    });
+    let expires = (support::start_time() + chrono::Duration::hours(1)).to_rfc3339();
+    let body = client.body("q-1", "Which environment?", schema, "deploy", &expires);
+    let id = client.create("q-1", &body).await.expect("question created");
+    (client, id)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+async fn people_sign_in_and_their_session_lives_in_the_database(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+
+    let anonymous = browser()
+        .get(server.url("/sessions/x"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(anonymous.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        anonymous.headers()[header::LOCATION],
+        "/login?next=%2Fsessions%2Fx"
+    );
+
+    let wrong = browser()
+        .post(server.url("/login"))
+        .form(&[("username", "rita"), ("password", "nope nope nope")])
+        .send()
+        .await
+        .expect("POST /login");
+    assert_eq!(wrong.status(), StatusCode::SEE_OTHER);
+    assert!(
+        wrong.headers()[header::LOCATION]
+            .to_str()
+            .expect("location")
+            .starts_with("/login?error=invalid")
+    );
+
+    let cookie = sign_in(&server, "rita").await;
+    let id = cookie.split_once('=').expect("cookie").1;
+    let stored = server
+        .store
+        .load_web_session(id)
+        .await
+        .expect("read")
+        .expect("the browser session is in the database");
+    assert!(stored.0.contains("user_id"), "{}", stored.0);
+
+    let (status, html) = page(&server, "/", &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("rita"), "the header names who is signed in");
+
+    // Signing out deletes it.
+    let csrf = input_value(&html, "csrf");
+    let out = browser()
+        .post(server.url("/logout"))
+        .header(header::COOKIE, &cookie)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("POST /logout");
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert_eq!(server.store.load_web_session(id).await.expect("read"), None);
+    let (status, _) = page(&server, "/", &cookie).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    server.stop().await;
+}
+
+async fn posts_from_another_site_are_refused(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    let forged = browser()
+        .post(server.url("/login"))
+        .header(header::ORIGIN, "https://evil.example")
+        .form(&[("username", "rita"), ("password", PASSWORD)])
+        .send()
+        .await
+        .expect("POST /login");
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+
+    let cookie = sign_in(&server, "rita").await;
+    let logout = browser()
+        .post(server.url("/logout"))
+        .header(header::COOKIE, &cookie)
+        .form(&[("csrf", "not the token")])
+        .send()
+        .await
+        .expect("POST /logout");
+    assert_eq!(logout.status(), StatusCode::FORBIDDEN);
+    server.stop().await;
+}
+
+async fn a_plain_form_post_answers_and_records_who_answered(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    person(&server, "vic", Role::Viewer).await;
+    let (producer, id) = question(&server, "web-form").await;
+
+    // A viewer's post is refused and changes nothing.
+    let viewer = sign_in(&server, "vic").await;
+    let (_, html) = page(&server, "/sessions/web-form", &viewer).await;
+    let round = input_value(&html, "round");
+    let refused = browser()
+        .post(server.url("/sessions/web-form/answer"))
+        .header(header::COOKIE, &viewer)
+        .form(&[
+            ("round", round.as_str()),
+            ("csrf", input_value(&html, "csrf").as_str()),
+            ("attempt", "a1"),
+            ("action", "accept"),
+            ("q-1/env", "prod"),
+        ])
+        .send()
+        .await
+        .expect("POST answer");
+    assert_eq!(refused.status(), StatusCode::SEE_OTHER);
+    let (_, html) = page(&server, "/sessions/web-form", &viewer).await;
+    assert!(html.contains("You have the viewer role"), "{html}");
+    assert_eq!(producer.poll(&id).await.expect("poll"), Outcome::Pending);
+
+    // An invalid value is refused with the field's message; a valid one is recorded under the username.
+    let rita = sign_in(&server, "rita").await;
+    let (_, html) = page(&server, "/sessions/web-form", &rita).await;
+    let csrf = input_value(&html, "csrf");
+    let post = |replicas: &'static str| {
+        browser()
+            .post(server.url("/sessions/web-form/answer"))
+            .header(header::COOKIE, &rita)
+            .form(&[
+                ("round", round.as_str()),
+                ("csrf", csrf.as_str()),
+                ("attempt", "a2"),
+                ("action", "accept"),
+                ("q-1/env", "prod"),
+                ("q-1/replicas", replicas),
+            ])
+            .send()
+    };
+    let reply = post("9").await.expect("POST answer");
+    assert_eq!(reply.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        reply.headers()[header::LOCATION],
+        format!("/sessions/web-form#round-{round}").as_str()
+    );
+    let (_, html) = page(&server, "/sessions/web-form", &rita).await;
+    assert!(html.contains("must be at most 5"), "{html}");
+    post("2").await.expect("POST answer");
+    let (_, html) = page(&server, "/sessions/web-form", &rita).await;
+    assert!(html.contains("Your answer was recorded"), "{html}");
+
+    assert_eq!(
+        producer.poll(&id).await.expect("poll"),
+        Outcome::Accept(Some(json!({"env": "prod", "replicas": 2})))
+    );
+    let rounds = server
+        .get_json("/api/v1/sessions/web-form/rounds", &server.admin_key)
+        .await;
+    assert_eq!(rounds["rounds"][0]["responded_by"], "rita", "{rounds}");
+    assert_eq!(
+        rounds["rounds"][0]["responses"]["q-1"]["content"],
+        json!({"env": "prod", "replicas": 2})
+    );
+    server.stop().await;
+}
+
+async fn a_signed_in_browser_reads_the_event_stream_and_writes_only_with_its_csrf_token(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    let (producer, id) = question(&server, "web-api").await;
+    let cookie = sign_in(&server, "rita").await;
+
+    let mut stream = browser()
+        .get(server.url("/api/v1/events"))
+        .header(header::COOKIE, &cookie)
+        .send()
+        .await
+        .expect("GET events");
+    assert_eq!(stream.status(), StatusCode::OK);
+    let first = stream.chunk().await.expect("chunk").expect("some bytes");
+    assert!(String::from_utf8_lossy(&first).contains("event: ready"));
+    drop(stream);
+
+    let respond = |token: Option<String>| {
+        let mut request = browser()
+            .patch(server.url(&format!("/api/v1/elicitations/{id}/respond")))
+            .header(header::COOKIE, &cookie)
+            .json(&json!({"action_type": "decline"}));
+        if let Some(token) = token {
+            request = request.header("x-csrf-token", token);
+        }
+        request.send()
+    };
+    let without = respond(None).await.expect("PATCH");
+    assert_eq!(without.status(), StatusCode::FORBIDDEN);
+    let body: Value = without.json().await.expect("JSON error");
+    assert_eq!(body["error"], "forbidden");
+
+    let (_, html) = page(&server, "/", &cookie).await;
+    let with = respond(Some(input_value(&html, "csrf")))
+        .await
+        .expect("PATCH");
+    assert_eq!(with.status(), StatusCode::OK);
+    let body: Value = with.json().await.expect("JSON");
+    assert_eq!(body["answered_by"], "rita");
+    assert_eq!(producer.poll(&id).await.expect("poll"), Outcome::Decline);
+    server.stop().await;
+}
+
+on_both_backends!(
+    people_sign_in_and_their_session_lives_in_the_database,
+    posts_from_another_site_are_refused,
+    a_plain_form_post_answers_and_records_who_answered,
+    a_signed_in_browser_reads_the_event_stream_and_writes_only_with_its_csrf_token,
+);
