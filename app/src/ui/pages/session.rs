@@ -228,6 +228,7 @@ fn lost_banner(lost: LostElicitation) -> impl IntoView {
 }
 
 fn history_entry(entry: HistoryEntry) -> impl IntoView {
+    let single = entry.messages.len() == 1;
     let (state, outcome) = match &entry.outcome {
         Outcome::Waiting => ("waiting", "Waiting for an answer".to_owned()),
         Outcome::Answered { actions } => (
@@ -263,6 +264,8 @@ fn history_entry(entry: HistoryEntry) -> impl IntoView {
                 .answers
                 .into_iter()
                 .map(|(key, content)| {
+                    // One request needs no name; several are told apart by their keys.
+                    let key = if single { "Answer".to_owned() } else { key };
                     view! {
                         <p class="history-answer">
                             <span class="muted">{key} ": "</span>
