@@ -1705,6 +1705,39 @@ async fn web_sessions_are_saved_replaced_and_expire(h: &Harness) {
     assert_eq!(h.store.load_web_session("s2").await.expect("load"), None);
 }
 
+async fn a_poll_probe_finds_a_question_only_through_its_own_sessions_token(h: &Harness) {
+    let round = ask(h, "probe-a").await;
+    register(h, "probe-b").await;
+    h.store
+        .set_producer_token(&sid("probe-a"), Some("hash-a"))
+        .await
+        .expect("token");
+    h.store
+        .set_producer_token(&sid("probe-b"), Some("hash-b"))
+        .await
+        .expect("token");
+    let probe = h
+        .store
+        .poll_probe("hash-a", round.request_id.as_str())
+        .await
+        .expect("probe")
+        .expect("found");
+    assert_eq!(probe.session_id, sid("probe-a"));
+    assert_eq!(probe.status, RoundStatus::Pending);
+    assert_eq!(probe.deadline, round.deadline);
+    assert_eq!(
+        h.store
+            .poll_probe("hash-b", round.request_id.as_str())
+            .await
+            .expect("probe"),
+        None
+    );
+    assert_eq!(
+        h.store.poll_probe("hash-a", "unknown").await.expect("probe"),
+        None
+    );
+}
+
 on_both_backends!(
     registering_a_session_twice_returns_the_first,
     created_round_is_pending_and_parks_session_in_needs_input,
@@ -1763,4 +1796,5 @@ on_both_backends!(
     usernames_are_unique_and_passwords_come_back_for_sign_in,
     sign_in_links_work_once_and_only_before_they_expire,
     web_sessions_are_saved_replaced_and_expire,
+    a_poll_probe_finds_a_question_only_through_its_own_sessions_token,
 );

@@ -25,6 +25,8 @@ tasks:
   test                        run every check: fmt, clippy, unit and integration tests (SQLite, and
                               PostgreSQL when ANTEROOM_TEST_POSTGRES_URL is set), Playwright in Chromium
   lint                        cargo fmt --check and clippy for the server and the browser builds
+  bench [--postgres]          release build, then every benchmark figure against its ceiling, as a table
+                              (SQLite; --postgres uses ANTEROOM_TEST_POSTGRES_URL or the local test database)
 ";
 
 fn main() -> ExitCode {
@@ -50,7 +52,11 @@ fn run_task(args: Vec<String>) -> Result<()> {
         None => (rest, &[][..]),
     };
     let release = flags.iter().any(|flag| flag == "--release");
-    if let Some(unknown) = flags.iter().find(|flag| *flag != "--release") {
+    let postgres = flags.iter().any(|flag| flag == "--postgres");
+    if let Some(unknown) = flags
+        .iter()
+        .find(|flag| !matches!(flag.as_str(), "--release" | "--postgres"))
+    {
         bail!("unknown option {unknown}\n\n{USAGE}");
     }
     let profile = if release {
@@ -67,6 +73,7 @@ fn run_task(args: Vec<String>) -> Result<()> {
         "build" => site::build(profile),
         "test" => test_everything(),
         "lint" => lint(),
+        "bench" => bench(postgres),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
@@ -188,6 +195,28 @@ fn test_everything() -> Result<()> {
         .current_dir(&end2end)
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"))
     .map_err(|error| error.context("end-to-end tests failed"))
+}
+
+/// Builds the release site and binary, then runs the figures benchmark against them.
+fn bench(postgres: bool) -> Result<()> {
+    site::build(Profile::Release)?;
+    step("benchmarks (release)");
+    let root = workspace_root();
+    let mut command = cargo();
+    command
+        .args(["bench", "--package", "anteroom-server", "--bench", "figures", "--"])
+        .arg("--binary")
+        .arg(root.join("target/release/anteroom"))
+        .arg("--site")
+        .arg(root.join("target/site"));
+    if postgres {
+        let url = env::var("ANTEROOM_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        command.args(["--postgres", &url]);
+    }
+    run(&mut command)
 }
 
 /// Prints a visible heading for each stage so a long log reads as a sequence of steps.

@@ -812,6 +812,24 @@ macro_rules! sql_store {
                 )
             }
 
+            async fn poll_probe(&self, token_hash: &str, request_id: &str) -> StoreResult<Option<crate::store::PollProbe>> {
+                let row: Option<(String, String, i64)> = sqlx::query_as(sql::SELECT_POLL_PROBE)
+                    .bind(token_hash)
+                    .bind(request_id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                row.map(|(session, status, deadline)| {
+                    Ok(crate::store::PollProbe {
+                        session_id: SessionId::parse(session)
+                            .map_err(|error| StoreError::Corrupt(error.to_string()))?,
+                        status: RoundStatus::parse(&status)
+                            .ok_or_else(|| StoreError::Corrupt(format!("round status {status}")))?,
+                        deadline: from_ms(deadline)?,
+                    })
+                })
+                .transpose()
+            }
+
             async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>> {
                 self.get_session(session).await?;
                 let mut pending = rows_to_rounds(

@@ -139,6 +139,14 @@ impl StoreContext {
     }
 }
 
+/// What a producer's poll needs to answer `pending` without reading the whole round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PollProbe {
+    pub session_id: SessionId,
+    pub status: crate::domain::round::RoundStatus,
+    pub deadline: DateTime<Utc>,
+}
+
 /// One session in the attention queue, with what is open in it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueueEntry {
@@ -262,6 +270,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every pending round, oldest first (the attention queue's questions).
     async fn list_open_rounds(&self, limit: u32) -> StoreResult<Vec<Round>>;
+
+    /// The session (by its producer token's hash) and state of the question `request_id` in it, in one
+    /// light query: the hot path of a producer polling a question nobody has answered yet.
+    async fn poll_probe(&self, token_hash: &str, request_id: &str) -> StoreResult<Option<PollProbe>>;
 
     /// The session's single pending round; `managed_input_state` when storage holds more than one.
     async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>>;

@@ -11,6 +11,10 @@ pub const SELECT_SESSION_ROUNDS: &str =
 pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
      ORDER BY created_at_ms, round_id LIMIT 2";
 
+/// What a poll of a pending question needs, found through the session's token in one query.
+pub const SELECT_POLL_PROBE: &str = "SELECT s.id, r.status, r.deadline_ms FROM sessions s \
+     JOIN rounds r ON r.session_id = s.id WHERE s.producer_token_hash = $1 AND r.request_id = $2";
+
 pub const SELECT_OPEN_ROUNDS: &str =
     "SELECT * FROM rounds WHERE status = 'pending' ORDER BY created_at_ms, round_id LIMIT $1";
 
@@ -92,10 +96,12 @@ pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_e
      AND NOT EXISTS (SELECT 1 FROM rounds r WHERE r.session_id = s.id AND r.status = 'pending' \
      AND r.deadline_ms > $1)";
 
-pub const SELECT_QUEUE: &str = "SELECT * FROM (SELECT s.*, \
-     (SELECT COUNT(*) FROM rounds r WHERE r.session_id = s.id AND r.status = 'pending') AS open_rounds, \
-     (SELECT MIN(r.created_at_ms) FROM rounds r WHERE r.session_id = s.id AND r.status = 'pending') \
-     AS oldest_open_ms FROM sessions s) q \
+/// One pass over the pending rounds (their partial index), joined to every session, rather than two
+/// correlated subqueries per session.
+pub const SELECT_QUEUE: &str = "SELECT * FROM (SELECT s.*, COALESCE(p.open_rounds, 0) AS open_rounds, \
+     p.oldest_open_ms FROM sessions s LEFT JOIN (SELECT session_id, COUNT(*) AS open_rounds, \
+     MIN(created_at_ms) AS oldest_open_ms FROM rounds WHERE status = 'pending' GROUP BY session_id) p \
+     ON p.session_id = s.id) q \
      ORDER BY CASE WHEN q.open_rounds > 0 THEN 0 WHEN q.lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
      q.oldest_open_ms, q.updated_at_ms DESC, q.id LIMIT $1";
 

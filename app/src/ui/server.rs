@@ -31,7 +31,7 @@ pub struct WebServices {
 }
 
 /// The most sessions the queue shows at once.
-const QUEUE_LIMIT: u32 = 500;
+const QUEUE_LIMIT: u32 = 200;
 
 fn ms(at: DateTime<Utc>) -> i64 {
     at.timestamp_millis()
@@ -49,7 +49,7 @@ fn asker(round: &Round) -> Asker {
 pub async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
     let entries = store.list_sessions(QUEUE_LIMIT).await?;
     let mut oldest: HashMap<String, Round> = HashMap::new();
-    for round in store.list_open_rounds(QUEUE_LIMIT * 4).await? {
+    for round in store.list_open_rounds(QUEUE_LIMIT).await? {
         oldest
             .entry(round.session_id.as_str().to_owned())
             .or_insert(round);

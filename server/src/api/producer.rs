@@ -294,6 +294,46 @@ async fn answer_poll(
     Ok(Json(poll_reply(&round)))
 }
 
+/// A poll through a session's token. A question still pending (and not yet due) is answered from one light
+/// query; anything else takes the full path: expiry, the answer, delivery bookkeeping, long-polling.
+async fn poll_through_token(
+    state: &AppState,
+    token: &str,
+    request_id: &str,
+    options: &PollOptions,
+) -> ApiResult<Json<Value>> {
+    if options.wait.unwrap_or(0) == 0
+        && token.len() <= 200
+        && token.starts_with(credentials::SESSION_TOKEN_PREFIX)
+        && let Some(probe) = state
+            .store
+            .poll_probe(&credentials::hash(token), request_id)
+            .await?
+        && probe.status == RoundStatus::Pending
+        && probe.deadline > state.store.now()
+    {
+        state.limiter.check(
+            &format!("poll:{}:{request_id}", probe.session_id),
+            rate_limit::POLLS,
+        )?;
+        return Ok(Json(json!({
+            "action": PollAction::Pending,
+            "content": null,
+            "_meta": {
+                "com.pulsemcp/request-id": request_id,
+                "com.pulsemcp/expires-at": probe.deadline.to_rfc3339(),
+            },
+        })));
+    }
+    let session = session_for_token(state, token).await?;
+    state.limiter.check(
+        &format!("poll:{}:{request_id}", session.id),
+        rate_limit::POLLS,
+    )?;
+    let round = round_in_session(state, &session.id, request_id).await?;
+    answer_poll(state, round, options).await
+}
+
 /// Looks a polled id up within one session; another session's id is as unknown as a made-up one.
 async fn round_in_session(
     state: &AppState,
@@ -381,13 +421,7 @@ async fn poll_by_token(
     ApiPath((token, request_id)): ApiPath<(String, String)>,
     ApiQuery(options): ApiQuery<PollOptions>,
 ) -> ApiResult<Json<Value>> {
-    let session = session_for_token(&state, &token).await?;
-    state.limiter.check(
-        &format!("poll:{}:{request_id}", session.id),
-        rate_limit::POLLS,
-    )?;
-    let round = round_in_session(&state, &session.id, &request_id).await?;
-    answer_poll(&state, round, &options).await
+    poll_through_token(&state, &token, &request_id, &options).await
 }
 
 #[utoipa::path(
@@ -402,13 +436,7 @@ async fn poll_by_token_for_server(
     ApiPath((token, _server, request_id)): ApiPath<(String, String, String)>,
     ApiQuery(options): ApiQuery<PollOptions>,
 ) -> ApiResult<Json<Value>> {
-    let session = session_for_token(&state, &token).await?;
-    state.limiter.check(
-        &format!("poll:{}:{request_id}", session.id),
-        rate_limit::POLLS,
-    )?;
-    let round = round_in_session(&state, &session.id, &request_id).await?;
-    answer_poll(&state, round, &options).await
+    poll_through_token(&state, &token, &request_id, &options).await
 }
 
 /// The bucket of a bare-route call: per API key, or per address when anonymous.
