@@ -1733,7 +1733,10 @@ async fn a_poll_probe_finds_a_question_only_through_its_own_sessions_token(h: &H
         None
     );
     assert_eq!(
-        h.store.poll_probe("hash-a", "unknown").await.expect("probe"),
+        h.store
+            .poll_probe("hash-a", "unknown")
+            .await
+            .expect("probe"),
         None
     );
 }

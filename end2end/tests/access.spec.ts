@@ -31,8 +31,7 @@ test("a viewer sees the question but cannot answer it, even by a hand-made reque
     });
     return response.json();
   }, session.id);
-  expect(refusal.result).toBe("closed");
-  expect(refusal.message).toContain("viewer role");
+  expect(refusal.closed.message).toContain("viewer role");
   expect((await poll(request, session, requestId)).action).toBe("pending");
 });
 

@@ -3,7 +3,8 @@
 //! table. Ratios, not absolute numbers, are what stay comparable on a noisy two-core machine.
 //!
 //! Arguments: `--binary PATH` (the release `anteroom`, for resident memory), `--site PATH` (the release site,
-//! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite).
+//! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite), `--only
+//! NAME` (one figure: polls, creates, latency, queue, expiry, memory or bundle — for profiling).
 
 use std::{
     collections::BTreeMap,
@@ -40,6 +41,8 @@ const WARM_UP: Duration = Duration::from_millis(500);
 const SAMPLES: usize = 200;
 
 struct Args {
+    /// Run only the figure whose name contains this (for profiling one hot path).
+    only: Option<String>,
     binary: Option<PathBuf>,
     site: PathBuf,
     postgres: Option<String>,
@@ -47,6 +50,7 @@ struct Args {
 
 fn args() -> Args {
     let mut args = Args {
+        only: None,
         binary: None,
         site: PathBuf::from("target/site"),
         postgres: None,
@@ -57,6 +61,7 @@ fn args() -> Args {
             "--binary" => args.binary = raw.next().map(PathBuf::from),
             "--site" => args.site = raw.next().map(PathBuf::from).unwrap_or(args.site),
             "--postgres" => args.postgres = raw.next(),
+            "--only" => args.only = raw.next(),
             // `cargo bench` passes `--bench`; anything else is ignored.
             _ => {}
         }
@@ -75,7 +80,14 @@ struct Figure {
 }
 
 impl Figure {
-    fn new(name: &str, value: String, ceiling: String, ratio: String, goal: &str, met: Option<bool>) -> Self {
+    fn new(
+        name: &str,
+        value: String,
+        ceiling: String,
+        ratio: String,
+        goal: &str,
+        met: Option<bool>,
+    ) -> Self {
         Self {
             name: name.to_owned(),
             value,
@@ -100,24 +112,49 @@ fn main() {
 
 async fn run(args: &Args) -> Vec<Figure> {
     let mut figures = Vec::new();
-    let backend = if args.postgres.is_some() { "PostgreSQL" } else { "SQLite" };
-    eprintln!("bench: {backend}, {CONNECTIONS} connections, {} s per throughput run", RUN.as_secs());
+    let backend = if args.postgres.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    eprintln!(
+        "bench: {backend}, {CONNECTIONS} connections, {} s per throughput run",
+        RUN.as_secs()
+    );
 
+    let wanted = |name: &str| args.only.as_deref().is_none_or(|only| name.contains(only));
     let bench = Bench::start(args, Arc::new(SystemClock)).await;
-    figures.push(bench.polls().await);
-    figures.push(bench.creates(args).await);
-    figures.extend(bench.latencies().await);
+    if wanted("polls") {
+        figures.push(bench.polls().await);
+    }
+    if wanted("creates") {
+        figures.push(bench.creates(args).await);
+    }
+    if wanted("latency") {
+        figures.extend(bench.latencies().await);
+    }
     bench.stop().await;
-
-    figures.push(queue_render(args).await);
-    figures.push(expiry_sweep(args).await);
-    figures.extend(resident_memory(args).await);
-    figures.push(bundle_size(args));
+    if wanted("queue") {
+        figures.push(queue_render(args).await);
+    }
+    if wanted("expiry") {
+        figures.push(expiry_sweep(args).await);
+    }
+    if wanted("memory") {
+        figures.extend(resident_memory(args).await);
+    }
+    if wanted("bundle") {
+        figures.push(bundle_size(args));
+    }
     figures
 }
 
 fn print_table(figures: &[Figure], args: &Args) {
-    let backend = if args.postgres.is_some() { "PostgreSQL" } else { "SQLite" };
+    let backend = if args.postgres.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -154,7 +191,11 @@ enum Data {
     Postgres(TestSchema),
 }
 
-async fn open_store(args: &Args, clock: Arc<dyn Clock>, events: Option<&EventHub>) -> (Arc<dyn Store>, Data) {
+async fn open_store(
+    args: &Args,
+    clock: Arc<dyn Clock>,
+    events: Option<&EventHub>,
+) -> (Arc<dyn Store>, Data) {
     let options = StoreOptions {
         clock,
         observer: events.map(|events| -> Arc<dyn StoreObserver> { Arc::new(events.clone()) }),
@@ -220,7 +261,10 @@ fn new_round(session: &str, request_id: &str, message: &str) -> NewRound {
         server: Some("bench-mcp".to_owned()),
         operation_kind: OperationKind::Tool,
         operation_name: "deploy".to_owned(),
-        requests: BTreeMap::from([(RequestKey::parse(request_id).expect("key"), form_request(message))]),
+        requests: BTreeMap::from([(
+            RequestKey::parse(request_id).expect("key"),
+            form_request(message),
+        )]),
         request_state: None,
         round_index: 0,
         round_limit: 1,
@@ -248,7 +292,10 @@ async fn sessions_with_tokens(store: &dyn Store, prefix: &str, n: usize) -> Vec<
         register(store, &id).await;
         let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
         store
-            .set_producer_token(&SessionId::parse(&id).expect("id"), Some(&credentials::hash(&token)))
+            .set_producer_token(
+                &SessionId::parse(&id).expect("id"),
+                Some(&credentials::hash(&token)),
+            )
             .await
             .expect("token");
         sessions.push((id, token));
@@ -292,7 +339,10 @@ impl Bench {
 
         // The ceiling: the cheapest JSON handler axum can serve, on the same runtime.
         let constant_listener = TcpListener::bind("127.0.0.1:0").await.expect("port");
-        let constant = format!("http://{}/constant", constant_listener.local_addr().expect("address"));
+        let constant = format!(
+            "http://{}/constant",
+            constant_listener.local_addr().expect("address")
+        );
         let reply = pending_reply();
         let router = Router::new().route(
             "/constant",
@@ -339,12 +389,16 @@ impl Bench {
                     .create_round(new_round(id, &request_id, "Which environment?"))
                     .await
                     .expect("round");
-                mine.push(format!("{}/api/v1/s/{token}/elicitations/{request_id}", self.base));
+                mine.push(format!(
+                    "{}/api/v1/s/{token}/elicitations/{request_id}",
+                    self.base
+                ));
             }
             urls.push(mine);
         }
         let polls = throughput(urls, Method::Get).await;
-        let constant = throughput(vec![vec![self.constant.clone()]; CONNECTIONS], Method::Get).await;
+        let constant =
+            throughput(vec![vec![self.constant.clone()]; CONNECTIONS], Method::Get).await;
         let ratio = polls / constant;
         Figure::new(
             "polls/s of a pending question (token route)",
@@ -365,7 +419,12 @@ impl Bench {
             .map(|chunk| {
                 chunk
                     .iter()
-                    .map(|(_, token)| format!("{}/api/v1/s/{token}/servers/bench-mcp/elicitations", self.base))
+                    .map(|(_, token)| {
+                        format!(
+                            "{}/api/v1/s/{token}/servers/bench-mcp/elicitations",
+                            self.base
+                        )
+                    })
                     .collect()
             })
             .collect();
@@ -417,7 +476,10 @@ impl Bench {
                 .create_round(new_round(&id, &request_id, "Go?"))
                 .await
                 .expect("round");
-            let poll_url = format!("{}/api/v1/s/{token}/elicitations/{request_id}?wait=30", self.base);
+            let poll_url = format!(
+                "{}/api/v1/s/{token}/elicitations/{request_id}?wait=30",
+                self.base
+            );
             let poller = client.get(&poll_url).send();
             let waiting = tokio::spawn(async move { poller.await.map(|_| Instant::now()) });
             tokio::time::sleep(Duration::from_millis(15)).await;
@@ -429,7 +491,8 @@ impl Bench {
         }
 
         // The event stream: the clock runs from sending the answer to the `round.answered` event.
-        let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
+        let (events_tx, mut events_rx) =
+            tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
         let mut stream = client
             .get(format!("{}/api/v1/events", self.base))
             .bearer_auth(&self.admin_key)
@@ -497,13 +560,20 @@ impl Bench {
 
     async fn answer(&self, client: &reqwest::Client, request_id: &str) {
         let reply = client
-            .patch(format!("{}/api/v1/elicitations/{request_id}/respond", self.base))
+            .patch(format!(
+                "{}/api/v1/elicitations/{request_id}/respond",
+                self.base
+            ))
             .bearer_auth(&self.admin_key)
             .json(&json!({"action_type": "accept", "content": {"env": "staging"}}))
             .send()
             .await
             .expect("answer");
-        assert!(reply.status().is_success(), "answer refused: {}", reply.status());
+        assert!(
+            reply.status().is_success(),
+            "answer refused: {}",
+            reply.status()
+        );
     }
 }
 
@@ -691,7 +761,12 @@ fn answer_all_but_newest_sql() -> &'static str {
      (SELECT MAX(round_id) FROM rounds GROUP BY session_id)"
 }
 
-async fn execute(data: &Data, store_url: Option<&str>, sql: &str, bind_ms: Option<i64>) -> Duration {
+async fn execute(
+    data: &Data,
+    store_url: Option<&str>,
+    sql: &str,
+    bind_ms: Option<i64>,
+) -> Duration {
     let started = Instant::now();
     match data {
         Data::Postgres(schema) => {
@@ -721,7 +796,10 @@ async fn execute(data: &Data, store_url: Option<&str>, sql: &str, bind_ms: Optio
 
 fn sqlite_url(data: &Data) -> Option<String> {
     match data {
-        Data::Sqlite(dir) => Some(format!("sqlite://{}", dir.path().join("bench.sqlite3").display())),
+        Data::Sqlite(dir) => Some(format!(
+            "sqlite://{}",
+            dir.path().join("bench.sqlite3").display()
+        )),
         Data::Postgres(_) => None,
     }
 }
@@ -738,7 +816,11 @@ async fn render_queue(base: &str, cookie: &str, times: usize) -> Duration {
             .send()
             .await
             .expect("GET /");
-        assert!(reply.status().is_success(), "queue page: {}", reply.status());
+        assert!(
+            reply.status().is_success(),
+            "queue page: {}",
+            reply.status()
+        );
         let _ = reply.text().await;
         samples.push(started.elapsed());
     }
@@ -746,7 +828,13 @@ async fn render_queue(base: &str, cookie: &str, times: usize) -> Duration {
 }
 
 async fn sign_in(base: &str, store: &dyn Store) -> String {
-    if store.user_with_password("bench").await.ok().flatten().is_none() {
+    if store
+        .user_with_password("bench")
+        .await
+        .ok()
+        .flatten()
+        .is_none()
+    {
         add_user(store, "bench", "bench password", Role::Responder)
             .await
             .expect("user");
@@ -756,7 +844,11 @@ async fn sign_in(base: &str, store: &dyn Store) -> String {
         .build()
         .expect("client")
         .post(format!("{base}/login"))
-        .form(&[("username", "bench"), ("password", "bench password"), ("next", "/")])
+        .form(&[
+            ("username", "bench"),
+            ("password", "bench password"),
+            ("next", "/"),
+        ])
         .send()
         .await
         .expect("sign in");
@@ -775,7 +867,13 @@ async fn queue_render(args: &Args) -> Figure {
     for (sessions, rounds) in [(100, 1_000), (10_000, 100_000)] {
         let bench = Bench::start(args, Arc::new(SystemClock)).await;
         populate(bench.store.as_ref(), sessions, rounds, "q").await;
-        execute(&bench.data, sqlite_url(&bench.data).as_deref(), answer_all_but_newest_sql(), None).await;
+        execute(
+            &bench.data,
+            sqlite_url(&bench.data).as_deref(),
+            answer_all_but_newest_sql(),
+            None,
+        )
+        .await;
         let cookie = sign_in(&bench.base, bench.store.as_ref()).await;
         render_queue(&bench.base, &cookie, 3).await;
         medians.push(render_queue(&bench.base, &cookie, 20).await);
@@ -883,7 +981,9 @@ async fn resident_memory(args: &Args) -> Vec<Figure> {
     let pid = server.id().expect("pid");
     let idle = rss_kib(pid);
 
-    let store = SqliteStore::connect(&url, StoreOptions::default()).await.expect("SQLite");
+    let store = SqliteStore::connect(&url, StoreOptions::default())
+        .await
+        .expect("SQLite");
     populate(&store, 10_000, 100_000, "m").await;
     let cookie = sign_in(&base, &store).await;
     render_queue(&base, &cookie, 5).await;
@@ -899,7 +999,14 @@ async fn resident_memory(args: &Args) -> Vec<Figure> {
     let _ = server.kill().await;
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     vec![
-        Figure::new("resident memory, idle", mib(idle), "—".to_owned(), "—".to_owned(), "≤ 40 MB", Some(idle <= 40 * 1000 * 1000 / 1024)),
+        Figure::new(
+            "resident memory, idle",
+            mib(idle),
+            "—".to_owned(),
+            "—".to_owned(),
+            "≤ 40 MB",
+            Some(idle <= 40 * 1000 * 1000 / 1024),
+        ),
         Figure::new(
             "resident memory, 100k pending questions",
             mib(loaded),
@@ -931,7 +1038,12 @@ fn bundle_size(args: &Args) -> Figure {
         if !path.exists() {
             return None;
         }
-        let out = std::process::Command::new("gzip").arg("-9").arg("-c").arg(path).output().ok()?;
+        let out = std::process::Command::new("gzip")
+            .arg("-9")
+            .arg("-c")
+            .arg(path)
+            .output()
+            .ok()?;
         out.status.success().then_some(out.stdout.len())
     };
     match (gzip("anteroom_bg.wasm"), gzip("anteroom.js")) {

@@ -204,7 +204,14 @@ fn bench(postgres: bool) -> Result<()> {
     let root = workspace_root();
     let mut command = cargo();
     command
-        .args(["bench", "--package", "anteroom-server", "--bench", "figures", "--"])
+        .args([
+            "bench",
+            "--package",
+            "anteroom-server",
+            "--bench",
+            "figures",
+            "--",
+        ])
         .arg("--binary")
         .arg(root.join("target/release/anteroom"))
         .arg("--site")

@@ -273,7 +273,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// The session (by its producer token's hash) and state of the question `request_id` in it, in one
     /// light query: the hot path of a producer polling a question nobody has answered yet.
-    async fn poll_probe(&self, token_hash: &str, request_id: &str) -> StoreResult<Option<PollProbe>>;
+    async fn poll_probe(
+        &self,
+        token_hash: &str,
+        request_id: &str,
+    ) -> StoreResult<Option<PollProbe>>;
 
     /// The session's single pending round; `managed_input_state` when storage holds more than one.
     async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>>;

@@ -125,7 +125,7 @@ pub struct RequestView {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum RequestBody {
     Form { form: FormModel },
     Url { url: String, host: String },
@@ -140,7 +140,7 @@ impl RequestBody {
 
 /// How a round ended (or that it has not).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Waiting,
     Answered { actions: Vec<String> },
@@ -164,7 +164,7 @@ pub struct HistoryEntry {
 
 /// What a person's answer came to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "result", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum AnswerNotice {
     /// Recorded (or the same answer was already recorded).
     Recorded { round_id: String, action: String },
@@ -285,8 +285,19 @@ pub fn countdown(deadline_ms: i64, now_ms: i64) -> String {
 
 /// A UTC time a person can read: "2026-03-01 09:30 UTC".
 pub fn clock_time(at_ms: i64) -> String {
+    use chrono::{Datelike, Timelike};
+    // Written by hand: chrono's format strings would add weight to the browser bundle.
     chrono::DateTime::from_timestamp_millis(at_ms)
-        .map(|at| at.format("%Y-%m-%d %H:%M UTC").to_string())
+        .map(|at| {
+            format!(
+                "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+                at.year(),
+                at.month(),
+                at.day(),
+                at.hour(),
+                at.minute()
+            )
+        })
         .unwrap_or_default()
 }
 

@@ -82,7 +82,8 @@ pub struct Choice {
 
 /// The control a field renders as, with the constraints it is validated against.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+// Externally tagged: an internally tagged enum would pull serde's buffering deserializer into the browser bundle.
+#[serde(rename_all = "snake_case")]
 pub enum FieldKind {
     Text {
         format: Option<TextFormat>,

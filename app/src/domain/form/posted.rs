@@ -1,14 +1,13 @@
 //! From what an HTML form posts (name/value pairs) to an answer's JSON content, and back to control values,
 //! so the browser and the no-JavaScript form post read a form the same way.
 
-use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, SecondsFormat, Timelike, Utc};
 use serde_json::{Map, Number, Value};
 
 use super::{FieldKind, FormField, FormModel, TextFormat, validate::FieldErrors};
 
-/// `datetime-local` controls carry no timezone: Anteroom reads and writes them as UTC (and says so).
-const LOCAL_MINUTES: &str = "%Y-%m-%dT%H:%M";
-const LOCAL_SECONDS: &str = "%Y-%m-%dT%H:%M:%S";
+// `datetime-local` controls carry no timezone: Anteroom reads and writes them as UTC (and says so). They are
+// parsed and written by hand: chrono's format-string machinery would add weight to the browser bundle.
 
 /// Every value posted under `name`, in order.
 pub fn posted<'a>(pairs: &'a [(String, String)], name: &str) -> Vec<&'a str> {
@@ -149,16 +148,51 @@ pub fn local_to_rfc3339(text: &str) -> String {
     if DateTime::parse_from_rfc3339(text).is_ok() {
         return text.to_owned();
     }
-    NaiveDateTime::parse_from_str(text, LOCAL_MINUTES)
-        .or_else(|_| NaiveDateTime::parse_from_str(text, LOCAL_SECONDS))
+    parse_local(text)
         .map(|local| local.and_utc().to_rfc3339_opts(SecondsFormat::AutoSi, true))
-        .unwrap_or_else(|_| text.to_owned())
+        .unwrap_or_else(|| text.to_owned())
+}
+
+/// `YYYY-MM-DD`, as a date input sends it.
+pub fn parse_date(text: &str) -> Option<NaiveDate> {
+    let mut parts = text.splitn(3, '-');
+    let (year, month, day) = (parts.next()?, parts.next()?, parts.next()?);
+    if year.len() != 4 || month.len() != 2 || day.len() != 2 {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(year.parse().ok()?, month.parse().ok()?, day.parse().ok()?)
+}
+
+/// `YYYY-MM-DDTHH:MM` or `YYYY-MM-DDTHH:MM:SS`, as a `datetime-local` input sends it.
+fn parse_local(text: &str) -> Option<NaiveDateTime> {
+    let (date, time) = text.split_once('T')?;
+    let mut parts = time.split(':');
+    let (hour, minute) = (parts.next()?, parts.next()?);
+    let second = parts.next().unwrap_or("00");
+    if parts.next().is_some() || [hour, minute, second].iter().any(|part| part.len() != 2) {
+        return None;
+    }
+    parse_date(date)?.and_hms_opt(
+        hour.parse().ok()?,
+        minute.parse().ok()?,
+        second.parse().ok()?,
+    )
 }
 
 /// RFC 3339 → the UTC `datetime-local` value (`2026-03-01T09:30`); anything else is shown as it is.
 pub fn rfc3339_to_local(text: &str) -> String {
     DateTime::parse_from_rfc3339(text)
-        .map(|at| at.with_timezone(&Utc).format(LOCAL_MINUTES).to_string())
+        .map(|at| {
+            let at = at.with_timezone(&Utc);
+            format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}",
+                at.year(),
+                at.month(),
+                at.day(),
+                at.hour(),
+                at.minute()
+            )
+        })
         .unwrap_or_else(|_| text.to_owned())
 }
 
@@ -258,5 +292,15 @@ mod tests {
         assert!(field("agree").initially_checked());
         assert_eq!(field("name").initial_text(), "");
         assert_eq!(local_to_rfc3339("not a time"), "not a time");
+        assert_eq!(
+            local_to_rfc3339("2026-03-01T09:30:15"),
+            "2026-03-01T09:30:15Z"
+        );
+        assert_eq!(local_to_rfc3339("2026-02-30T09:30"), "2026-02-30T09:30");
+        assert_eq!(
+            parse_date("2026-03-01"),
+            NaiveDate::from_ymd_opt(2026, 3, 1)
+        );
+        assert_eq!(parse_date("2026-3-1"), None);
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, NaiveDate};
+use chrono::DateTime;
 use serde_json::{Map, Value};
 
 use super::{Choice, FieldKind, FormField, FormModel, TextFormat};
@@ -194,7 +194,7 @@ fn format_ok(format: TextFormat, text: &str) -> bool {
     match format {
         TextFormat::Email => is_email(text),
         TextFormat::Uri => is_uri(text),
-        TextFormat::Date => text.len() == 10 && NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok(),
+        TextFormat::Date => super::posted::parse_date(text).is_some(),
         TextFormat::DateTime => DateTime::parse_from_rfc3339(text).is_ok(),
     }
 }
