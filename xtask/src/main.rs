@@ -203,9 +203,12 @@ fn bench(postgres: bool) -> Result<()> {
     step("benchmarks (release)");
     let root = workspace_root();
     let mut command = cargo();
+    // The release profile, so the bench reuses what `site::build` just compiled.
     command
         .args([
             "bench",
+            "--profile",
+            "release",
             "--package",
             "anteroom-server",
             "--bench",

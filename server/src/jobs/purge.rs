@@ -1,4 +1,5 @@
-//! Purge: delete resolved and failed rounds older than the retention window (default 30 days).
+//! Purge: delete resolved and failed rounds older than the retention window (default 30 days), and expired
+//! browser sessions.
 
 use chrono::Utc;
 
@@ -6,6 +7,13 @@ use crate::AppState;
 
 /// One tick; returns how many rounds were deleted.
 pub async fn run(state: AppState) -> u64 {
+    match state.store.purge_web_sessions().await {
+        Ok(0) => {}
+        Ok(deleted) => tracing::info!(deleted, "purge: expired browser sessions deleted"),
+        Err(error) => {
+            tracing::warn!(%error, "purge: browser sessions not purged; the next tick retries")
+        }
+    }
     let before = Utc::now() - state.config.retention;
     match state.store.purge_terminal_rounds(before).await {
         Ok(deleted) => {
