@@ -201,33 +201,26 @@ pub fn RoundBanner(
                     {move || problem.get()}
                 </p>
                 <div class="banner-actions">
-                    <button
-                        type="submit"
-                        name="action"
-                        value="accept"
-                        class="button"
-                        disabled=move || !can_answer || sending.get()
-                    >
-                        "Accept"
-                    </button>
-                    <button
-                        type="submit"
-                        name="action"
-                        value="decline"
-                        class="button button-quiet"
-                        disabled=move || !can_answer || sending.get()
-                    >
-                        "Decline"
-                    </button>
-                    <button
-                        type="submit"
-                        name="action"
-                        value="cancel"
-                        class="button button-quiet"
-                        disabled=move || !can_answer || sending.get()
-                    >
-                        "Dismiss"
-                    </button>
+                    {[
+                        ("accept", "Accept", "button"),
+                        ("decline", "Decline", "button button-quiet"),
+                        ("cancel", "Dismiss", "button button-quiet"),
+                    ]
+                        .into_iter()
+                        .map(|(action, text, class)| {
+                            view! {
+                                <button
+                                    type="submit"
+                                    name="action"
+                                    value=action
+                                    class=class
+                                    disabled=move || !can_answer || sending.get()
+                                >
+                                    {text}
+                                </button>
+                            }
+                        })
+                        .collect_view()}
                 </div>
                 {(!can_answer)
                     .then(|| {

@@ -155,35 +155,7 @@ pub fn FieldControl(
             }
             .into_any()
         }
-        FieldKind::SingleSelect { choices } if choices.len() <= MAX_RADIOS => view! {
-            <fieldset class="field-group" aria-describedby=described_by>
-                <legend class="field-label">{label.clone()} {mark}</legend>
-                {choices
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, Choice { value, label })| {
-                        let id = format!("{dom_id}-{index}");
-                        let label_for = id.clone();
-                        view! {
-                            <label class="field-check" for=label_for>
-                                <input
-                                    id=id
-                                    type="radio"
-                                    name=name.clone()
-                                    value=value.clone()
-                                    checked=chosen(&value)
-                                    required=required
-                                    aria-invalid=invalid.clone()
-                                />
-                                {label}
-                            </label>
-                        }
-                    })
-                    .collect_view()}
-            </fieldset>
-        }
-        .into_any(),
-        FieldKind::SingleSelect { choices } => {
+        FieldKind::SingleSelect { choices } if choices.len() > MAX_RADIOS => {
             let nothing_chosen = !choices.iter().any(|choice| chosen(&choice.value));
             view! {
                 <label class="field-label" for=dom_id.clone()>
@@ -215,33 +187,39 @@ pub fn FieldControl(
             }
             .into_any()
         }
-        FieldKind::MultiSelect { choices, .. } => view! {
-            <fieldset class="field-group" aria-describedby=described_by>
-                <legend class="field-label">{label.clone()} {mark}</legend>
-                {choices
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, Choice { value, label })| {
-                        let id = format!("{dom_id}-{index}");
-                        let label_for = id.clone();
-                        view! {
-                            <label class="field-check" for=label_for>
-                                <input
-                                    id=id
-                                    type="checkbox"
-                                    name=name.clone()
-                                    value=value.clone()
-                                    checked=chosen(&value)
-                                    aria-invalid=invalid.clone()
-                                />
-                                {label}
-                            </label>
-                        }
-                    })
-                    .collect_view()}
-            </fieldset>
+        // A few single choices as radio buttons, multiple choices as checkboxes: one fieldset either way.
+        FieldKind::SingleSelect { choices } | FieldKind::MultiSelect { choices, .. } => {
+            let single = matches!(field.kind, FieldKind::SingleSelect { .. });
+            let input_type = if single { "radio" } else { "checkbox" };
+            view! {
+                <fieldset class="field-group" aria-describedby=described_by>
+                    <legend class="field-label">{label.clone()} {mark}</legend>
+                    {choices
+                        .into_iter()
+                        .enumerate()
+                        .map(|(index, Choice { value, label })| {
+                            let id = format!("{dom_id}-{index}");
+                            let label_for = id.clone();
+                            view! {
+                                <label class="field-check" for=label_for>
+                                    <input
+                                        id=id
+                                        type=input_type
+                                        name=name.clone()
+                                        value=value.clone()
+                                        checked=chosen(&value)
+                                        required=single && required
+                                        aria-invalid=invalid.clone()
+                                    />
+                                    {label}
+                                </label>
+                            }
+                        })
+                        .collect_view()}
+                </fieldset>
+            }
+            .into_any()
         }
-        .into_any(),
         FieldKind::Json { .. } => view! {
             <label class="field-label" for=dom_id.clone()>
                 {label.clone()}
