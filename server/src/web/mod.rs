@@ -19,9 +19,9 @@ use anteroom_app::{
     },
 };
 use axum::{
-    Router,
+    Extension, Router,
     body::{Body, Bytes},
-    extract::{Path, Request, State},
+    extract::{FromRequest, Path, Request, State},
     http::{HeaderMap, Method, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Redirect, Response},
@@ -201,6 +201,28 @@ fn forbidden_cross_site() -> Response {
         .into_response()
 }
 
+/// A form posted from one of Anteroom's own pages: its name/value pairs, repeated names kept in order.
+/// Posts another site made the browser send are refused (403), and so are bodies over the body limit (413).
+struct SameSiteForm(Vec<(String, String)>);
+
+impl FromRequest<AppState> for SameSiteForm {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        if cross_site(request.headers()) {
+            return Err(forbidden_cross_site());
+        }
+        match axum::body::to_bytes(request.into_body(), state.config.body_limit).await {
+            Ok(body) => Ok(Self(form_pairs(&body))),
+            Err(_) => Err((
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "The form is larger than the body limit.",
+            )
+                .into_response()),
+        }
+    }
+}
+
 /// Signs `user` in on this browser: a fresh session id (no fixation) and a fresh CSRF token.
 async fn start_session(
     session: &Session,
@@ -216,13 +238,8 @@ async fn start_session(
 async fn sign_in(
     State(state): State<AppState>,
     session: Session,
-    headers: HeaderMap,
-    body: Bytes,
+    SameSiteForm(pairs): SameSiteForm,
 ) -> Response {
-    if cross_site(&headers) {
-        return forbidden_cross_site();
-    }
-    let pairs = form_pairs(&body);
     let (username, password) = (field(&pairs, "username"), field(&pairs, "password"));
     let next = field(&pairs, "next");
     let next = local_path(&next).to_owned();
@@ -264,10 +281,9 @@ async fn sign_in(
     }
 }
 
-async fn sign_out(session: Session, headers: HeaderMap, body: Bytes) -> Response {
-    let pairs = form_pairs(&body);
+async fn sign_out(session: Session, SameSiteForm(pairs): SameSiteForm) -> Response {
     let expected = session.get::<String>(CSRF_KEY).await.ok().flatten();
-    if cross_site(&headers) || expected.is_none_or(|token| token != field(&pairs, "csrf")) {
+    if expected.is_none_or(|token| token != field(&pairs, "csrf")) {
         return forbidden_cross_site();
     }
     if let Err(error) = session.flush().await {
@@ -280,13 +296,8 @@ async fn sign_out(session: Session, headers: HeaderMap, body: Bytes) -> Response
 async fn set_up_first_admin(
     State(state): State<AppState>,
     session: Session,
-    headers: HeaderMap,
-    body: Bytes,
+    SameSiteForm(pairs): SameSiteForm,
 ) -> Response {
-    if cross_site(&headers) {
-        return forbidden_cross_site();
-    }
-    let pairs = form_pairs(&body);
     let (token, username, password) = (
         field(&pairs, "token"),
         field(&pairs, "username"),
@@ -381,31 +392,17 @@ async fn answer_without_javascript(
     State(state): State<AppState>,
     Path(session_id): Path<String>,
     session: Session,
-    headers: HeaderMap,
-    request: Request,
+    viewer: Option<Extension<Viewer>>,
+    SameSiteForm(pairs): SameSiteForm,
 ) -> Response {
-    if cross_site(&headers) {
-        return forbidden_cross_site();
-    }
-    let Some(viewer) = request.extensions().get::<Viewer>().cloned() else {
+    let Some(Extension(viewer)) = viewer else {
         return Redirect::to(&format!(
             "/login?next={}",
             encode(&format!("/sessions/{session_id}"))
         ))
         .into_response();
     };
-    let limit = state.config.body_limit;
-    let body = match axum::body::to_bytes(request.into_body(), limit).await {
-        Ok(body) => body,
-        Err(_) => {
-            return (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "The form is larger than the body limit.",
-            )
-                .into_response();
-        }
-    };
-    let post = AnswerPost::from_pairs(&session_id, form_pairs(&body));
+    let post = AnswerPost::from_pairs(&session_id, pairs);
     let round_id = post.round_id.clone();
     let notice = submit_answer(&services(&state), &viewer, post).await;
     if let Err(error) = session.insert(FLASH_KEY, &notice).await {
