@@ -17,6 +17,11 @@ pub fn generate(prefix: &str) -> String {
     )
 }
 
+/// Whether `token` could be a session token at all (checked before any hashing or database work).
+pub fn is_session_token(token: &str) -> bool {
+    token.len() <= 200 && token.starts_with(SESSION_TOKEN_PREFIX)
+}
+
 /// The stored form of a secret. A plain SHA-256 suffices: the secrets are long and random, not passwords.
 pub fn hash(secret: &str) -> String {
     Sha256::digest(secret.as_bytes())
@@ -38,5 +43,8 @@ mod tests {
         assert_eq!(hash(&a), hash(&a));
         assert_ne!(hash(&a), hash(&b));
         assert_eq!(hash(&a).len(), 64);
+        assert!(is_session_token(&a));
+        assert!(!is_session_token("ark_not_a_session_token"));
+        assert!(!is_session_token(&format!("ars_{}", "0".repeat(300))));
     }
 }

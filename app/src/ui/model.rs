@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{
     access::Role,
-    form::{FieldErrors, FormModel},
+    form::{FieldErrors, FormModel, posted_value},
     session::{LostElicitation, SessionStatus},
 };
 
@@ -216,13 +216,7 @@ impl AnswerPost {
     /// Reads a posted banner form: the hidden `round`, `csrf` and `attempt` inputs, the pressed `action`
     /// button, and every control.
     pub fn from_pairs(session_id: &str, pairs: Vec<(String, String)>) -> Self {
-        let take = |name: &str| {
-            pairs
-                .iter()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.clone())
-                .unwrap_or_default()
-        };
+        let take = |name: &str| posted_value(&pairs, name);
         Self {
             session_id: session_id.to_owned(),
             round_id: take("round"),

@@ -45,7 +45,7 @@ pub async fn session_for_token(state: &AppState, token: &str) -> ApiResult<Sessi
             "The session token in the URL is not valid (or was revoked); ask for a fresh environment block.",
         )
     };
-    if token.len() > 200 || !token.starts_with(credentials::SESSION_TOKEN_PREFIX) {
+    if !credentials::is_session_token(token) {
         return Err(unknown());
     }
     state
@@ -303,8 +303,7 @@ async fn poll_through_token(
     options: &PollOptions,
 ) -> ApiResult<Json<Value>> {
     if options.wait.unwrap_or(0) == 0
-        && token.len() <= 200
-        && token.starts_with(credentials::SESSION_TOKEN_PREFIX)
+        && credentials::is_session_token(token)
         && let Some(probe) = state
             .store
             .poll_probe(&credentials::hash(token), request_id)

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anteroom_app::{
     domain::{
         access::{Role, User, check_password, check_username},
+        form::posted_value,
         round::Submission,
     },
     store::Store,
@@ -97,8 +98,12 @@ pub async fn attach_viewer(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let viewer = signed_in_viewer(&state, &session).await;
     let path = request.uri().path().to_owned();
+    // Assets and probes never need the person: skip the session read the browser's cookie would cost.
+    if is_asset_or_probe(&path) {
+        return next.run(request).await;
+    }
+    let viewer = signed_in_viewer(&state, &session).await;
     if let Some(viewer) = viewer {
         request.extensions_mut().insert(viewer);
         if request.method() == Method::GET
@@ -135,20 +140,17 @@ async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer>
     })
 }
 
+/// The browser bundle, public files and the operators' probes.
+fn is_asset_or_probe(path: &str) -> bool {
+    path.starts_with("/pkg/") || ["/favicon.svg", "/healthz", "/readyz", "/metrics"].contains(&path)
+}
+
 /// Pages that show questions or answers: everything but the sign-in pages, the API, assets and probes.
 fn is_private_page(path: &str) -> bool {
-    const PUBLIC: [&str; 6] = [
-        "/login",
-        "/setup",
-        "/healthz",
-        "/readyz",
-        "/metrics",
-        "/favicon.svg",
-    ];
-    !(PUBLIC.contains(&path)
+    !(is_asset_or_probe(path)
+        || ["/login", "/setup"].contains(&path)
         || path.starts_with("/api/")
-        || path.starts_with("/fn/")
-        || path.starts_with("/pkg/"))
+        || path.starts_with("/fn/"))
 }
 
 /// Percent-encodes a value for a query string.
@@ -161,14 +163,6 @@ fn form_pairs(body: &Bytes) -> Vec<(String, String)> {
     form_urlencoded::parse(body)
         .map(|(name, value)| (name.into_owned(), value.into_owned()))
         .collect()
-}
-
-fn field(pairs: &[(String, String)], name: &str) -> String {
-    pairs
-        .iter()
-        .find(|(key, _)| key == name)
-        .map(|(_, value)| value.clone())
-        .unwrap_or_default()
 }
 
 /// A same-site redirect target: a local path, never `//host` or a full URL.
@@ -240,8 +234,11 @@ async fn sign_in(
     session: Session,
     SameSiteForm(pairs): SameSiteForm,
 ) -> Response {
-    let (username, password) = (field(&pairs, "username"), field(&pairs, "password"));
-    let next = field(&pairs, "next");
+    let (username, password) = (
+        posted_value(&pairs, "username"),
+        posted_value(&pairs, "password"),
+    );
+    let next = posted_value(&pairs, "next");
     let next = local_path(&next).to_owned();
     let again = |error: &str| {
         Redirect::to(&format!("/login?error={error}&next={}", encode(&next))).into_response()
@@ -260,12 +257,14 @@ async fn sign_in(
             return again("unavailable");
         }
     };
-    let stored = found
-        .as_ref()
-        .map_or_else(|| passwords::decoy().to_owned(), |(_, hash)| hash.clone());
-    let matches = tokio::task::spawn_blocking(move || passwords::verify(&password, &stored))
-        .await
-        .unwrap_or(false);
+    let stored = found.as_ref().map(|(_, hash)| hash.clone());
+    // A wrong username costs the same hashing as a wrong password, off the async executor either way.
+    let matches = tokio::task::spawn_blocking(move || match &stored {
+        Some(hash) => passwords::verify(&password, hash),
+        None => passwords::verify(&password, passwords::decoy()),
+    })
+    .await
+    .unwrap_or(false);
     match found {
         Some((user, _)) if matches => match start_session(&session, &user).await {
             Ok(()) => {
@@ -283,7 +282,7 @@ async fn sign_in(
 
 async fn sign_out(session: Session, SameSiteForm(pairs): SameSiteForm) -> Response {
     let expected = session.get::<String>(CSRF_KEY).await.ok().flatten();
-    if expected.is_none_or(|token| token != field(&pairs, "csrf")) {
+    if expected.is_none_or(|token| token != posted_value(&pairs, "csrf")) {
         return forbidden_cross_site();
     }
     if let Err(error) = session.flush().await {
@@ -299,9 +298,9 @@ async fn set_up_first_admin(
     SameSiteForm(pairs): SameSiteForm,
 ) -> Response {
     let (token, username, password) = (
-        field(&pairs, "token"),
-        field(&pairs, "username"),
-        field(&pairs, "password"),
+        posted_value(&pairs, "token"),
+        posted_value(&pairs, "username"),
+        posted_value(&pairs, "password"),
     );
     let again = |error: &str| {
         Redirect::to(&format!("/setup?token={}&error={error}", encode(&token))).into_response()
@@ -432,6 +431,9 @@ mod tests {
         assert!(!is_private_page("/login"));
         assert!(!is_private_page("/pkg/anteroom.js"));
         assert!(!is_private_page("/api/v1/sessions"));
+        // Assets and probes are served without reading the browser session; the API needs it.
+        assert!(is_asset_or_probe("/pkg/anteroom_bg.wasm") && is_asset_or_probe("/healthz"));
+        assert!(!is_asset_or_probe("/api/v1/events") && !is_asset_or_probe("/fn/answer"));
     }
 
     #[test]

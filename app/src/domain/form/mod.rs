@@ -10,7 +10,7 @@ pub mod compiled;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-pub use posted::{local_to_rfc3339, posted, rfc3339_to_local};
+pub use posted::{local_to_rfc3339, posted, posted_value, rfc3339_to_local};
 pub use validate::{FieldErrors, PatternMatcher};
 
 use super::{ManagedInputError, limits::Limits};

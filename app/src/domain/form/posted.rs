@@ -18,6 +18,14 @@ pub fn posted<'a>(pairs: &'a [(String, String)], name: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// The first value posted under `name`, or empty when there is none (a single-valued control).
+pub fn posted_value(pairs: &[(String, String)], name: &str) -> String {
+    posted(pairs, name)
+        .first()
+        .map(|value| (*value).to_owned())
+        .unwrap_or_default()
+}
+
 impl FormModel {
     /// Reads the answer from `pairs`, where field `f` is posted as `{prefix}{f}`. Values that cannot be read
     /// as their field's type are reported per field; the rest of validation is [`FormModel::validate`].
