@@ -1741,6 +1741,33 @@ async fn a_poll_probe_finds_a_question_only_through_its_own_sessions_token(h: &H
     );
 }
 
+async fn the_queue_gets_each_waiting_sessions_oldest_question(h: &Harness) {
+    let first = ask(h, "oldest-a").await;
+    h.clock.advance(Duration::seconds(5));
+    ask_again(h, "oldest-a").await;
+    let other = ask(h, "oldest-b").await;
+    h.clock.advance(Duration::seconds(5));
+    let answered = ask_again(h, "oldest-b").await;
+    answer(h, &answered, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    register(h, "oldest-c").await;
+    let oldest = h
+        .store
+        .oldest_open_rounds(&[sid("oldest-a"), sid("oldest-b"), sid("oldest-c")])
+        .await
+        .expect("read");
+    let ids: Vec<_> = oldest.iter().map(|round| round.round_id).collect();
+    assert_eq!(ids, vec![first.round_id, other.round_id]);
+    assert!(
+        h.store
+            .oldest_open_rounds(&[])
+            .await
+            .expect("read")
+            .is_empty()
+    );
+}
+
 on_both_backends!(
     registering_a_session_twice_returns_the_first,
     created_round_is_pending_and_parks_session_in_needs_input,
@@ -1800,4 +1827,5 @@ on_both_backends!(
     sign_in_links_work_once_and_only_before_they_expire,
     web_sessions_are_saved_replaced_and_expire,
     a_poll_probe_finds_a_question_only_through_its_own_sessions_token,
+    the_queue_gets_each_waiting_sessions_oldest_question,
 );

@@ -446,7 +446,7 @@ impl Bench {
     async fn round_row_bytes(&self) -> usize {
         let round = self
             .store
-            .list_open_rounds(1)
+            .oldest_open_rounds(&[SessionId::parse("create-0").expect("id")])
             .await
             .ok()
             .and_then(|mut rounds| rounds.pop());

@@ -803,13 +803,20 @@ macro_rules! sql_store {
                 rows_to_rounds(rows)
             }
 
-            async fn list_open_rounds(&self, limit: u32) -> StoreResult<Vec<Round>> {
-                rows_to_rounds(
-                    sqlx::query_as::<$db, RoundRow>(sql::SELECT_OPEN_ROUNDS)
-                        .bind(i64::from(limit))
-                        .fetch_all(&self.pool)
-                        .await?,
-                )
+            async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>> {
+                let mut rounds = Vec::new();
+                for chunk in sessions.chunks(sql::BATCH) {
+                    let mut query = QueryBuilder::<$db>::new(sql::SELECT_OLDEST_OPEN_HEAD);
+                    let mut list = query.separated(", ");
+                    for id in chunk {
+                        list.push_bind(id.to_string());
+                    }
+                    query.push(") ORDER BY r.created_at_ms, r.round_id");
+                    rounds.extend(rows_to_rounds(
+                        query.build_query_as::<RoundRow>().fetch_all(&self.pool).await?,
+                    )?);
+                }
+                Ok(rounds)
             }
 
             async fn poll_probe(&self, token_hash: &str, request_id: &str) -> StoreResult<Option<crate::store::PollProbe>> {

@@ -268,8 +268,8 @@ pub trait Store: Send + Sync + 'static {
     /// The session's rounds, newest first (overdue ones expired first).
     async fn list_rounds(&self, session: &SessionId) -> StoreResult<Vec<Round>>;
 
-    /// Every pending round, oldest first (the attention queue's questions).
-    async fn list_open_rounds(&self, limit: u32) -> StoreResult<Vec<Round>>;
+    /// The oldest pending round of each of `sessions` that has one (the attention queue's questions).
+    async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>>;
 
     /// The session (by its producer token's hash) and state of the question `request_id` in it, in one
     /// light query: the hot path of a producer polling a question nobody has answered yet.

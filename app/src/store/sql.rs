@@ -15,8 +15,10 @@ pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id =
 pub const SELECT_POLL_PROBE: &str = "SELECT s.id, r.status, r.deadline_ms FROM sessions s \
      JOIN rounds r ON r.session_id = s.id WHERE s.producer_token_hash = $1 AND r.request_id = $2";
 
-pub const SELECT_OPEN_ROUNDS: &str =
-    "SELECT * FROM rounds WHERE status = 'pending' ORDER BY created_at_ms, round_id LIMIT $1";
+/// Each listed session's oldest pending round; the session ids follow as a bound list, then `)`.
+pub const SELECT_OLDEST_OPEN_HEAD: &str = "SELECT r.* FROM rounds r WHERE r.status = 'pending' \
+     AND r.created_at_ms = (SELECT MIN(o.created_at_ms) FROM rounds o \
+     WHERE o.session_id = r.session_id AND o.status = 'pending') AND r.session_id IN (";
 
 pub const SELECT_UNFINISHED_ROUNDS: &str =
     "SELECT * FROM rounds WHERE session_id = $1 AND status NOT IN ('resolved', 'failed')";

@@ -48,8 +48,13 @@ fn asker(round: &Round) -> Asker {
 /// The attention queue, with each waiting session's oldest question.
 pub async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
     let entries = store.list_sessions(QUEUE_LIMIT).await?;
+    let waiting: Vec<SessionId> = entries
+        .iter()
+        .filter(|entry| entry.open_rounds > 0)
+        .map(|entry| entry.session.id.clone())
+        .collect();
     let mut oldest: HashMap<String, Round> = HashMap::new();
-    for round in store.list_open_rounds(QUEUE_LIMIT).await? {
+    for round in store.oldest_open_rounds(&waiting).await? {
         oldest
             .entry(round.session_id.as_str().to_owned())
             .or_insert(round);
