@@ -727,9 +727,8 @@ fn ms(duration: Duration) -> String {
 /// `rounds` questions over `sessions` sessions: every session's newest question open, the rest answered.
 async fn populate(store: &dyn Store, sessions: usize, rounds: usize, prefix: &str) {
     let per_session = rounds.div_ceil(sessions);
-    let store_ref = store;
     for s in 0..sessions {
-        register(store_ref, &format!("{prefix}-{s}")).await;
+        register(store, &format!("{prefix}-{s}")).await;
     }
     let mut created = 0;
     let mut batch = Vec::new();
@@ -746,7 +745,7 @@ async fn populate(store: &dyn Store, sessions: usize, rounds: usize, prefix: &st
             ));
         }
         if batch.len() >= 256 || s + 1 == sessions {
-            let futures = batch.drain(..).map(|round| store_ref.create_round(round));
+            let futures = batch.drain(..).map(|round| store.create_round(round));
             for result in futures::future::join_all(futures).await {
                 result.expect("round");
             }
@@ -761,46 +760,30 @@ fn answer_all_but_newest_sql() -> &'static str {
      (SELECT MAX(round_id) FROM rounds GROUP BY session_id)"
 }
 
-async fn execute(
-    data: &Data,
-    store_url: Option<&str>,
-    sql: &str,
-    bind_ms: Option<i64>,
-) -> Duration {
-    let started = Instant::now();
-    match data {
-        Data::Postgres(schema) => {
+/// Runs one statement on the bench's database and times the statement alone.
+async fn execute(data: &Data, sql: &str, bind_ms: Option<i64>) -> Duration {
+    macro_rules! timed {
+        ($pool:expr) => {{
             let mut query = sqlx::query(sql);
             if let Some(ms) = bind_ms {
                 query = query.bind(ms);
             }
-            query.execute(&schema.pool).await.expect("statement");
-        }
-        Data::Sqlite(_) => {
+            let started = Instant::now();
+            query.execute($pool).await.expect("statement");
+            started.elapsed()
+        }};
+    }
+    match data {
+        Data::Postgres(schema) => timed!(&schema.pool),
+        Data::Sqlite(dir) => {
+            let url = format!("sqlite://{}", dir.path().join("bench.sqlite3").display());
             let pool = sqlx::sqlite::SqlitePoolOptions::new()
                 .max_connections(1)
-                .connect(store_url.expect("SQLite URL"))
+                .connect(&url)
                 .await
                 .expect("SQLite");
-            let started_here = Instant::now();
-            let mut query = sqlx::query(sql);
-            if let Some(ms) = bind_ms {
-                query = query.bind(ms);
-            }
-            query.execute(&pool).await.expect("statement");
-            return started_here.elapsed();
+            timed!(&pool)
         }
-    }
-    started.elapsed()
-}
-
-fn sqlite_url(data: &Data) -> Option<String> {
-    match data {
-        Data::Sqlite(dir) => Some(format!(
-            "sqlite://{}",
-            dir.path().join("bench.sqlite3").display()
-        )),
-        Data::Postgres(_) => None,
     }
 }
 
@@ -867,13 +850,7 @@ async fn queue_render(args: &Args) -> Figure {
     for (sessions, rounds) in [(100, 1_000), (10_000, 100_000)] {
         let bench = Bench::start(args, Arc::new(SystemClock)).await;
         populate(bench.store.as_ref(), sessions, rounds, "q").await;
-        execute(
-            &bench.data,
-            sqlite_url(&bench.data).as_deref(),
-            answer_all_but_newest_sql(),
-            None,
-        )
-        .await;
+        execute(&bench.data, answer_all_but_newest_sql(), None).await;
         let cookie = sign_in(&bench.base, bench.store.as_ref()).await;
         render_queue(&bench.base, &cookie, 3).await;
         medians.push(render_queue(&bench.base, &cookie, 20).await);
@@ -909,10 +886,8 @@ async fn expiry_sweep(args: &Args) -> Figure {
     assert_eq!(expired, 100_000, "every question expired");
 
     // The same rows due again, then one bare UPDATE of them.
-    let url = sqlite_url(&data);
     execute(
         &data,
-        url.as_deref(),
         "UPDATE rounds SET status = 'pending', failure_code = NULL, failure_message = NULL, failed_at_ms = NULL",
         None,
     )
@@ -920,7 +895,6 @@ async fn expiry_sweep(args: &Args) -> Figure {
     let now_ms = clock.now().timestamp_millis();
     let bare = execute(
         &data,
-        url.as_deref(),
         "UPDATE rounds SET status = 'failed', failure_code = 'expired', failure_message = 'expired', \
          failed_at_ms = $1, updated_at_ms = $1, version = version + 1 WHERE status = 'pending' AND deadline_ms <= $1",
         Some(now_ms),
@@ -947,14 +921,11 @@ async fn resident_memory(args: &Args) -> Vec<Figure> {
     };
     eprintln!("bench: resident memory of {}", binary.display());
     let dir = tempfile::tempdir().expect("temporary directory");
-    let url = match &args.postgres {
-        Some(url) => url.clone(),
-        None => format!("sqlite://{}", dir.path().join("rss.sqlite3").display()),
-    };
     if args.postgres.is_some() {
         eprintln!("bench: resident memory is measured on SQLite only");
         return Vec::new();
     }
+    let url = format!("sqlite://{}", dir.path().join("rss.sqlite3").display());
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("port")

@@ -21,7 +21,7 @@ pub fn WebhookLogPage() -> impl IntoView {
                     deliveries
                         .get()
                         .map(|result| match result {
-                            Err(error) => view! { <p class="error-box" role="alert">{error.to_string()}</p> }.into_any(),
+                            Err(error) => super::load_error(error).into_any(),
                             Ok(rows) if rows.is_empty() => view! { <p class="queue-empty">"No webhook has been sent yet."</p> }.into_any(),
                             Ok(rows) => delivery_table(rows).into_any(),
                         })

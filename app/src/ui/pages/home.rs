@@ -27,14 +27,7 @@ pub fn HomePage() -> impl IntoView {
                         .get()
                         .map(|result| match result {
                             Ok(first) => queue_view(first, fresh).into_any(),
-                            Err(error) => {
-                                view! {
-                                    <p class="error-box" role="alert">
-                                        {error.to_string()}
-                                    </p>
-                                }
-                                    .into_any()
-                            }
+                            Err(error) => super::load_error(error).into_any(),
                         })
                 }}
             </Transition>

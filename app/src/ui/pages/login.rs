@@ -25,21 +25,13 @@ pub fn LoginPage() -> impl IntoView {
             <h1 id="login-heading">"Sign in"</h1>
             {signed_out.then(|| view! { <p class="notice" data-kind="ok" role="status">"You are signed out."</p> })}
             {message.map(|message| view! { <p class="notice" data-kind="warn" role="alert">{message}</p> })}
-            <form method="post" action="/login" class="auth-form">
-                <input type="hidden" name="next" value=next />
-                <label class="field-label" for="username">"Username"</label>
-                <input class="field-input" id="username" name="username" autocomplete="username" required />
-                <label class="field-label" for="password">"Password"</label>
-                <input
-                    class="field-input"
-                    id="password"
-                    name="password"
-                    type="password"
-                    autocomplete="current-password"
-                    required
-                />
-                <button type="submit" class="button">"Sign in"</button>
-            </form>
+            {credentials_form(CredentialsForm {
+                action: "/login",
+                hidden: ("next", next),
+                password_label: "Password",
+                new_password: false,
+                submit: "Sign in",
+            })}
             <p class="muted">
                 "No account yet? An admin adds people with " <code>"anteroom user add"</code>
                 "; on a new instance, open the one-time link Anteroom printed when it first started."
@@ -69,22 +61,47 @@ pub fn SetupPage() -> impl IntoView {
             <h1 id="setup-heading">"Create the first admin"</h1>
             <p>"This one-time link lets you choose who manages this Anteroom. It works once."</p>
             {message.map(|message| view! { <p class="notice" data-kind="warn" role="alert">{message}</p> })}
-            <form method="post" action="/setup" class="auth-form">
-                <input type="hidden" name="token" value=token />
-                <label class="field-label" for="username">"Username"</label>
-                <input class="field-input" id="username" name="username" autocomplete="username" required />
-                <label class="field-label" for="password">"Password (at least 8 characters)"</label>
-                <input
-                    class="field-input"
-                    id="password"
-                    name="password"
-                    type="password"
-                    autocomplete="new-password"
-                    minlength="8"
-                    required
-                />
-                <button type="submit" class="button">"Create and sign in"</button>
-            </form>
+            {credentials_form(CredentialsForm {
+                action: "/setup",
+                hidden: ("token", token),
+                password_label: "Password (at least 8 characters)",
+                new_password: true,
+                submit: "Create and sign in",
+            })}
         </section>
+    }
+}
+
+/// What differs between the sign-in form and the first-admin form.
+struct CredentialsForm {
+    action: &'static str,
+    /// The hidden input the handler needs (where to go next, or the one-time token).
+    hidden: (&'static str, String),
+    password_label: &'static str,
+    /// A password being chosen (browsers offer to generate one) rather than entered.
+    new_password: bool,
+    submit: &'static str,
+}
+
+/// A username and password form posted to the server (it works without JavaScript).
+fn credentials_form(form: CredentialsForm) -> impl IntoView {
+    let (hidden_name, hidden_value) = form.hidden;
+    view! {
+        <form method="post" action=form.action class="auth-form">
+            <input type="hidden" name=hidden_name value=hidden_value />
+            <label class="field-label" for="username">"Username"</label>
+            <input class="field-input" id="username" name="username" autocomplete="username" required />
+            <label class="field-label" for="password">{form.password_label}</label>
+            <input
+                class="field-input"
+                id="password"
+                name="password"
+                type="password"
+                autocomplete=if form.new_password { "new-password" } else { "current-password" }
+                minlength=form.new_password.then_some("8")
+                required
+            />
+            <button type="submit" class="button">{form.submit}</button>
+        </form>
     }
 }

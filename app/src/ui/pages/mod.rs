@@ -12,6 +12,15 @@ use leptos::prelude::*;
 
 use super::browser::Live;
 
+/// Why a page could not load its data (a server function's error), in words a person can read.
+pub fn load_error(error: ServerFnError) -> impl IntoView {
+    view! {
+        <p class="error-box" role="alert">
+            {error.to_string()}
+        </p>
+    }
+}
+
 /// The latest view, fetched again in the browser after every change the server announces. `None` until
 /// the first change: until then the page shows what the server rendered.
 ///

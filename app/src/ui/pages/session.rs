@@ -30,14 +30,7 @@ pub fn SessionPage() -> impl IntoView {
             {move || {
                 page.get()
                     .map(|result| match result {
-                        Err(error) => {
-                            view! {
-                                <p class="error-box" role="alert">
-                                    {error.to_string()}
-                                </p>
-                            }
-                                .into_any()
-                        }
+                        Err(error) => super::load_error(error).into_any(),
                         Ok(None) => view! { <NotFoundPage /> }.into_any(),
                         Ok(Some(first)) => session_view(first, fresh, notice).into_any(),
                     })
@@ -60,7 +53,7 @@ fn session_view(
             .get()
             .flatten()
             .filter(|page| page.session_id == session_id);
-        Some(latest.unwrap_or_else(|| initial.clone()))
+        latest.unwrap_or_else(|| initial.clone())
     });
     let first_notice = first.notice.clone();
     let refused = match &first.notice {
@@ -95,7 +88,7 @@ fn session_view(
     } else {
         title.clone()
     };
-    let active = move || current.get().map(|page| page.active).unwrap_or_default();
+    let active = move || current.with(|page| page.active.clone());
     let open_count = move || active().len();
     let page_title = move || {
         let open = open_count();
@@ -114,8 +107,8 @@ fn session_view(
                     {if title.is_empty() { first.session_id.clone() } else { title }}
                 </h1>
                 <p class="session-meta">
-                    <span class="status" data-status=move || current.get().map(|p| p.status.as_str()).unwrap_or_default()>
-                        {move || current.get().map(|p| p.status.as_str().replace('_', " ")).unwrap_or_default()}
+                    <span class="status" data-status=move || current.with(|page| page.status.as_str())>
+                        {move || current.with(|page| page.status.as_str().replace('_', " "))}
                     </span>
                     " · session "
                     <code>{first.session_id.clone()}</code>
@@ -123,7 +116,7 @@ fn session_view(
                 </p>
             </header>
             {move || notice.get().map(notice_view)}
-            {move || current.get().and_then(|page| page.lost).map(lost_banner)}
+            {move || current.with(|page| page.lost.clone()).map(lost_banner)}
             <section class="banners" aria-label="Open questions">
                 <For
                     each=active
@@ -145,7 +138,7 @@ fn session_view(
             <section class="history" aria-labelledby="history-heading">
                 <h2 id="history-heading">"History"</h2>
                 {move || {
-                    let entries = current.get().map(|page| page.history).unwrap_or_default();
+                    let entries = current.with(|page| page.history.clone());
                     if entries.is_empty() {
                         view! { <p class="muted">"No questions yet."</p> }.into_any()
                     } else {
