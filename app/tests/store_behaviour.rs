@@ -1657,19 +1657,67 @@ async fn usernames_are_unique_and_passwords_come_back_for_sign_in(h: &Harness) {
 
 async fn sign_in_links_work_once_and_only_before_they_expire(h: &Harness) {
     let later = h.clock.now() + Duration::hours(1);
-    h.store
-        .create_sign_in_link("once", later)
-        .await
-        .expect("link");
-    h.store
-        .create_sign_in_link("late", later)
-        .await
-        .expect("link");
-    assert!(h.store.use_sign_in_link("once").await.expect("use"));
-    assert!(!h.store.use_sign_in_link("once").await.expect("reuse"));
-    assert!(!h.store.use_sign_in_link("unknown").await.expect("unknown"));
+    for link in ["once", "late"] {
+        h.store
+            .create_sign_in_link(link, later)
+            .await
+            .expect("link");
+    }
+    let admin = |n: u32| User {
+        id: format!("admin-{n}"),
+        username: format!("admin{n}"),
+        role: Role::Admin,
+    };
+    assert!(
+        !h.store
+            .create_first_admin("unknown", &admin(0), "hash")
+            .await
+            .expect("unknown")
+    );
     h.clock.advance(Duration::hours(2));
-    assert!(!h.store.use_sign_in_link("late").await.expect("expired"));
+    assert!(
+        !h.store
+            .create_first_admin("late", &admin(1), "hash")
+            .await
+            .expect("expired")
+    );
+    assert_eq!(h.store.count_users().await.expect("count"), 0);
+}
+
+async fn first_run_link_after_an_admin_exists_creates_nobody(h: &Harness) {
+    let later = h.clock.now() + Duration::hours(1);
+    for link in ["first", "second"] {
+        h.store
+            .create_sign_in_link(link, later)
+            .await
+            .expect("link");
+    }
+    let admin = |name: &str| User {
+        id: format!("id-{name}"),
+        username: name.to_owned(),
+        role: Role::Admin,
+    };
+    assert!(
+        h.store
+            .create_first_admin("first", &admin("ada"), "hash")
+            .await
+            .expect("use")
+    );
+    assert!(
+        !h.store
+            .create_first_admin("first", &admin("eve"), "hash")
+            .await
+            .expect("reuse"),
+        "a link works once"
+    );
+    // Another link, still unused and unexpired, does nothing once a person exists.
+    assert!(
+        !h.store
+            .create_first_admin("second", &admin("mallory"), "hash")
+            .await
+            .expect("after")
+    );
+    assert_eq!(h.store.count_users().await.expect("count"), 1);
 }
 
 async fn web_sessions_are_saved_replaced_and_expire(h: &Harness) {
@@ -1825,6 +1873,7 @@ on_both_backends!(
     purge_deletes_only_finished_rounds_past_retention,
     usernames_are_unique_and_passwords_come_back_for_sign_in,
     sign_in_links_work_once_and_only_before_they_expire,
+    first_run_link_after_an_admin_exists_creates_nobody,
     web_sessions_are_saved_replaced_and_expire,
     a_poll_probe_finds_a_question_only_through_its_own_sessions_token,
     the_queue_gets_each_waiting_sessions_oldest_question,

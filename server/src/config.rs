@@ -238,6 +238,20 @@ pub struct ServeArgs {
     #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = 256)]
     pub body_limit_kib: usize,
 
+    /// Connections open at once (more wait in the listen queue); kept below the process's file-descriptor
+    /// limit.
+    #[arg(long, env = "ANTEROOM_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+
+    /// Seconds a client has to send a request's headers (and an idle keep-alive connection its next request).
+    #[arg(long, env = "ANTEROOM_HEADER_READ_TIMEOUT_SECS", default_value_t = 5)]
+    pub header_read_timeout_secs: u64,
+
+    /// Bearer token a Prometheus scraper sends to read `/metrics` from another host. Without it, `/metrics`
+    /// answers callers on this machine and admin API keys only.
+    #[arg(long, env = "ANTEROOM_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// Log filter, in `tracing` env-filter syntax.
     #[arg(long, env = "RUST_LOG", default_value = "info")]
     pub log: String,

@@ -148,12 +148,13 @@ impl EventHub {
     }
 
     /// Events after `last_id`, or `None` when some of them are no longer kept (the client must re-read).
+    /// An id this hub never issued (from before a restart, or made up — `u64::MAX` included) also means
+    /// re-read: nothing after it could be told apart.
     pub fn since(&self, last_id: u64) -> Option<Vec<Event>> {
         let recent = self.recent();
-        let oldest = recent
-            .front()
-            .map_or(self.inner.next_id.load(Ordering::Relaxed), |e| e.id);
-        if last_id + 1 < oldest {
+        let next = self.inner.next_id.load(Ordering::Relaxed);
+        let oldest = recent.front().map_or(next, |e| e.id);
+        if last_id >= next || last_id.saturating_add(1) < oldest {
             return None;
         }
         Some(recent.iter().filter(|e| e.id > last_id).cloned().collect())
@@ -217,5 +218,13 @@ mod tests {
             ["round.answered"]
         );
         assert_eq!(hub.since(2).expect("kept").len(), 0);
+    }
+
+    #[test]
+    fn last_event_id_at_the_top_of_the_range_asks_for_a_re_read() {
+        let hub = EventHub::default();
+        hub.publish("round.created", "s1", None, None);
+        assert!(hub.since(u64::MAX).is_none());
+        assert!(hub.since(u64::MAX - 1).is_none());
     }
 }

@@ -14,28 +14,93 @@ pub mod relay;
 pub mod state;
 pub mod web;
 
-use std::future::Future;
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
-use tokio::net::TcpListener;
+use axum::extract::ConnectInfo;
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo, TokioTimer},
+    server::{conn::auto, graceful::GracefulShutdown},
+};
+use tokio::{net::TcpListener, sync::Semaphore};
+use tower::ServiceExt;
 
 pub use state::{ApiConfig, AppState};
 
+/// How long a shutdown waits for open requests (long-polls, streams) before closing their connections.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// Serves Anteroom on `listener` until `shutdown` completes, then lets in-flight requests finish.
+///
+/// Each connection must send a request's headers within `header_read_timeout` (idle keep-alive connections
+/// included), and at most `max_connections` are open at once: past that, new connections wait in the
+/// listen queue until one closes, so a slow client can hold a slot only briefly and never exhaust the
+/// process's file descriptors.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let events = state.events.clone();
+    let limits = state.config.connections;
     let router = http::router(state);
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        // Event streams never end by themselves; close them so the shutdown can finish.
-        events.close();
-    })
-    .await
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(30)));
+    tokio::pin!(shutdown);
+
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of descriptors or a connection reset before accept: wait a moment, keep serving.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
+            request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+            router.clone().oneshot(request)
+        });
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _slot = slot;
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, %peer, "connection ended with an error");
+            }
+        });
+    }
+
+    // Event streams never end by themselves; close them so the shutdown can finish.
+    events.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("shutdown: some connections were still open after the grace period");
+    }
+    Ok(())
 }

@@ -14,6 +14,7 @@ use anteroom_app::{
 };
 use anteroom_server::{
     ApiConfig, AppState,
+    state::ConnectionLimits,
     api::views::environment_block,
     ask,
     config::{
@@ -70,6 +71,29 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The connection cap, lowered below the file-descriptor limit (raised to its hard limit first) so that the
+/// database, the log and accept itself always have descriptors left.
+fn connection_cap(configured: usize) -> usize {
+    const HEADROOM: u64 = 256;
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => {
+            let fits = usize::try_from(limit.saturating_sub(HEADROOM).max(16)).unwrap_or(usize::MAX);
+            if fits < configured {
+                tracing::warn!(
+                    configured,
+                    file_descriptors = limit,
+                    "ANTEROOM_MAX_CONNECTIONS is above what the file-descriptor limit allows; using {fits}"
+                );
+            }
+            configured.min(fits)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the file-descriptor limit");
+            configured
+        }
+    }
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log);
     let expiry = expiry_policy(args.public.expiration_minutes.as_deref());
@@ -113,6 +137,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.webhook_secret = args.webhook_secret.clone().filter(|s| !s.is_empty());
     config.retention = chrono::Duration::days(i64::from(args.retention_days.max(1)));
     config.secure_cookies = !args.development;
+    config.connections = ConnectionLimits {
+        max_connections: connection_cap(args.max_connections),
+        header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout_secs.max(1)),
+    };
+    config.metrics_access.token = args.metrics_token.clone().filter(|token| !token.is_empty());
     if config.secure_cookies && !is_https_or_loopback(&config.public_url) {
         tracing::warn!(
             public_url = %config.public_url,

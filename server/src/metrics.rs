@@ -1,169 +1,181 @@
-//! `GET /metrics` in Prometheus text format: requests and latency by route and status, open questions, answers
-//! by action, time to answer, and live event streams.
+//! `GET /metrics` in the OpenMetrics text format: requests and latency by route and status, open questions,
+//! answers by action, time to answer, and live event streams.
+//!
+//! Every label set is bounded: routes are the router's templates (`unmatched` otherwise, never a raw path,
+//! which may hold tokens), methods are the standard ones or `other`, statuses are three digits. The registry
+//! is `prometheus-client`'s, one per instance.
 
-use std::{
-    collections::BTreeMap,
-    fmt::Write,
-    sync::{Arc, Mutex},
-    time::Instant,
-};
+use std::{net::SocketAddr, sync::Arc, time::Instant};
 
 use axum::{
-    extract::{MatchedPath, Request, State},
-    http::header,
+    extract::{ConnectInfo, MatchedPath, Request, State},
+    http::{HeaderMap, Method, header},
     middleware::Next,
     response::{IntoResponse, Response},
 };
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text::encode},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
 
-use crate::AppState;
+use crate::{AppState, api::error::ApiError, credentials};
 
 /// Upper bounds (seconds) of the request-latency histogram.
 const LATENCY_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
 /// Upper bounds (seconds) of the time-to-answer histogram: seconds to hours.
 const ANSWER_BUCKETS: [f64; 9] = [5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14400.0];
 
-#[derive(Default)]
-struct Histogram {
-    counts: Vec<u64>,
-    sum: f64,
-    total: u64,
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: Arc<str>,
+    method: &'static str,
+    status: u16,
 }
 
-impl Histogram {
-    fn observe(&mut self, bounds: &[f64], value: f64) {
-        if self.counts.is_empty() {
-            self.counts = vec![0; bounds.len()];
-        }
-        for (count, bound) in self.counts.iter_mut().zip(bounds) {
-            if value <= *bound {
-                *count += 1;
-            }
-        }
-        self.sum += value;
-        self.total += 1;
-    }
-
-    fn render(&self, out: &mut String, name: &str, labels: &str, bounds: &[f64]) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        for (count, bound) in self.counts.iter().zip(bounds) {
-            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {count}");
-        }
-        let _ = writeln!(
-            out,
-            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}",
-            self.total
-        );
-        let braces = if labels.is_empty() {
-            String::new()
-        } else {
-            format!("{{{labels}}}")
-        };
-        let _ = writeln!(out, "{name}_sum{braces} {}", self.sum);
-        let _ = writeln!(out, "{name}_count{braces} {}", self.total);
-    }
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: Arc<str>,
 }
 
-#[derive(Default)]
-struct Counters {
-    requests: BTreeMap<(String, String, u16), u64>,
-    latency: BTreeMap<String, Histogram>,
-    answers: BTreeMap<&'static str, u64>,
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabels {
+    action: &'static str,
+}
+
+struct Instruments {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    answers: Family<ActionLabels, Counter>,
     time_to_answer: Histogram,
+    open_questions: Gauge,
+    subscribers: Gauge,
 }
 
 /// The instance's metrics.
-#[derive(Clone, Default)]
-pub struct Metrics(Arc<Mutex<Counters>>);
+#[derive(Clone)]
+pub struct Metrics(Arc<Instruments>);
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "anteroom_http_requests",
+            "HTTP requests by route, method and status",
+            requests.clone(),
+        );
+        let latency = Family::<RouteLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            (|| Histogram::new(LATENCY_BUCKETS)) as fn() -> Histogram,
+        );
+        registry.register(
+            "anteroom_http_request_duration_seconds",
+            "Time to answer an HTTP request",
+            latency.clone(),
+        );
+        let open_questions = Gauge::default();
+        registry.register(
+            "anteroom_open_questions",
+            "Questions waiting for a person",
+            open_questions.clone(),
+        );
+        let answers = Family::<ActionLabels, Counter>::default();
+        registry.register(
+            "anteroom_answers",
+            "Answers recorded, by action",
+            answers.clone(),
+        );
+        let time_to_answer = Histogram::new(ANSWER_BUCKETS);
+        registry.register(
+            "anteroom_time_to_answer_seconds",
+            "From question to answer",
+            time_to_answer.clone(),
+        );
+        let subscribers = Gauge::default();
+        registry.register(
+            "anteroom_event_subscribers",
+            "Live event streams",
+            subscribers.clone(),
+        );
+        Self(Arc::new(Instruments {
+            registry,
+            requests,
+            latency,
+            answers,
+            time_to_answer,
+            open_questions,
+            subscribers,
+        }))
+    }
+}
+
+/// A request method as a label: the standard ones by name, anything else as `other`.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
 
 impl Metrics {
-    fn counters(&self) -> std::sync::MutexGuard<'_, Counters> {
+    /// Counts one request; `route` must be a route template (or `unmatched`), never a raw path.
+    pub fn record_request(&self, route: Arc<str>, method: &Method, status: u16, seconds: f64) {
         self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    pub fn record_request(&self, route: &str, method: &str, status: u16, seconds: f64) {
-        let mut counters = self.counters();
-        *counters
             .requests
-            .entry((route.to_owned(), method.to_owned(), status))
-            .or_default() += 1;
-        counters
+            .get_or_create(&RequestLabels {
+                route: route.clone(),
+                method: method_label(method),
+                status,
+            })
+            .inc();
+        self.0
             .latency
-            .entry(route.to_owned())
-            .or_default()
-            .observe(&LATENCY_BUCKETS, seconds);
+            .get_or_create(&RouteLabels { route })
+            .observe(seconds);
     }
 
     /// An answer was recorded, `seconds` after its question was asked.
     pub fn record_answer(&self, action: &'static str, seconds: f64) {
-        let mut counters = self.counters();
-        *counters.answers.entry(action).or_default() += 1;
-        counters
-            .time_to_answer
-            .observe(&ANSWER_BUCKETS, seconds.max(0.0));
+        self.0
+            .answers
+            .get_or_create(&ActionLabels { action })
+            .inc();
+        self.0.time_to_answer.observe(seconds.max(0.0));
     }
 
     pub fn render(&self, open_questions: i64, subscribers: u64) -> String {
-        let counters = self.counters();
+        self.0.open_questions.set(open_questions);
+        self.0
+            .subscribers
+            .set(i64::try_from(subscribers).unwrap_or(i64::MAX));
         let mut out = String::new();
-        out.push_str(
-            "# HELP anteroom_http_requests_total HTTP requests by route, method and status.\n",
-        );
-        out.push_str("# TYPE anteroom_http_requests_total counter\n");
-        for ((route, method, status), count) in &counters.requests {
-            let _ = writeln!(
-                out,
-                "anteroom_http_requests_total{{route=\"{route}\",method=\"{method}\",status=\"{status}\"}} {count}"
-            );
+        if let Err(error) = encode(&mut out, &self.0.registry) {
+            tracing::warn!(%error, "metrics: cannot encode");
         }
-        out.push_str(
-            "# HELP anteroom_http_request_duration_seconds Time to answer an HTTP request.\n",
-        );
-        out.push_str("# TYPE anteroom_http_request_duration_seconds histogram\n");
-        for (route, histogram) in &counters.latency {
-            histogram.render(
-                &mut out,
-                "anteroom_http_request_duration_seconds",
-                &format!("route=\"{route}\""),
-                &LATENCY_BUCKETS,
-            );
-        }
-        out.push_str("# HELP anteroom_open_questions Questions waiting for a person.\n");
-        out.push_str("# TYPE anteroom_open_questions gauge\n");
-        let _ = writeln!(out, "anteroom_open_questions {open_questions}");
-        out.push_str("# HELP anteroom_answers_total Answers recorded, by action.\n");
-        out.push_str("# TYPE anteroom_answers_total counter\n");
-        for (action, count) in &counters.answers {
-            let _ = writeln!(out, "anteroom_answers_total{{action=\"{action}\"}} {count}");
-        }
-        out.push_str("# HELP anteroom_time_to_answer_seconds From question to answer.\n");
-        out.push_str("# TYPE anteroom_time_to_answer_seconds histogram\n");
-        counters.time_to_answer.render(
-            &mut out,
-            "anteroom_time_to_answer_seconds",
-            "",
-            &ANSWER_BUCKETS,
-        );
-        out.push_str("# HELP anteroom_event_subscribers Live event streams.\n");
-        out.push_str("# TYPE anteroom_event_subscribers gauge\n");
-        let _ = writeln!(out, "anteroom_event_subscribers {subscribers}");
         out
     }
 }
 
-/// Middleware: counts every request under its route template (never the raw path, which holds tokens).
+/// Middleware: counts every request under its route template.
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let route = request
+    let route: Arc<str> = request
         .extensions()
         .get::<MatchedPath>()
-        .map(|path| path.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().to_string();
+        .map_or_else(|| Arc::from("unmatched"), |path| Arc::from(path.as_str()));
+    let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).await;
     state.metrics.record_request(
-        &route,
+        route,
         &method,
         response.status().as_u16(),
         started.elapsed().as_secs_f64(),
@@ -171,8 +183,42 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
     response
 }
 
+/// Whether this caller may read the metrics: a scraper with the configured token, an admin API key, or (when
+/// no token is configured) any caller on this machine.
+async fn may_read(state: &AppState, peer: SocketAddr, headers: &HeaderMap) -> bool {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim);
+    if let Some(secret) = bearer {
+        let hashed = credentials::hash(secret);
+        if let Some(token) = &state.config.metrics_access.token
+            && credentials::hash(token) == hashed
+        {
+            return true;
+        }
+        return matches!(
+            state.store.api_key_for_hash(&hashed).await,
+            Ok(Some(key)) if key.role.can_manage()
+        );
+    }
+    state.config.metrics_access.token.is_none() && peer.ip().is_loopback()
+}
+
 /// `GET /metrics`.
-pub async fn render(State(state): State<AppState>) -> Response {
+pub async fn render(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if !may_read(&state, peer, &headers).await {
+        return ApiError::unauthorized(
+            "Reading /metrics needs `Authorization: Bearer` with ANTEROOM_METRICS_TOKEN or an admin API key \
+             (callers on this machine need none while no token is set).",
+        )
+        .into_response();
+    }
     let open = match state.store.open_round_count().await {
         Ok(open) => open,
         Err(error) => {
@@ -181,7 +227,10 @@ pub async fn render(State(state): State<AppState>) -> Response {
         }
     };
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
         state.metrics.render(open, state.events.subscribers()),
     )
         .into_response()
@@ -194,16 +243,30 @@ mod tests {
     #[test]
     fn renders_counters_and_cumulative_histograms() {
         let metrics = Metrics::default();
-        metrics.record_request("/api/v1/elicitations", "POST", 201, 0.002);
-        metrics.record_request("/api/v1/elicitations", "POST", 201, 0.2);
+        let route: Arc<str> = Arc::from("/api/v1/elicitations");
+        metrics.record_request(route.clone(), &Method::POST, 201, 0.002);
+        metrics.record_request(route, &Method::POST, 201, 0.2);
         metrics.record_answer("accept", 42.0);
         let text = metrics.render(3, 1);
-        assert!(text.contains("anteroom_http_requests_total{route=\"/api/v1/elicitations\",method=\"POST\",status=\"201\"} 2"));
-        assert!(text.contains("anteroom_http_request_duration_seconds_bucket{route=\"/api/v1/elicitations\",le=\"0.0025\"} 1"));
-        assert!(text.contains("anteroom_http_request_duration_seconds_bucket{route=\"/api/v1/elicitations\",le=\"+Inf\"} 2"));
-        assert!(text.contains("anteroom_open_questions 3"));
-        assert!(text.contains("anteroom_answers_total{action=\"accept\"} 1"));
-        assert!(text.contains("anteroom_time_to_answer_seconds_bucket{le=\"60\"} 1"));
-        assert!(text.contains("anteroom_event_subscribers 1"));
+        assert!(text.contains("anteroom_http_requests_total{route=\"/api/v1/elicitations\",method=\"POST\",status=\"201\"} 2"), "{text}");
+        assert!(text.contains("anteroom_http_request_duration_seconds_bucket{le=\"0.0025\",route=\"/api/v1/elicitations\"} 1") || text.contains("anteroom_http_request_duration_seconds_bucket{route=\"/api/v1/elicitations\",le=\"0.0025\"} 1"), "{text}");
+        assert!(text.contains("anteroom_open_questions 3"), "{text}");
+        assert!(text.contains("anteroom_answers_total{action=\"accept\"} 1"), "{text}");
+        assert!(text.contains("anteroom_event_subscribers 1"), "{text}");
+    }
+
+    #[test]
+    fn unbounded_method_names_share_one_label() {
+        let metrics = Metrics::default();
+        for n in 0..1000 {
+            let method = Method::from_bytes(format!("X{n:0>200}").as_bytes()).expect("method");
+            metrics.record_request(Arc::from("unmatched"), &method, 405, 0.0);
+        }
+        let text = metrics.render(0, 0);
+        assert!(
+            text.contains("route=\"unmatched\",method=\"other\",status=\"405\"} 1000"),
+            "{text}"
+        );
+        assert!(text.len() < 8 * 1024, "{} bytes", text.len());
     }
 }

@@ -1,70 +1,124 @@
-//! Per-key token buckets for the routes anyone holding a URL can call, so a runaway producer or a stranger
-//! cannot flood an instance. Generous enough that a producer polling each question once a second is never
-//! throttled.
+//! Per-key rate limits (`governor`'s GCRA) for the routes anyone holding a URL or reaching the host can call,
+//! so a runaway producer or a stranger cannot flood an instance. Generous enough that a producer polling each
+//! question once a second is never throttled.
+//!
+//! Keys are hashed (with a per-process random seed) into a fixed number of buckets, so what an attacker
+//! sends as a key — a 16 KB request id, a million usernames — costs a bounded amount of memory: at most
+//! [`BUCKETS`] small entries per limit.
 
 use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::Instant,
+    hash::{BuildHasher, RandomState},
+    num::NonZeroU32,
+    sync::Arc,
 };
+
+use governor::{Quota, RateLimiter as Gcra, clock::Clock, clock::DefaultClock};
 
 use crate::api::error::ApiError;
 
-/// A bucket's refill rate and size.
+/// Buckets per limit: keys beyond this share buckets (rarely, and only ever more strictly).
+pub const BUCKETS: u32 = 1 << 16;
+
+/// A limit's sustained rate and burst.
 #[derive(Debug, Clone, Copy)]
 pub struct Rate {
-    pub per_second: f64,
-    pub burst: f64,
+    pub per_second: u32,
+    pub burst: u32,
 }
 
-/// Creating questions: 5 a second sustained, bursts of 30, per session token (or per address when anonymous).
+/// Creating questions: 5 a second sustained, bursts of 30, per session (or per API key or address on the bare
+/// route).
 pub const CREATES: Rate = Rate {
-    per_second: 5.0,
-    burst: 30.0,
+    per_second: 5,
+    burst: 30,
 };
 /// Polling: 5 a second sustained, bursts of 20, per question (the real client polls at most once a second).
 pub const POLLS: Rate = Rate {
-    per_second: 5.0,
-    burst: 20.0,
+    per_second: 5,
+    burst: 20,
+};
+/// Sign-in attempts per username: one a second sustained, bursts of 10.
+pub const SIGN_INS_PER_NAME: Rate = Rate {
+    per_second: 1,
+    burst: 10,
+};
+/// Sign-in attempts per address: 5 a second sustained, bursts of 30 (a shared office address still signs in).
+pub const SIGN_INS_PER_ADDRESS: Rate = Rate {
+    per_second: 5,
+    burst: 30,
 };
 
-/// Keys beyond which idle buckets are forgotten.
-const MAX_KEYS: usize = 100_000;
-
-#[derive(Clone, Default)]
-pub struct RateLimiter {
-    buckets: Arc<Mutex<HashMap<String, (f64, Instant)>>>,
+/// One limit over hashed keys.
+pub struct KeyedLimit {
+    gcra: Gcra<u32, governor::state::keyed::DefaultKeyedStateStore<u32>, DefaultClock>,
+    seed: RandomState,
+    rate: Rate,
 }
 
-impl RateLimiter {
-    /// Takes one token from `key`'s bucket, or refuses with `rate_limited`.
-    pub fn check(&self, key: &str, rate: Rate) -> Result<(), ApiError> {
-        let now = Instant::now();
-        let mut buckets = self
-            .buckets
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if buckets.len() >= MAX_KEYS {
-            // Full buckets are indistinguishable from new ones, so only those are dropped.
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f64() * rate.per_second < rate.burst
-            });
+impl KeyedLimit {
+    pub fn new(rate: Rate) -> Self {
+        let per_second = NonZeroU32::new(rate.per_second).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(rate.burst).unwrap_or(NonZeroU32::MIN);
+        Self {
+            gcra: Gcra::keyed(Quota::per_second(per_second).allow_burst(burst)),
+            seed: RandomState::new(),
+            rate,
         }
-        let (tokens, at) = buckets.entry(key.to_owned()).or_insert((rate.burst, now));
-        *tokens =
-            (*tokens + now.duration_since(*at).as_secs_f64() * rate.per_second).min(rate.burst);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(ApiError::new(
-                "rate_limited",
+    }
+
+    fn bucket(&self, key: &str) -> u32 {
+        let hash = self.seed.hash_one(key);
+        // The low bits of a keyed SipHash are uniform.
+        (hash as u32) % BUCKETS
+    }
+
+    /// Takes one cell from `key`'s bucket, or refuses with `rate_limited` and when to try again.
+    pub fn check(&self, key: &str) -> Result<(), ApiError> {
+        self.check_seconds(key).map_err(|retry_after| {
+            ApiError::rate_limited(
+                retry_after,
                 format!(
                     "Too many requests; slow down to {} a second.",
-                    rate.per_second
+                    self.rate.per_second
                 ),
-            ))
+            )
+        })
+    }
+
+    /// Takes one cell from `key`'s bucket, or says in how many whole seconds one is free again.
+    pub fn check_seconds(&self, key: &str) -> Result<(), u64> {
+        self.gcra.check_key(&self.bucket(key)).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
+        })
+    }
+
+    /// Buckets in use (bounded by [`BUCKETS`]).
+    pub fn len(&self) -> usize {
+        self.gcra.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.gcra.is_empty()
+    }
+}
+
+/// Every limit of an instance.
+#[derive(Clone)]
+pub struct RateLimiter {
+    pub creates: Arc<KeyedLimit>,
+    pub polls: Arc<KeyedLimit>,
+    pub sign_ins_per_name: Arc<KeyedLimit>,
+    pub sign_ins_per_address: Arc<KeyedLimit>,
+}
+
+impl Default for RateLimiter {
+    fn default() -> Self {
+        Self {
+            creates: Arc::new(KeyedLimit::new(CREATES)),
+            polls: Arc::new(KeyedLimit::new(POLLS)),
+            sign_ins_per_name: Arc::new(KeyedLimit::new(SIGN_INS_PER_NAME)),
+            sign_ins_per_address: Arc::new(KeyedLimit::new(SIGN_INS_PER_ADDRESS)),
         }
     }
 }
@@ -74,22 +128,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bursts_pass_then_excess_is_refused_per_key() {
-        let limiter = RateLimiter::default();
-        let rate = Rate {
-            per_second: 1.0,
-            burst: 3.0,
-        };
+    fn bursts_pass_then_excess_is_refused_per_key_with_a_retry_time() {
+        let limit = KeyedLimit::new(Rate {
+            per_second: 1,
+            burst: 3,
+        });
         for _ in 0..3 {
-            assert!(limiter.check("a", rate).is_ok());
+            assert!(limit.check("a").is_ok());
         }
-        assert_eq!(
-            limiter.check("a", rate).map_err(|e| e.code()),
-            Err("rate_limited")
-        );
-        assert!(
-            limiter.check("b", rate).is_ok(),
-            "another key has its own bucket"
-        );
+        let refusal = limit.check("a").expect_err("over the burst");
+        assert_eq!(refusal.code(), "rate_limited");
+        assert_eq!(refusal.retry_after(), Some(1));
+        assert!(limit.check("b").is_ok(), "another key has its own bucket");
+    }
+
+    #[test]
+    fn rate_limiter_memory_is_bounded_whatever_the_keys() {
+        let limit = KeyedLimit::new(POLLS);
+        let long = "x".repeat(1024);
+        for n in 0..100_000 {
+            let _ = limit.check(&format!("{long}{n}"));
+        }
+        assert!(limit.len() <= BUCKETS as usize, "{} buckets", limit.len());
     }
 }

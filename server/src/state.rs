@@ -6,7 +6,9 @@ use anteroom_app::store::Store;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 
-use crate::{events::EventHub, metrics::Metrics, rate_limit::RateLimiter};
+use crate::{
+    events::EventHub, metrics::Metrics, rate_limit::RateLimiter, web::passwords::HashingPool,
+};
 
 /// Shared, cheaply clonable application state.
 #[derive(Clone)]
@@ -17,6 +19,8 @@ pub struct AppState {
     pub events: EventHub,
     pub metrics: Metrics,
     pub limiter: RateLimiter,
+    /// The threads that hash passwords (one per core); a sign-in beyond them is refused at once.
+    pub password_hashing: HashingPool,
 }
 
 impl AppState {
@@ -34,6 +38,7 @@ impl AppState {
             events,
             metrics: Metrics::default(),
             limiter: RateLimiter::default(),
+            password_hashing: HashingPool::per_core(),
         }
     }
 }
@@ -55,6 +60,36 @@ pub struct ApiConfig {
     pub retention: chrono::Duration,
     /// Mark the sign-in cookie `Secure` (off only in development mode).
     pub secure_cookies: bool,
+    /// Open connections and how long a request's headers may take.
+    pub connections: ConnectionLimits,
+    /// Who may read `/metrics`.
+    pub metrics_access: MetricsAccess,
+}
+
+/// Bounds on connections, so slow or numerous clients cannot exhaust the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Connections open at once; more wait in the listen queue.
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers (and an idle keep-alive connection to send the next).
+    pub header_read_timeout: std::time::Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 4096,
+            header_read_timeout: std::time::Duration::from_secs(5),
+        }
+    }
+}
+
+/// Who may read `/metrics`: a scraper with the configured bearer token or an admin API key; without a token,
+/// callers on this machine (loopback) and admins only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricsAccess {
+    /// `Authorization: Bearer <token>` admits a scraper from anywhere.
+    pub token: Option<String>,
 }
 
 impl ApiConfig {
@@ -67,6 +102,8 @@ impl ApiConfig {
             webhook_secret: None,
             retention: chrono::Duration::days(30),
             secure_cookies: true,
+            connections: ConnectionLimits::default(),
+            metrics_access: MetricsAccess::default(),
         }
     }
 }

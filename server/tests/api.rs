@@ -428,7 +428,7 @@ async fn bare_routes_take_a_producer_key_and_register_the_session(db: Db) {
     let reply = server
         .http
         .post(&url)
-        .bearer_auth(&server.responder_key)
+        .bearer_auth(&server.admin_key)
         .json(&body)
         .send()
         .await
@@ -450,6 +450,36 @@ async fn bare_routes_take_a_producer_key_and_register_the_session(db: Db) {
         .await
         .expect("GET");
     assert_eq!(session.status(), 200, "registered on the fly");
+    server.stop().await;
+}
+
+/// Attack: a responder's API key registered sessions and posted into any session on the bare route.
+async fn responder_key_cannot_register_sessions_on_the_bare_route(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let url = server.url("/api/v1/elicitations");
+    for session in ["brand-new", "s1"] {
+        let client = PulsemcpClient::new(&url, &url, Some(session));
+        let body = client.body("req-r", "?", schema(), "deploy", &expires_in_an_hour());
+        let reply = server
+            .http
+            .post(&url)
+            .bearer_auth(&server.responder_key)
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
+        assert_eq!(reply.status(), 403, "{session}");
+    }
+    let session = server
+        .http
+        .get(server.url("/api/v1/sessions/brand-new"))
+        .bearer_auth(&server.viewer_key)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(session.status(), 404, "nothing was registered");
     server.stop().await;
 }
 
@@ -1208,6 +1238,7 @@ on_both_backends!(
     invalid_answer_gets_per_field_errors,
     producer_and_management_auth_rules,
     bare_routes_take_a_producer_key_and_register_the_session,
+    responder_key_cannot_register_sessions_on_the_bare_route,
     anonymous_bare_routes_only_when_the_operator_opts_in,
     session_create_returns_token_once_and_the_environment_block,
     server_route_names_the_asking_server,

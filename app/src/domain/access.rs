@@ -35,6 +35,12 @@ pub struct User {
     pub role: Role,
 }
 
+/// The one normalisation of a typed username, for looking it up, limiting attempts on it and storing it:
+/// surrounding whitespace is not part of a name.
+pub fn normalise_username(raw: &str) -> &str {
+    raw.trim()
+}
+
 /// Checks a username: 1 to 64 characters of letters, digits and `.`, `_`, `-`, `@`.
 pub fn check_username(raw: &str) -> Result<(), ManagedInputError> {
     let ok = !raw.is_empty()

@@ -26,6 +26,8 @@ macro_rules! text_names {
 pub mod access;
 pub mod answer;
 pub mod clock;
+#[cfg(feature = "ssr")]
+pub mod consent_url;
 pub mod error;
 pub mod expiry;
 pub mod form;

@@ -129,9 +129,17 @@ impl WebhookEvent {
     pub fn payload(&self, format: WebhookFormat, at: DateTime<Utc>) -> Value {
         match format {
             WebhookFormat::Json => json!({"event": self.event, "at": at, "data": self.data}),
-            WebhookFormat::Slack => json!({"text": self.text}),
+            WebhookFormat::Slack => json!({"text": slack_text(&self.text)}),
         }
     }
+}
+
+/// `text` as Slack message text: `&`, `<` and `>` escaped as Slack requires, so a producer's `<!channel>` or
+/// `<https://evil.example|Approve>` in a title or message is shown as typed, never as a mention or a link.
+pub fn slack_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Attempts before a delivery is given up as `failed`.
@@ -161,6 +169,24 @@ mod tests {
             Some(WebhookFormat::Slack)
         );
         assert_eq!(WebhookEndpoint::parse("ftp://nope"), None);
+    }
+
+    #[test]
+    fn slack_mentions_and_links_from_producers_stay_text() {
+        assert_eq!(
+            slack_text("<!channel> approve <https://evil.example|here> & now"),
+            "&lt;!channel&gt; approve &lt;https://evil.example|here&gt; &amp; now"
+        );
+        let event = WebhookEvent {
+            event: "round.created",
+            key: "k".into(),
+            data: json!({}),
+            text: "<!here>".into(),
+        };
+        assert_eq!(
+            event.payload(WebhookFormat::Slack, DateTime::<Utc>::UNIX_EPOCH)["text"],
+            "&lt;!here&gt;"
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ macro_rules! sql_store {
             ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
             round::{
                 ElicitationRequest, ElicitationResponse, EXPIRED_MESSAGE, FailureCode, Lease, NewRound,
-                RECOVERY_MESSAGE, RedactedResponses, Round, RoundStatus, Submission,
+                RECOVERY_MESSAGE, RedactedResponses, ResponseAction, Round, RoundStatus, Submission,
             },
             session::{NewSession, Session, SessionEffect},
             webhook::{AttemptOutcome, MAX_ATTEMPTS, WebhookDelivery, WebhookEvent, retry_delay},
@@ -460,6 +460,26 @@ macro_rules! sql_store {
                 Ok(())
             }
 
+            /// The verdict of [`Self::check_content`] on every accepted form answer of `responses`.
+            fn prevalidate(
+                &self,
+                round: &Round,
+                responses: &BTreeMap<RequestKey, ElicitationResponse>,
+            ) -> BTreeMap<RequestKey, Result<(), ManagedInputError>> {
+                responses
+                    .iter()
+                    .filter_map(|(key, response)| {
+                        let request = round.requests.get(key)?;
+                        let accepted_form = response.action == ResponseAction::Accept
+                            && matches!(request, ElicitationRequest::Form { .. });
+                        accepted_form.then(|| {
+                            let content = response.content.clone().unwrap_or_default();
+                            (key.clone(), self.check_content(key, request, &content))
+                        })
+                    })
+                    .collect()
+            }
+
             /// Validates accepted form content with the compiled schema (cached per schema).
             fn check_content(
                 &self,
@@ -688,13 +708,28 @@ macro_rules! sql_store {
                 Ok(())
             }
 
-            async fn use_sign_in_link(&self, token_hash: &str) -> StoreResult<bool> {
+            async fn create_first_admin(&self, token_hash: &str, user: &User, password_hash: &str) -> StoreResult<bool> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
                 let used = sqlx::query::<$db>(sql::USE_SIGN_IN_LINK)
                     .bind(token_hash)
-                    .bind(to_ms(self.now()))
-                    .execute(&self.pool)
+                    .bind(to_ms(now))
+                    .execute(&mut *tx)
                     .await?;
-                Ok(used.rows_affected() == 1)
+                if used.rows_affected() != 1 {
+                    tx.rollback().await?;
+                    return Ok(false);
+                }
+                sqlx::query::<$db>(sql::INSERT_USER)
+                    .bind(&user.id)
+                    .bind(&user.username)
+                    .bind(user.role.as_str())
+                    .bind(password_hash)
+                    .bind(to_ms(now))
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(true)
             }
 
             async fn save_web_session(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> StoreResult<()> {
@@ -742,12 +777,14 @@ macro_rules! sql_store {
             async fn create_round(&self, new: NewRound) -> StoreResult<Round> {
                 let limits = self.ctx.options.limits;
                 new.validate(&limits)?;
-                for request in new.requests.values() {
-                    if let ElicitationRequest::Form {
-                        requested_schema, ..
-                    } = request
-                    {
-                        self.ctx.schemas.get(requested_schema, &limits)?;
+                for (key, request) in &new.requests {
+                    match request {
+                        ElicitationRequest::Form { requested_schema, .. } => {
+                            self.ctx.schemas.get(requested_schema, &limits)?;
+                        }
+                        ElicitationRequest::Url { url, .. } => {
+                            crate::domain::consent_url::check(key.as_str(), url)?;
+                        }
                     }
                 }
                 let now = self.now();
@@ -798,6 +835,32 @@ macro_rules! sql_store {
                 self.get_session(session).await?;
                 let rows = sqlx::query_as::<$db, RoundRow>(sql::SELECT_SESSION_ROUNDS)
                     .bind(session.to_string())
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows_to_rounds(rows)
+            }
+
+            async fn list_rounds_page(
+                &self,
+                session: &SessionId,
+                before: Option<RoundId>,
+                limit: u32,
+            ) -> StoreResult<Vec<Round>> {
+                self.expire_lazily(Some(session)).await?;
+                let rows = sqlx::query_as::<$db, RoundRow>(sql::SELECT_SESSION_ROUNDS_PAGE)
+                    .bind(session.to_string())
+                    .bind(before.map(|id| id.to_string()).unwrap_or_default())
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await?;
+                rows_to_rounds(rows)
+            }
+
+            async fn open_rounds(&self, session: &SessionId, limit: u32) -> StoreResult<Vec<Round>> {
+                self.expire_lazily(Some(session)).await?;
+                let rows = sqlx::query_as::<$db, RoundRow>(sql::SELECT_OPEN_ROUNDS)
+                    .bind(session.to_string())
+                    .bind(i64::from(limit))
                     .fetch_all(&self.pool)
                     .await?;
                 rows_to_rounds(rows)
@@ -880,8 +943,18 @@ macro_rules! sql_store {
                 idempotency_key: IdempotencyKey,
                 answered_by: Option<String>,
             ) -> StoreResult<(Round, Submission)> {
-                let check = |key: &RequestKey, request: &ElicitationRequest, content: &Map<String, Value>| {
-                    self.check_content(key, request, content)
+                // The schema of a round never changes, so answers are validated before the write transaction
+                // begins: no producer pattern or answer can hold the database lock while it is checked.
+                let verdicts = match self.read_round(id).await? {
+                    Some(round) => self.prevalidate(&round, &responses),
+                    None => BTreeMap::new(),
+                };
+                let check = |key: &RequestKey, _: &ElicitationRequest, _: &Map<String, Value>| {
+                    verdicts.get(key).cloned().unwrap_or_else(|| {
+                        Err(ManagedInputError::conflict(format!(
+                            "Request {key} changed while the answer was checked; send the answer again."
+                        )))
+                    })
                 };
                 self.mutate_round(id, move |round, now| {
                     round.submit(responses, idempotency_key, answered_by, now, &check)

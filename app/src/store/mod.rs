@@ -227,8 +227,15 @@ pub trait Store: Send + Sync + 'static {
         expires_at: DateTime<Utc>,
     ) -> StoreResult<()>;
 
-    /// Uses up the link: true only the first time, and only before it expires.
-    async fn use_sign_in_link(&self, token_hash: &str) -> StoreResult<bool>;
+    /// Uses up the link and creates `user` in one transaction: true only the first time, only before the
+    /// link expires, and only while no person exists (an admin made meanwhile by `anteroom user add` ends
+    /// the link's use).
+    async fn create_first_admin(
+        &self,
+        token_hash: &str,
+        user: &User,
+        password_hash: &str,
+    ) -> StoreResult<bool>;
 
     /// Writes a browser session's data (JSON) and expiry, replacing what was there.
     async fn save_web_session(
@@ -267,6 +274,18 @@ pub trait Store: Send + Sync + 'static {
 
     /// The session's rounds, newest first (overdue ones expired first).
     async fn list_rounds(&self, session: &SessionId) -> StoreResult<Vec<Round>>;
+
+    /// At most `limit` of the session's rounds, newest first, older than round `before` when given (a page of
+    /// its history; an unknown `before` gives an empty page).
+    async fn list_rounds_page(
+        &self,
+        session: &SessionId,
+        before: Option<RoundId>,
+        limit: u32,
+    ) -> StoreResult<Vec<Round>>;
+
+    /// At most `limit` of the session's pending rounds, oldest first.
+    async fn open_rounds(&self, session: &SessionId, limit: u32) -> StoreResult<Vec<Round>>;
 
     /// The oldest pending round of each of `sessions` that has one (the attention queue's questions).
     async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>>;

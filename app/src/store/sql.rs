@@ -8,6 +8,14 @@ pub const SELECT_ROUND_BY_REQUEST_ID: &str = "SELECT * FROM rounds WHERE request
 pub const SELECT_SESSION_ROUNDS: &str =
     "SELECT * FROM rounds WHERE session_id = $1 ORDER BY created_at_ms DESC, round_id DESC";
 
+/// A page of a session's history: keyset paging on (created_at_ms, round_id), newest first.
+pub const SELECT_SESSION_ROUNDS_PAGE: &str = "SELECT * FROM rounds WHERE session_id = $1 \
+     AND ($2 = '' OR (created_at_ms, round_id) < (SELECT created_at_ms, round_id FROM rounds WHERE round_id = $2)) \
+     ORDER BY created_at_ms DESC, round_id DESC LIMIT $3";
+
+pub const SELECT_OPEN_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
+     ORDER BY created_at_ms, round_id LIMIT $2";
+
 pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
      ORDER BY created_at_ms, round_id LIMIT 2";
 
@@ -156,9 +164,10 @@ pub const COUNT_USERS: &str = "SELECT COUNT(*) FROM users";
 pub const INSERT_SIGN_IN_LINK: &str =
     "INSERT INTO sign_in_links (token_hash, created_at_ms, expires_at_ms) VALUES ($1, $2, $3)";
 
-/// Uses the link at most once: only an unused, unexpired link matches.
+/// Uses the link at most once: only an unused, unexpired link matches, and only while nobody can sign in.
 pub const USE_SIGN_IN_LINK: &str = "UPDATE sign_in_links SET used_at_ms = $2 \
-     WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2";
+     WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2 \
+     AND NOT EXISTS (SELECT 1 FROM users)";
 
 pub const UPSERT_WEB_SESSION: &str = "INSERT INTO web_sessions (id, data, expires_at_ms) VALUES ($1, $2, $3) \
      ON CONFLICT (id) DO UPDATE SET data = excluded.data, expires_at_ms = excluded.expires_at_ms";

@@ -10,7 +10,10 @@ use web_sys::{
     NotificationOptions, NotificationPermission,
 };
 
-use crate::domain::form::PatternMatcher;
+use crate::domain::form::{
+    PatternMatcher,
+    backtracking::{BROWSER_VALUE_CHARS, safe_for_backtracking},
+};
 
 /// What the pages share about the live connection.
 #[derive(Debug, Clone, Copy)]
@@ -267,6 +270,10 @@ pub struct BrowserPatterns;
 
 impl PatternMatcher for BrowserPatterns {
     fn is_match(&self, pattern: &str, value: &str) -> Option<bool> {
+        // `RegExp` backtracks: a producer's `^(a+)+$` could freeze the page. Those are left to the server.
+        if value.chars().count() > BROWSER_VALUE_CHARS || !safe_for_backtracking(pattern) {
+            return None;
+        }
         let constructor = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("RegExp"))
             .ok()?
             .dyn_into::<js_sys::Function>()

@@ -10,7 +10,7 @@ pub mod server;
 pub mod server_fns;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{MetaTags, Stylesheet, provide_meta_context};
 use leptos_router::{
     SsrMode, StaticSegment,
     components::{Route, Router, Routes},
@@ -18,7 +18,7 @@ use leptos_router::{
 };
 
 use browser::Live;
-use components::header::AppHeader;
+use components::{header::AppHeader, page_title::PageTitle};
 use pages::{
     admin::WebhookLogPage,
     home::HomePage,
@@ -61,7 +61,7 @@ pub fn App() -> impl IntoView {
 
     view! {
         <Stylesheet id="anteroom-style" href="/pkg/anteroom.css" />
-        <Title text="Anteroom" />
+        <PageTitle text="Anteroom" />
         <Router>
             <AppHeader />
             <main id="main" class="page">

@@ -86,6 +86,11 @@ impl Asker {
     }
 }
 
+/// Rounds on one page of a session's history.
+pub const HISTORY_PAGE: u32 = 50;
+/// Open questions shown as banners at once (the oldest first; the rest follow as these are answered).
+pub const OPEN_ROUNDS_SHOWN: u32 = 50;
+
 /// `/sessions/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionPage {
@@ -95,10 +100,14 @@ pub struct SessionPage {
     pub agent: Option<String>,
     pub status: SessionStatus,
     pub lost: Option<LostElicitation>,
-    /// Questions waiting for an answer, oldest first.
+    /// Questions waiting for an answer, oldest first (at most [`OPEN_ROUNDS_SHOWN`]).
     pub active: Vec<ActiveRound>,
-    /// Every round, newest first.
+    /// One page of the session's rounds, newest first (at most [`HISTORY_PAGE`]).
     pub history: Vec<HistoryEntry>,
+    /// The round the next (older) history page starts after, when there is one.
+    pub older: Option<String>,
+    /// This page shows older history, not the newest.
+    pub paged: bool,
     pub viewer: Viewer,
     /// The outcome of an answer posted without JavaScript, shown once after the redirect.
     pub notice: Option<AnswerNotice>,

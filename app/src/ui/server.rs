@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::{
     answer::read_answer,
     model::{
-        ActiveRound, AnswerNotice, AnswerPost, Asker, HistoryEntry, Outcome, QuestionPreview,
+        ActiveRound, AnswerNotice, HISTORY_PAGE, OPEN_ROUNDS_SHOWN, AnswerPost, Asker, HistoryEntry, Outcome, QuestionPreview,
         QueueItem, QueueView, RequestBody, RequestView, SessionPage, Viewer, control_name,
     },
 };
@@ -100,6 +100,7 @@ pub async fn session_page(
     id: &str,
     viewer: Viewer,
     notice: Option<AnswerNotice>,
+    older: Option<&str>,
 ) -> StoreResult<Option<SessionPage>> {
     let Ok(id) = SessionId::parse(id) else {
         return Ok(None);
@@ -109,10 +110,12 @@ pub async fn session_page(
         Err(StoreError::Refused(ManagedInputError::NotFound { .. })) => return Ok(None),
         Err(error) => return Err(error),
     };
-    let rounds = store.list_rounds(&id).await?;
-    let mut active: Vec<ActiveRound> = rounds
+    let before = older.and_then(|older| RoundId::parse(older).ok());
+    let paged = before.is_some();
+    let rounds = store.list_rounds_page(&id, before, HISTORY_PAGE).await?;
+    let open = store.open_rounds(&id, OPEN_ROUNDS_SHOWN).await?;
+    let active: Vec<ActiveRound> = open
         .iter()
-        .filter(|round| round.status == RoundStatus::Pending)
         .map(|round| ActiveRound {
             round_id: round.round_id.to_string(),
             attempt: uuid::Uuid::new_v4().simple().to_string(),
@@ -122,7 +125,9 @@ pub async fn session_page(
             requests: request_views(round),
         })
         .collect();
-    active.reverse();
+    let older = (rounds.len() == HISTORY_PAGE as usize)
+        .then(|| rounds.last().map(|round| round.round_id.to_string()))
+        .flatten();
     let history = rounds.iter().map(history_entry).collect();
     Ok(Some(SessionPage {
         now_ms: ms(store.now()),
@@ -133,6 +138,8 @@ pub async fn session_page(
         lost: session.lost_elicitation,
         active,
         history,
+        older,
+        paged,
         viewer,
         notice,
     }))
@@ -157,33 +164,20 @@ pub fn request_views(round: &Round) -> Vec<RequestView> {
                 ElicitationRequest::Form {
                     requested_schema, ..
                 } => RequestBody::Form {
-                    form: FormModel::from_schema(requested_schema, &limits).unwrap_or(FormModel {
-                        fields: Vec::new(),
-                        closed: false,
-                    }),
+                    form: FormModel::from_schema(requested_schema, &limits)
+                        .map(FormModel::for_the_browser)
+                        .unwrap_or(FormModel {
+                            fields: Vec::new(),
+                            closed: false,
+                        }),
                 },
                 ElicitationRequest::Url { url, .. } => RequestBody::Url {
                     url: url.clone(),
-                    host: url_host(url),
+                    host: crate::domain::consent_url::host(url),
                 },
             },
         })
         .collect()
-}
-
-/// The host of an http(s) URL, without credentials or port.
-fn url_host(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let host = if host.starts_with('[') {
-        host.split_inclusive(']').next().unwrap_or(host)
-    } else {
-        host.split(':').next().unwrap_or(host)
-    };
-    host.to_ascii_lowercase()
 }
 
 fn actions(round: &Round) -> Vec<String> {
@@ -397,19 +391,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn url_hosts_drop_credentials_ports_and_paths() {
-        assert_eq!(
-            url_host("https://user:pw@Example.COM:8443/a?b#c"),
-            "example.com"
-        );
-        assert_eq!(
-            url_host("https://xn--pple-43d.com/login"),
-            "xn--pple-43d.com"
-        );
-        assert_eq!(url_host("http://[::1]:8080/"), "[::1]");
-    }
 
     #[test]
     fn store_field_errors_are_keyed_by_control() {

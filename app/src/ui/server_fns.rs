@@ -41,12 +41,15 @@ pub async fn load_queue() -> Result<QueueView, ServerFnError> {
         .map_err(unavailable)
 }
 
-/// A session page; `None` when there is no such session.
+/// A session page (its history from after round `older` when given); `None` when there is no such session.
 #[server(prefix = "/fn", endpoint = "session")]
-pub async fn load_session(id: String) -> Result<Option<SessionPage>, ServerFnError> {
+pub async fn load_session(
+    id: String,
+    older: Option<String>,
+) -> Result<Option<SessionPage>, ServerFnError> {
     let (services, viewer) = signed_in()?;
     let notice = from_request::<FlashNotice>().map(|flash| flash.0);
-    super::server::session_page(services.store.as_ref(), &id, viewer, notice)
+    super::server::session_page(services.store.as_ref(), &id, viewer, notice, older.as_deref())
         .await
         .map_err(unavailable)
 }

@@ -3,7 +3,7 @@
 use anteroom_app::{domain::ManagedInputError, store::StoreError};
 use axum::{
     Json,
-    http::StatusCode,
+    http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
 use serde_json::{Value, json};
@@ -14,6 +14,8 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     details: Option<Value>,
+    /// Seconds until a refused caller may try again (`Retry-After`).
+    retry_after: Option<u64>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -24,7 +26,20 @@ impl ApiError {
             code,
             message: message.into(),
             details: None,
+            retry_after: None,
         }
+    }
+
+    /// Too many requests: try again in `seconds` (sent as `Retry-After`).
+    pub fn rate_limited(seconds: u64, message: impl Into<String>) -> Self {
+        Self {
+            retry_after: Some(seconds.max(1)),
+            ..Self::new("rate_limited", message)
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
@@ -76,6 +91,7 @@ impl From<ManagedInputError> for ApiError {
             code: error.code(),
             message: error.message().to_owned(),
             details: error.details().cloned(),
+            retry_after: None,
         }
     }
 }
@@ -103,6 +119,12 @@ impl IntoResponse for ApiError {
         if let Some(details) = self.details {
             body["details"] = details;
         }
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }

@@ -53,11 +53,56 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
         let value: Value = serde_json::from_slice(&bytes).map_err(|error| {
             ApiError::validation(format!("The body is not valid JSON: {error}."))
         })?;
+        refuse_nul(&value, "body")?;
         serde_json::from_value(value).map(ApiJson).map_err(|error| {
             ApiError::validation(format!(
                 "The body does not have the expected shape: {error}."
             ))
         })
+    }
+}
+
+/// Refuses a NUL character anywhere in a JSON value (strings and keys), naming where: no database stores it
+/// in text (PostgreSQL refuses it outright), so it is refused the same way on every backend, before any.
+pub fn refuse_nul(value: &Value, at: &str) -> Result<(), ApiError> {
+    match nul_at(value) {
+        None => Ok(()),
+        Some(path) => {
+            let property = format!("{at}{path}");
+            Err(ApiError::validation(format!(
+                "`{property}` holds a NUL character (\\u0000), which Anteroom does not store."
+            ))
+            .with_details(serde_json::json!({ "property": property })))
+        }
+    }
+}
+
+/// Where in `value` a NUL character is (`.key[2]`), built only when there is one.
+fn nul_at(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => text.contains('\0').then(String::new),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(index, item)| Some(format!("[{index}]{}", nul_at(item)?))),
+        Value::Object(fields) => fields.iter().find_map(|(key, item)| {
+            if key.contains('\0') {
+                return Some(format!(".{}", key.escape_debug()));
+            }
+            Some(format!(".{key}{}", nul_at(item)?))
+        }),
+        _ => None,
+    }
+}
+
+/// Refuses `%00` in a raw path or query string (422), before it is decoded into a NUL.
+fn refuse_encoded_nul(raw: &str, what: &str) -> Result<(), ApiError> {
+    if raw.as_bytes().windows(3).any(|w| w.eq_ignore_ascii_case(b"%00")) {
+        Err(ApiError::validation(format!(
+            "The {what} holds a NUL character (%00), which Anteroom does not store."
+        )))
+    } else {
+        Ok(())
     }
 }
 
@@ -71,6 +116,7 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiPath<T> {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        refuse_encoded_nul(parts.uri.path(), "URL path")?;
         Path::<T>::from_request_parts(parts, state)
             .await
             .map(|Path(value)| ApiPath(value))
@@ -90,6 +136,7 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        refuse_encoded_nul(parts.uri.query().unwrap_or_default(), "query string")?;
         Query::<T>::from_request_parts(parts, state)
             .await
             .map(|Query(value)| ApiQuery(value))

@@ -5,6 +5,7 @@ use std::{collections::BTreeMap, net::SocketAddr, time::Duration as StdDuration}
 
 use anteroom_app::{
     domain::{
+        access::Role,
         answer::{PollAction, outward_answer},
         ids::{RequestId, RequestKey, SessionId},
         round::{ElicitationRequest, NewRound, OperationKind, Round, RoundStatus},
@@ -25,7 +26,7 @@ use super::{
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
 };
-use crate::{AppState, credentials, rate_limit};
+use crate::{AppState, credentials};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -311,10 +312,10 @@ async fn poll_through_token(
         && probe.status == RoundStatus::Pending
         && probe.deadline > state.store.now()
     {
-        state.limiter.check(
-            &format!("poll:{}:{request_id}", probe.session_id),
-            rate_limit::POLLS,
-        )?;
+        state
+            .limiter
+            .polls
+            .check(&format!("{}:{request_id}", probe.session_id))?;
         return Ok(Json(json!({
             "action": PollAction::Pending,
             "content": null,
@@ -325,10 +326,10 @@ async fn poll_through_token(
         })));
     }
     let session = session_for_token(state, token).await?;
-    state.limiter.check(
-        &format!("poll:{}:{request_id}", session.id),
-        rate_limit::POLLS,
-    )?;
+    state
+        .limiter
+        .polls
+        .check(&format!("{}:{request_id}", session.id))?;
     let round = round_in_session(state, &session.id, request_id).await?;
     answer_poll(state, round, options).await
 }
@@ -378,7 +379,8 @@ async fn create_by_token(
     let session = session_for_token(&state, &token).await?;
     state
         .limiter
-        .check(&format!("create:{}", session.id), rate_limit::CREATES)?;
+        .creates
+        .check(session.id.as_str())?;
     let base = token_collection(&state, &token, None);
     create_question(&state, &session, None, &body, &base).await
 }
@@ -398,7 +400,8 @@ async fn create_by_token_for_server(
     let session = session_for_token(&state, &token).await?;
     state
         .limiter
-        .check(&format!("create:{}", session.id), rate_limit::CREATES)?;
+        .creates
+        .check(session.id.as_str())?;
     if server.is_empty() || server.chars().count() > 128 {
         return Err(ApiError::validation(
             "The server name in the URL must be 1 to 128 characters.",
@@ -439,10 +442,10 @@ async fn poll_by_token_for_server(
 }
 
 /// The bucket of a bare-route call: per API key, or per address when anonymous.
-fn bare_key(what: &str, caller: &OptionalCaller, peer: &SocketAddr) -> String {
+fn bare_key(caller: &OptionalCaller, peer: &SocketAddr) -> String {
     match &caller.0 {
-        Some(caller) => format!("{what}:key:{}", caller.key.id),
-        None => format!("{what}:ip:{}", peer.ip()),
+        Some(caller) => format!("key:{}", caller.key.id),
+        None => format!("ip:{}", peer.ip()),
     }
 }
 
@@ -473,7 +476,8 @@ async fn create_bare(
     admit_bare(&state, &caller)?;
     state
         .limiter
-        .check(&bare_key("create", &caller, &peer), rate_limit::CREATES)?;
+        .creates
+        .check(&bare_key(&caller, &peer))?;
     let hint = body
         .get("_meta")
         .and_then(|meta| meta.get("com.pulsemcp/session-id"))
@@ -482,8 +486,9 @@ async fn create_bare(
             ApiError::validation("`_meta[\"com.pulsemcp/session-id\"]` is missing: the bare route needs the session id.")
         })?;
     let session_id = SessionId::parse(hint)?;
-    let session = if caller.0.is_some() {
-        // A trusted producer may register the session on the fly.
+    let session = if let Some(caller) = &caller.0 {
+        // Registering a session, or posting into any session, is the operator's: admins only.
+        caller.require(Role::can_manage, "register sessions or post into any session")?;
         state
             .store
             .register_session(NewSession {
@@ -514,10 +519,10 @@ async fn poll_bare(
     ApiQuery(options): ApiQuery<PollOptions>,
 ) -> ApiResult<Json<Value>> {
     admit_bare(&state, &caller)?;
-    state.limiter.check(
-        &format!("{}:{request_id}", bare_key("poll", &caller, &peer)),
-        rate_limit::POLLS,
-    )?;
+    state
+        .limiter
+        .polls
+        .check(&format!("{}:{request_id}", bare_key(&caller, &peer)))?;
     let id = RequestId::parse(&request_id).map_err(|_| {
         ApiError::not_found(format!("No question with request id {request_id} exists."))
     })?;

@@ -59,7 +59,7 @@ fn one() -> u32 {
     path = "/api/v1/s/{token}/rounds",
     tag = "rounds",
     params(("token" = String, Path, description = "The session's producer token, from its environment block")),
-    responses((status = 201, description = "A round with one or more requests"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 201, description = "A round with one or more requests"), (status = 429, description = "rate_limited"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
 )]
 async fn create_round(
     State(state): State<AppState>,
@@ -67,6 +67,8 @@ async fn create_round(
     ApiJson(body): ApiJson<CreateRound>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let session = session_for_token(&state, &token).await?;
+    // The same per-session limit as the producer's create routes: one session, one budget.
+    state.limiter.creates.check(session.id.as_str())?;
     let round = state
         .store
         .create_round(NewRound {

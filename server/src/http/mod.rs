@@ -6,13 +6,45 @@ mod health;
 use std::time::Duration;
 
 use anteroom_app::{App, shell};
-use axum::{Router, body::Body, http::Request, http::Response, routing::get};
-use leptos::prelude::provide_context;
+use axum::{
+    Router,
+    body::Body,
+    http::{HeaderValue, Request, Response, header},
+    routing::get,
+};
+use leptos::prelude::{provide_context, use_context};
 use leptos_axum::{LeptosRoutes, file_and_error_handler, generate_route_list};
-use tower_http::trace::TraceLayer;
+use tower_http::{set_header::SetResponseHeaderLayer, trace::TraceLayer};
 use tracing::Span;
 
 use crate::AppState;
+
+/// The pages' Content-Security-Policy: scripts only from this origin or inline with this response's nonce
+/// (the hydration bootstrap and its data), WebAssembly compiled from this origin, nothing framing the pages
+/// (the Accept button must not be clickable through another site's frame), forms posted only here.
+pub fn content_security_policy(nonce: Option<&str>) -> String {
+    let scripts = match nonce {
+        Some(nonce) => format!("'self' 'nonce-{nonce}' 'wasm-unsafe-eval'"),
+        None => "'self' 'wasm-unsafe-eval'".to_owned(),
+    };
+    format!(
+        "default-src 'self'; script-src {scripts}; style-src 'self'; img-src 'self' data:; \
+         connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+}
+
+/// In a page's render: sends the policy with the nonce Leptos put on this page's inline scripts.
+fn page_policy_with_nonce() {
+    let Some(nonce) = leptos::nonce::use_nonce() else {
+        return;
+    };
+    if let (Some(options), Ok(policy)) = (
+        use_context::<leptos_axum::ResponseOptions>(),
+        HeaderValue::from_str(&content_security_policy(Some(&nonce))),
+    ) {
+        options.insert_header(header::CONTENT_SECURITY_POLICY, policy);
+    }
+}
 
 /// Builds the whole router for one server instance.
 pub fn router(state: AppState) -> Router {
@@ -30,7 +62,10 @@ pub fn router(state: AppState) -> Router {
         .leptos_routes_with_context(
             &state,
             leptos_routes,
-            move || provide_context(services.clone()),
+            move || {
+                provide_context(services.clone());
+                page_policy_with_nonce();
+            },
             move || shell(options.clone()),
         )
         .route("/metrics", get(crate::metrics::render))
@@ -44,6 +79,23 @@ pub fn router(state: AppState) -> Router {
             crate::web::attach_viewer,
         ))
         .layer(sessions)
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_str(&content_security_policy(None))
+                .unwrap_or_else(|_| HeaderValue::from_static("default-src 'none'")),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
         // One `tracing` line per request, written when the response is ready.
         .layer(
             TraceLayer::new_for_http()

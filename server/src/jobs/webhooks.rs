@@ -12,9 +12,12 @@ use crate::AppState;
 
 /// Deliveries one tick attempts at most.
 const BATCH: u32 = 50;
-/// How long a claimed delivery stays hidden from other instances; longer than the HTTP timeout.
-const CLAIM: Duration = Duration::seconds(60);
+/// Each receiver call gives up after this long (connecting included).
 const HTTP_TIMEOUT: StdDuration = StdDuration::from_secs(10);
+/// How long a claimed delivery stays hidden from other ticks and instances. Each delivery is claimed just
+/// before its own attempt, so one claim only has to outlast one request, however slow the receiver is
+/// and however many deliveries wait behind it.
+const CLAIM: Duration = Duration::seconds(60);
 
 /// `sha256=<hex>` of the body under `secret`: what a receiver recomputes to trust the call.
 pub fn signature(secret: &str, body: &[u8]) -> String {
@@ -62,19 +65,14 @@ async fn attempt(
     }
 }
 
-/// One tick; returns how many deliveries succeeded.
+/// One tick; returns how many deliveries succeeded. Deliveries are claimed one at a time, right before each
+/// attempt, so a tick that outlives a claim never re-sends what another tick already holds.
 pub async fn run(state: AppState) -> usize {
-    let claimed = match state.store.claim_webhook_deliveries(BATCH, CLAIM).await {
-        Ok(claimed) => claimed,
-        Err(error) => {
-            tracing::warn!(%error, "webhooks: cannot read the outbox; the next tick retries");
-            return 0;
-        }
-    };
-    if claimed.is_empty() {
-        return 0;
-    }
-    let client = match reqwest::Client::builder().timeout(HTTP_TIMEOUT).build() {
+    let client = match reqwest::Client::builder()
+        .timeout(HTTP_TIMEOUT)
+        .connect_timeout(HTTP_TIMEOUT)
+        .build()
+    {
         Ok(client) => client,
         Err(error) => {
             tracing::warn!(%error, "webhooks: cannot build an HTTP client");
@@ -82,9 +80,20 @@ pub async fn run(state: AppState) -> usize {
         }
     };
     let secret = state.config.webhook_secret.as_deref();
-    let mut delivered = 0;
-    for delivery in &claimed {
-        let outcome = attempt(&client, secret, delivery).await;
+    let (mut attempted, mut delivered) = (0, 0);
+    while attempted < BATCH {
+        let delivery = match state.store.claim_webhook_deliveries(1, CLAIM).await {
+            Ok(mut claimed) => match claimed.pop() {
+                Some(delivery) => delivery,
+                None => break,
+            },
+            Err(error) => {
+                tracing::warn!(%error, "webhooks: cannot read the outbox; the next tick retries");
+                break;
+            }
+        };
+        attempted += 1;
+        let outcome = attempt(&client, secret, &delivery).await;
         match &outcome {
             AttemptOutcome::Delivered { .. } => delivered += 1,
             AttemptOutcome::Failed { error, .. } => tracing::warn!(
@@ -95,11 +104,13 @@ pub async fn run(state: AppState) -> usize {
                 "webhooks: delivery failed; it will be retried"
             ),
         }
-        if let Err(error) = state.store.finish_webhook_delivery(delivery, outcome).await {
+        if let Err(error) = state.store.finish_webhook_delivery(&delivery, outcome).await {
             tracing::warn!(%error, "webhooks: cannot record a delivery attempt");
         }
     }
-    tracing::info!(claimed = claimed.len(), delivered, "webhooks: outbox tick");
+    if attempted > 0 {
+        tracing::info!(attempted, delivered, "webhooks: outbox tick");
+    }
     delivered
 }
 

@@ -4,11 +4,11 @@
 pub mod passwords;
 mod session_store;
 
-use std::sync::Arc;
+use std::{net::SocketAddr, sync::Arc};
 
 use anteroom_app::{
     domain::{
-        access::{Role, User, check_password, check_username},
+        access::{Role, User, check_password, check_username, normalise_username},
         form::posted_value,
         round::Submission,
     },
@@ -22,7 +22,7 @@ use anteroom_app::{
 use axum::{
     Extension, Router,
     body::{Body, Bytes},
-    extract::{FromRequest, Path, Request, State},
+    extract::{ConnectInfo, FromRequest, Path, Request, State},
     http::{HeaderMap, Method, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Redirect, Response},
@@ -33,7 +33,7 @@ use tower_sessions::{Expiry, Session, SessionManagerLayer, cookie::SameSite};
 
 pub use session_store::DbSessionStore;
 
-use crate::{AppState, credentials, rate_limit::Rate};
+use crate::{AppState, credentials};
 
 /// Session keys.
 const USER_KEY: &str = "user_id";
@@ -42,12 +42,6 @@ const FLASH_KEY: &str = "flash";
 
 /// Prefix of the first-run sign-in link's token.
 const SIGN_IN_LINK_PREFIX: &str = "arl_";
-
-/// Sign-in attempts: one a second sustained, bursts of 10, per username.
-const SIGN_INS: Rate = Rate {
-    per_second: 1.0,
-    burst: 10.0,
-};
 
 /// What the pages' server functions and the form handlers reach.
 pub fn services(state: &AppState) -> WebServices {
@@ -165,13 +159,15 @@ fn form_pairs(body: &Bytes) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A same-site redirect target: a local path, never `//host` or a full URL.
+/// A same-site redirect target: one leading `/` and then no `/` or `\\` straight after it, no `\\` anywhere,
+/// no control characters (a browser drops tabs and newlines, so `/\t/evil.example` would be `//evil.example`);
+/// anything else is `/`.
 fn local_path(next: &str) -> &str {
-    if next.starts_with('/') && !next.starts_with("//") && !next.starts_with("/\\") {
-        next
-    } else {
-        "/"
-    }
+    let same_origin = next.starts_with('/')
+        && !next[1..].starts_with(['/', '\\'])
+        && !next.contains('\\')
+        && !next.chars().any(char::is_control);
+    if same_origin { next } else { "/" }
 }
 
 /// Refuses a form post another site made the browser send (the cookie is `SameSite=Lax` too).
@@ -207,7 +203,20 @@ impl FromRequest<AppState> for SameSiteForm {
             return Err(forbidden_cross_site());
         }
         match axum::body::to_bytes(request.into_body(), state.config.body_limit).await {
-            Ok(body) => Ok(Self(form_pairs(&body))),
+            Ok(body) => {
+                let pairs = form_pairs(&body);
+                if pairs
+                    .iter()
+                    .any(|(name, value)| name.contains('\0') || value.contains('\0'))
+                {
+                    return Err((
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "The form holds a NUL character, which Anteroom does not store.",
+                    )
+                        .into_response());
+                }
+                Ok(Self(pairs))
+            }
             Err(_) => Err((
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "The form is larger than the body limit.",
@@ -231,26 +240,26 @@ async fn start_session(
 
 async fn sign_in(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     session: Session,
     SameSiteForm(pairs): SameSiteForm,
 ) -> Response {
-    let (username, password) = (
-        posted_value(&pairs, "username"),
-        posted_value(&pairs, "password"),
-    );
-    let next = posted_value(&pairs, "next");
-    let next = local_path(&next).to_owned();
+    let username = normalise_username(&posted_value(&pairs, "username")).to_owned();
+    let password = posted_value(&pairs, "password");
+    let next = local_path(&posted_value(&pairs, "next")).to_owned();
     let again = |error: &str| {
         Redirect::to(&format!("/login?error={error}&next={}", encode(&next))).into_response()
     };
-    if state
-        .limiter
-        .check(&format!("sign-in:{}", username.to_lowercase()), SIGN_INS)
-        .is_err()
+    // Limits before any work: per address, then per (normalised) username, then a free hashing slot.
+    let limits = &state.limiter;
+    if let Err(seconds) = limits
+        .sign_ins_per_address
+        .check_seconds(&peer.ip().to_string())
+        .and_then(|()| limits.sign_ins_per_name.check_seconds(&username))
     {
-        return again("slow_down");
+        return too_many_sign_ins(seconds);
     }
-    let found = match state.store.user_with_password(username.trim()).await {
+    let found = match state.store.user_with_password(&username).await {
         Ok(found) => found,
         Err(error) => {
             tracing::error!(%error, "cannot read users for a sign-in");
@@ -259,12 +268,16 @@ async fn sign_in(
     };
     let stored = found.as_ref().map(|(_, hash)| hash.clone());
     // A wrong username costs the same hashing as a wrong password, off the async executor either way.
-    let matches = tokio::task::spawn_blocking(move || match &stored {
-        Some(hash) => passwords::verify(&password, hash),
-        None => passwords::verify(&password, passwords::decoy()),
-    })
-    .await
-    .unwrap_or(false);
+    let verified = state
+        .password_hashing
+        .try_run(move || match &stored {
+            Some(hash) => passwords::verify(&password, hash),
+            None => passwords::verify(&password, passwords::decoy()),
+        })
+        .await;
+    let Ok(matches) = verified else {
+        return too_many_sign_ins(1);
+    };
     match found {
         Some((user, _)) if matches => match start_session(&session, &user).await {
             Ok(()) => {
@@ -280,6 +293,23 @@ async fn sign_in(
     }
 }
 
+/// `429 Too Many Requests` for a sign-in, with `Retry-After`, answered before any password is hashed.
+fn too_many_sign_ins(retry_after: u64) -> Response {
+    let seconds = retry_after.max(1);
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [
+            (header::RETRY_AFTER, seconds.to_string()),
+            (header::CONTENT_TYPE, "text/html; charset=utf-8".to_owned()),
+        ],
+        format!(
+            "<!DOCTYPE html><title>Slow down · Anteroom</title><p>Too many sign-in attempts. Wait {seconds} \
+             s, then <a href=\"/login\">try again</a>.</p>"
+        ),
+    )
+        .into_response()
+}
+
 async fn sign_out(session: Session, SameSiteForm(pairs): SameSiteForm) -> Response {
     let expected = session.get::<String>(CSRF_KEY).await.ok().flatten();
     if expected.is_none_or(|token| token != posted_value(&pairs, "csrf")) {
@@ -291,48 +321,48 @@ async fn sign_out(session: Session, SameSiteForm(pairs): SameSiteForm) -> Respon
     Redirect::to("/login?signed_out=1").into_response()
 }
 
-/// Creates the first admin from the one-time link printed at first start.
+/// Creates the first admin from the one-time link printed at first start, only while nobody exists.
 async fn set_up_first_admin(
     State(state): State<AppState>,
     session: Session,
     SameSiteForm(pairs): SameSiteForm,
 ) -> Response {
-    let (token, username, password) = (
-        posted_value(&pairs, "token"),
-        posted_value(&pairs, "username"),
-        posted_value(&pairs, "password"),
-    );
+    let token = posted_value(&pairs, "token");
+    let username = normalise_username(&posted_value(&pairs, "username")).to_owned();
+    let password = posted_value(&pairs, "password");
     let again = |error: &str| {
         Redirect::to(&format!("/setup?token={}&error={error}", encode(&token))).into_response()
     };
     // Check the choices before using up the link, so a typo does not cost the link.
-    if check_username(username.trim()).is_err() {
+    if check_username(&username).is_err() {
         return again("username");
     }
     if check_password(&password).is_err() {
         return again("password");
     }
-    match state
-        .store
-        .use_sign_in_link(&credentials::hash(&token))
-        .await
-    {
-        Ok(true) => {}
-        Ok(false) => return again("link"),
-        Err(error) => {
-            tracing::error!(%error, "cannot check a sign-in link");
+    let hashed = state
+        .password_hashing
+        .try_run(move || passwords::hash(&password))
+        .await;
+    let hash = match hashed {
+        Ok(Ok(hash)) => hash,
+        Ok(Err(error)) => {
+            tracing::error!(%error, "cannot hash the first admin's password");
             return again("unavailable");
         }
-    }
-    match add_user(
-        state.store.as_ref(),
-        username.trim(),
-        &password,
-        Role::Admin,
-    )
-    .await
+        Err(_busy) => return too_many_sign_ins(1),
+    };
+    let user = User {
+        id: uuid::Uuid::now_v7().to_string(),
+        username,
+        role: Role::Admin,
+    };
+    match state
+        .store
+        .create_first_admin(&credentials::hash(&token), &user, &hash)
+        .await
     {
-        Ok(user) => {
+        Ok(true) => {
             tracing::info!(username = %user.username, "first admin created from the sign-in link");
             match start_session(&session, &user).await {
                 Ok(()) => Redirect::to("/").into_response(),
@@ -342,6 +372,7 @@ async fn set_up_first_admin(
                 }
             }
         }
+        Ok(false) => again("link"),
         Err(error) => {
             tracing::error!(%error, "cannot create the first admin");
             again("unavailable")
@@ -356,6 +387,7 @@ pub async fn add_user(
     password: &str,
     role: Role,
 ) -> anyhow::Result<User> {
+    let username = normalise_username(username);
     check_username(username)?;
     check_password(password)?;
     let password = password.to_owned();
@@ -407,7 +439,11 @@ async fn answer_without_javascript(
     if let Err(error) = session.insert(FLASH_KEY, &notice).await {
         tracing::warn!(%error, "cannot keep the answer's outcome for the next page");
     }
-    let target = format!("/sessions/{}#round-{round_id}", encode(&session_id));
+    let target = format!(
+        "/sessions/{}#round-{}",
+        encode(&session_id),
+        encode(&round_id)
+    );
     Redirect::to(&target).into_response()
 }
 
@@ -421,6 +457,24 @@ mod tests {
         assert_eq!(local_path("//evil.example"), "/");
         assert_eq!(local_path("https://evil.example"), "/");
         assert_eq!(local_path("/\\evil.example"), "/");
+    }
+
+    #[test]
+    fn open_redirect_through_next_goes_home() {
+        for next in [
+            "/\t/evil.example/phish",
+            "/\n/evil.example",
+            "\\\\evil.example",
+            "/a\\b",
+            "evil.example",
+            "",
+            "/sessions/a\nSet-Cookie: x=1",
+        ] {
+            assert_eq!(local_path(next), "/", "{next:?}");
+        }
+        for kept in ["/sessions/a?x=1#y", "/%09/still-here"] {
+            assert_eq!(local_path(kept), kept);
+        }
     }
 
     #[test]

@@ -1,4 +1,9 @@
-//! Password hashing with Argon2id (the `argon2` crate's defaults), in PHC strings that carry their own salt.
+//! Password hashing with Argon2id (the `argon2` crate's defaults), in PHC strings that carry their own salt,
+//! run on a few threads of its own.
+
+use std::sync::{Arc, Mutex, mpsc};
+
+use tokio::sync::{Semaphore, oneshot};
 
 use argon2::{
     Argon2,
@@ -29,9 +34,102 @@ pub fn decoy() -> &'static str {
     DECOY.get_or_init(|| hash("decoy password that matches nothing").unwrap_or_default())
 }
 
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A fixed set of threads (one per core) that run the hashing, and a gate that refuses work at once when all
+/// of them are busy. Each hash needs ~19 MiB of working memory: on a pool of its own that memory is reused
+/// by the same few threads, where the general blocking pool would spread it over dozens of threads' heaps.
+#[derive(Clone)]
+pub struct HashingPool {
+    jobs: mpsc::Sender<Job>,
+    free: Arc<Semaphore>,
+}
+
+/// Every hashing thread is busy: answer `429` instead of queueing.
+#[derive(Debug)]
+pub struct Busy;
+
+impl HashingPool {
+    pub fn new(threads: usize) -> Self {
+        let threads = threads.max(1);
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        for index in 0..threads {
+            let queue = queue.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("anteroom-hash-{index}"))
+                .spawn(move || {
+                    loop {
+                        let job = match queue.lock() {
+                            Ok(queue) => queue.recv(),
+                            Err(poisoned) => poisoned.into_inner().recv(),
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(error) = spawned {
+                tracing::error!(%error, "cannot start a password-hashing thread");
+            }
+        }
+        Self {
+            jobs,
+            free: Arc::new(Semaphore::new(threads)),
+        }
+    }
+
+    /// One thread per core.
+    pub fn per_core() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, usize::from))
+    }
+
+    /// Runs `work` on a hashing thread, or refuses at once when every thread is taken.
+    pub async fn try_run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Busy> {
+        let slot = self.free.clone().try_acquire_owned().map_err(|_| Busy)?;
+        let (reply, answer) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = reply.send(work());
+            drop(slot);
+        });
+        self.jobs.send(job).map_err(|_| Busy)?;
+        answer.await.map_err(|_| Busy)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_full_pool_refuses_at_once() {
+        let pool = HashingPool::new(1);
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let busy = {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                pool.try_run(move || {
+                    let _ = started_tx.send(());
+                    let _ = release_rx.recv();
+                    1
+                })
+                .await
+            })
+        };
+        tokio::task::spawn_blocking(move || started_rx.recv())
+            .await
+            .expect("join")
+            .expect("started");
+        assert!(pool.try_run(|| 2).await.is_err(), "the only thread is busy");
+        release_tx.send(()).expect("release");
+        assert_eq!(busy.await.expect("join").expect("ran"), 1);
+        assert_eq!(pool.try_run(|| 3).await.expect("free again"), 3);
+    }
 
     #[test]
     fn a_hash_verifies_its_own_password_only() {

@@ -1,29 +1,71 @@
 //! The server's authoritative check: the form model's per-field messages, plus the `jsonschema` crate on the
 //! stored schema (format checks on, no remote references), compiled once per schema and cached.
+//!
+//! Schemas come from producers, so every cost is bounded: patterns run on the `regex` crate's linear-time
+//! engine with size limits (no backreferences, no lookaround), a schema holds at most [`MAX_PATTERNS`] of
+//! them, an answer to a schema that admits extra keys holds at most as many keys as a schema may have
+//! properties, and the caches are bounded by what they hold.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    hash::Hash,
+    sync::{Arc, Mutex, OnceLock},
 };
 
+use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value, json};
 
 use super::{FieldErrors, FormModel, PatternMatcher, schema_error};
 use crate::domain::{ManagedInputError, limits::Limits};
 
+/// Largest compiled form of one pattern (the `regex` crate's program size), in bytes.
+pub const PATTERN_SIZE_LIMIT: usize = 64 * 1024;
+/// Largest lazy-DFA cache of one pattern, in bytes; past it the engine falls back to another linear one.
+const PATTERN_DFA_LIMIT: usize = 256 * 1024;
+/// Most `pattern`s and `patternProperties` keys in one schema.
+pub const MAX_PATTERNS: usize = 128;
+/// Longest key of an answer (a property name), in bytes.
+pub const MAX_KEY_BYTES: usize = 256;
+
 /// A schema ready to validate answers.
 pub struct CompiledSchema {
     pub model: FormModel,
     validator: jsonschema::Validator,
+    /// How many patterns it compiled (what it weighs in the cache).
+    patterns: usize,
+    /// Most keys an answer may hold.
+    max_keys: usize,
 }
 
 impl CompiledSchema {
     /// Parses the form model and compiles the schema; a schema that is not valid JSON Schema, refers to
-    /// anything outside itself, or breaks a limit is a `validation_error` naming the property.
+    /// anything outside itself, holds a pattern the linear-time engine cannot run within its limits, or
+    /// breaks a limit is a `validation_error` naming the property.
     pub fn compile(schema: &Value, limits: &Limits) -> Result<Self, ManagedInputError> {
         let model = FormModel::from_schema(schema, limits)?;
+        let mut found = Vec::new();
+        collect_patterns(schema, "requestedSchema", &mut found);
+        if found.len() > MAX_PATTERNS {
+            return Err(schema_error(
+                "requestedSchema",
+                &format!(
+                    "holds {} patterns; the limit is {MAX_PATTERNS}",
+                    found.len()
+                ),
+            ));
+        }
+        for (property, pattern) in &found {
+            if let Err(problem) = compiled_pattern(pattern) {
+                return Err(schema_error(property, &problem));
+            }
+        }
         let validator = jsonschema::options()
             .should_validate_formats(true)
+            .with_pattern_options(
+                jsonschema::PatternOptions::regex()
+                    .size_limit(PATTERN_SIZE_LIMIT)
+                    .dfa_size_limit(PATTERN_DFA_LIMIT),
+            )
             .build(schema)
             .map_err(|error| {
                 let pointer = error.instance_path().to_string();
@@ -40,11 +82,44 @@ impl CompiledSchema {
                 };
                 schema_error(&property, &format!("is not valid JSON Schema: {error}"))
             })?;
-        Ok(Self { model, validator })
+        Ok(Self {
+            model,
+            validator,
+            patterns: found.len(),
+            max_keys: limits.schema_properties,
+        })
     }
 
     /// Per-field problems of `content` (empty when the answer is valid).
     pub fn field_errors(&self, content: &Map<String, Value>) -> FieldErrors {
+        // `additionalProperties` / `patternProperties` admit keys the form does not list: bound them before
+        // any pattern runs on them.
+        if content.len() > self.max_keys {
+            return FieldErrors::from([(
+                String::new(),
+                vec![format!(
+                    "has {} keys; an answer holds at most {}",
+                    content.len(),
+                    self.max_keys
+                )],
+            )]);
+        }
+        if let Some(long) = content.keys().find(|key| key.len() > MAX_KEY_BYTES) {
+            let shown: String = long.chars().take(32).collect();
+            return FieldErrors::from([(
+                String::new(),
+                vec![format!(
+                    "has a key longer than {MAX_KEY_BYTES} bytes ({shown}…)"
+                )],
+            )]);
+        }
+        // No database stores a NUL in text; refuse it as a field problem on every backend.
+        if let Some((field, _)) = content.iter().find(|(_, value)| holds_nul(value)) {
+            return FieldErrors::from([(
+                field.clone(),
+                vec!["must not contain a NUL character".to_owned()],
+            )]);
+        }
         let mut errors = self
             .model
             .validate(content, &RegexPatterns)
@@ -93,23 +168,142 @@ impl CompiledSchema {
     }
 }
 
-/// Patterns on the server, through the `regex` crate.
+/// Whether a NUL character is anywhere in `value`, keys included.
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(fields) => fields
+            .iter()
+            .any(|(key, item)| key.contains('\0') || holds_nul(item)),
+        _ => false,
+    }
+}
+
+/// Every `pattern` keyword and `patternProperties` key in a schema, with the property path that names it.
+/// Values (`default`, `const`, `enum`, `examples`) are data, not schemas, and are not searched.
+fn collect_patterns(schema: &Value, path: &str, found: &mut Vec<(String, String)>) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object {
+                let here = format!("{path}.{key}");
+                match (key.as_str(), value) {
+                    ("pattern", Value::String(pattern)) => found.push((here, pattern.clone())),
+                    ("patternProperties", Value::Object(by_pattern)) => {
+                        for (pattern, inner) in by_pattern {
+                            found.push((format!("{here}.{pattern}"), pattern.clone()));
+                            collect_patterns(inner, &format!("{here}.{pattern}"), found);
+                        }
+                    }
+                    ("default" | "const" | "enum" | "examples", _) => {}
+                    _ => collect_patterns(value, &here, found),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                collect_patterns(item, &format!("{path}.{index}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `pattern` compiled for the linear-time engine within the size limits, or why it cannot be.
+fn compiled_pattern(pattern: &str) -> Result<Arc<Regex>, String> {
+    static COMPILED: OnceLock<BoundedCache<String, Result<Arc<Regex>, String>>> = OnceLock::new();
+    let cache = COMPILED.get_or_init(|| BoundedCache::new(1024, 1024));
+    if let Some(known) = cache.get(pattern) {
+        return known;
+    }
+    // Compiled outside the cache's lock: a slow compile delays nobody else.
+    let compiled = RegexBuilder::new(pattern)
+        .size_limit(PATTERN_SIZE_LIMIT)
+        .dfa_size_limit(PATTERN_DFA_LIMIT)
+        .build()
+        .map(Arc::new)
+        .map_err(|error| match error {
+            regex::Error::CompiledTooBig(_) => format!(
+                "is too large once compiled (over {} KiB); use ASCII classes such as [A-Za-z0-9_] instead of \
+                 \\w or \\d, or shorter repetitions",
+                PATTERN_SIZE_LIMIT / 1024
+            ),
+            other => format!(
+                "cannot be run by Anteroom's linear-time pattern engine (no backreferences or lookaround): \
+                 {}",
+                other.to_string().lines().last().unwrap_or_default().trim()
+            ),
+        });
+    cache.insert(pattern.to_owned(), compiled.clone(), 1);
+    compiled
+}
+
+/// Patterns on the server, through the `regex` crate's linear-time engine, each compiled once.
 pub struct RegexPatterns;
 
 impl PatternMatcher for RegexPatterns {
     fn is_match(&self, pattern: &str, value: &str) -> Option<bool> {
-        regex::Regex::new(pattern).ok().map(|re| re.is_match(value))
+        compiled_pattern(pattern).ok().map(|re| re.is_match(value))
+    }
+}
+
+/// A map that starts over when it holds too many entries or too much weight, so what producers can make it
+/// hold is bounded. Values are built outside its lock.
+struct BoundedCache<K, V> {
+    entries: Mutex<(HashMap<K, V>, usize)>,
+    max_entries: usize,
+    max_weight: usize,
+}
+
+impl<K: Eq + Hash, V: Clone> BoundedCache<K, V> {
+    fn new(max_entries: usize, max_weight: usize) -> Self {
+        Self {
+            entries: Mutex::new((HashMap::new(), 0)),
+            max_entries,
+            max_weight,
+        }
+    }
+
+    fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        self.lock().0.get(key).cloned()
+    }
+
+    fn insert(&self, key: K, value: V, weight: usize) {
+        let mut guard = self.lock();
+        let (entries, total) = &mut *guard;
+        if entries.len() >= self.max_entries || *total + weight > self.max_weight {
+            entries.clear();
+            *total = 0;
+        }
+        if entries.insert(key, value).is_none() {
+            *total += weight;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (HashMap<K, V>, usize)> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
 /// Compiled schemas by their JSON text, so a schema is compiled once and reused for every answer.
-#[derive(Default)]
 pub struct SchemaCache {
-    compiled: Mutex<HashMap<String, Arc<CompiledSchema>>>,
+    compiled: BoundedCache<String, Arc<CompiledSchema>>,
 }
 
-/// Enough for every open question of a busy instance; beyond it the cache starts over.
-const CACHE_CAPACITY: usize = 4096;
+impl Default for SchemaCache {
+    fn default() -> Self {
+        Self {
+            // Enough for every open question of a busy instance; the weight (patterns held) bounds memory.
+            compiled: BoundedCache::new(4096, 8 * MAX_PATTERNS),
+        }
+    }
+}
 
 impl SchemaCache {
     pub fn get(
@@ -118,21 +312,104 @@ impl SchemaCache {
         limits: &Limits,
     ) -> Result<Arc<CompiledSchema>, ManagedInputError> {
         let key = schema.to_string();
-        if let Some(found) = self.lock().get(&key) {
-            return Ok(found.clone());
+        if let Some(found) = self.compiled.get(&key) {
+            return Ok(found);
         }
         let compiled = Arc::new(CompiledSchema::compile(schema, limits)?);
-        let mut cache = self.lock();
-        if cache.len() >= CACHE_CAPACITY {
-            cache.clear();
-        }
-        cache.insert(key, compiled.clone());
+        self.compiled
+            .insert(key, compiled.clone(), compiled.patterns.max(1));
         Ok(compiled)
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CompiledSchema>>> {
-        self.compiled
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    fn refusal(schema: Value) -> ManagedInputError {
+        match CompiledSchema::compile(&schema, &Limits::default()) {
+            Ok(_) => panic!("{schema} compiled"),
+            Err(error) => error,
+        }
+    }
+
+    #[test]
+    fn backtracking_only_patterns_are_refused_naming_the_property() {
+        let error = refusal(json!({
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^(a|a)*\\1$"}}
+        }));
+        assert_eq!(
+            error.details().and_then(|d| d["property"].as_str()),
+            Some("requestedSchema.properties.code.pattern")
+        );
+        let error = refusal(json!({
+            "type": "object",
+            "patternProperties": {"^(?=x)": {"type": "string"}}
+        }));
+        assert_eq!(
+            error.details().and_then(|d| d["property"].as_str()),
+            Some("requestedSchema.patternProperties.^(?=x)")
+        );
+    }
+
+    #[test]
+    fn oversized_patterns_are_refused() {
+        let error = refusal(json!({
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^\\w{2000}$"}}
+        }));
+        assert!(error.message().contains("too large"), "{error}");
+    }
+
+    #[test]
+    fn nested_quantifiers_answered_with_a_long_near_miss_take_no_time() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}},
+            "patternProperties": {"^(a+)+$": {"type": "string"}}
+        });
+        let compiled = CompiledSchema::compile(&schema, &Limits::default()).expect("compiles");
+        let near_miss = format!("{}!", "a".repeat(100_000));
+        let mut content = Map::new();
+        content.insert("code".to_owned(), Value::String(near_miss.clone()));
+        content.insert(format!("{}!", "a".repeat(200)), Value::String(near_miss));
+        let started = Instant::now();
+        let errors = compiled.field_errors(&content);
+        // Exponential on a backtracking engine; a linear one answers at once. The bound is loose on purpose.
+        assert!(started.elapsed().as_secs() < 2, "{:?}", started.elapsed());
+        assert!(errors.contains_key("code"), "{errors:?}");
+    }
+
+    #[test]
+    fn answers_with_too_many_or_too_long_keys_are_refused_before_any_pattern_runs() {
+        let schema = json!({"type": "object", "patternProperties": {"^k": {"type": "string"}}});
+        let compiled = CompiledSchema::compile(&schema, &Limits::default()).expect("compiles");
+        let many: Map<String, Value> = (0..101).map(|i| (format!("k{i}"), json!("v"))).collect();
+        assert!(compiled.field_errors(&many)[""][0].contains("at most 100"));
+        let long: Map<String, Value> = [("k".repeat(300), json!("v"))].into_iter().collect();
+        assert!(compiled.field_errors(&long)[""][0].contains("longer than"));
+    }
+
+    #[test]
+    fn patterns_inside_values_are_not_patterns() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"x": {"type": "object", "default": {"pattern": "(unclosed"}}}
+        });
+        assert!(CompiledSchema::compile(&schema, &Limits::default()).is_ok());
+    }
+
+    #[test]
+    fn a_bounded_cache_starts_over_when_full() {
+        let cache = BoundedCache::new(2, 10);
+        cache.insert("a", 1, 1);
+        cache.insert("b", 2, 1);
+        cache.insert("c", 3, 1);
+        assert_eq!((cache.get("a"), cache.get("c")), (None, Some(3)));
+        cache.insert("heavy", 4, 10);
+        assert_eq!((cache.get("c"), cache.get("heavy")), (None, Some(4)));
     }
 }

@@ -1,6 +1,7 @@
 //! From an MCP `requestedSchema` to a form (SPEC §4): typed fields with defaults, required flags and
 //! constraints, shared by the server and the browser so both validate an answer the same way.
 
+pub mod backtracking;
 mod posted;
 mod validate;
 

@@ -4,3 +4,4 @@ pub mod banner;
 pub mod countdown;
 pub mod fields;
 pub mod header;
+pub mod page_title;

@@ -1,7 +1,7 @@
 //! `/admin/webhooks`: the webhook delivery log, for admins.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
+use crate::ui::components::page_title::PageTitle;
 
 use crate::ui::{
     model::{DeliveryRow, clock_time},
@@ -12,7 +12,7 @@ use crate::ui::{
 pub fn WebhookLogPage() -> impl IntoView {
     let deliveries = Resource::new(|| (), |_| load_deliveries());
     view! {
-        <Title text="Webhook deliveries · Anteroom" />
+        <PageTitle text="Webhook deliveries · Anteroom" />
         <section aria-labelledby="webhooks-heading">
             <h1 id="webhooks-heading">"Webhook deliveries"</h1>
             <p class="muted">"The 200 most recent deliveries, newest first. Failed attempts are retried with growing pauses, up to 10 times."</p>

@@ -1,7 +1,7 @@
 //! `/`: the attention queue, every session that may need a person, most urgent first, updated live.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
+use crate::ui::components::page_title::PageTitle;
 
 use crate::{
     domain::session::LostReason,
@@ -55,7 +55,7 @@ fn queue_view(first: QueueView, fresh: RwSignal<Option<QueueView>>) -> impl Into
         open => format!("({open}) Anteroom"),
     };
     view! {
-        <Title text=title />
+        <PageTitle text=title />
         <Show when=move || current.with(|queue| queue.items.is_empty())>
             <p class="queue-empty" data-testid="queue-empty">
                 "No agent is waiting for you. Questions from your agents' MCP servers appear here as they arrive."

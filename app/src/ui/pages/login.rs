@@ -1,7 +1,7 @@
 //! `/login` and `/setup`: plain form posts (they work without JavaScript) handled by the server.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
+use crate::ui::components::page_title::PageTitle;
 use leptos_router::hooks::use_query_map;
 
 /// The sign-in form. Errors and the page to return to arrive in the query string.
@@ -20,7 +20,7 @@ pub fn LoginPage() -> impl IntoView {
     };
     let signed_out = !get("signed_out").is_empty();
     view! {
-        <Title text="Sign in · Anteroom" />
+        <PageTitle text="Sign in · Anteroom" />
         <section class="auth-card" aria-labelledby="login-heading">
             <h1 id="login-heading">"Sign in"</h1>
             {signed_out.then(|| view! { <p class="notice" data-kind="ok" role="status">"You are signed out."</p> })}
@@ -56,7 +56,7 @@ pub fn SetupPage() -> impl IntoView {
         _ => None,
     };
     view! {
-        <Title text="Create the first admin · Anteroom" />
+        <PageTitle text="Create the first admin · Anteroom" />
         <section class="auth-card" aria-labelledby="setup-heading">
             <h1 id="setup-heading">"Create the first admin"</h1>
             <p>"This one-time link lets you choose who manages this Anteroom. It works once."</p>

@@ -1,8 +1,8 @@
 //! `/sessions/{id}`: a banner per open question, the lost-question banner, and the session's history.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
+use crate::ui::components::page_title::PageTitle;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
     domain::session::{LostElicitation, LostReason},
@@ -17,10 +17,20 @@ use crate::{
 #[component]
 pub fn SessionPage() -> impl IntoView {
     let params = use_params_map();
-    let id = move || params.read().get("id").unwrap_or_default();
-    let page = Resource::new(id, load_session);
+    let query = use_query_map();
+    let wanted = move || {
+        (
+            params.read().get("id").unwrap_or_default(),
+            query.read().get("older"),
+        )
+    };
+    let page = Resource::new(wanted, |(id, older)| load_session(id, older));
     let fresh = super::refreshed(move || {
-        load_session(params.with_untracked(|p| p.get("id").unwrap_or_default()))
+        let (id, older) = (
+            params.with_untracked(|p| p.get("id").unwrap_or_default()),
+            query.with_untracked(|q| q.get("older")),
+        );
+        load_session(id, older)
     });
     // The outcome of the last answer given on this page; it outlives the banner it came from.
     let notice = RwSignal::new(None::<AnswerNotice>);
@@ -100,7 +110,7 @@ fn session_view(
     };
 
     view! {
-        <Title text=page_title />
+        <PageTitle text=page_title />
         <article class="session" aria-labelledby="session-heading">
             <header class="session-head">
                 <h1 id="session-heading">
@@ -150,9 +160,42 @@ fn session_view(
                             .into_any()
                     }
                 }}
+                {move || {
+                    let (session, older, paged) = current
+                        .with(|page| (page.session_id.clone(), page.older.clone(), page.paged));
+                    let base = format!("/sessions/{}", encode_segment(&session));
+                    view! {
+                        <nav class="history-pages" aria-label="History pages">
+                            {paged.then(|| view! { <a href=base.clone()>"Newest"</a> })}
+                            {older.map(|older| {
+                                view! {
+                                    <a
+                                        href=format!("{base}?older={}", encode_segment(&older))
+                                        rel="next"
+                                        data-testid="history-older"
+                                    >
+                                        "Older questions"
+                                    </a>
+                                }
+                            })}
+                        </nav>
+                    }
+                }}
             </section>
         </article>
     }
+}
+
+/// `text` percent-encoded for one path segment or query value.
+fn encode_segment(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(byte).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
 }
 
 fn notice_view(notice: AnswerNotice) -> impl IntoView {
