@@ -129,3 +129,32 @@ test("a forged submission that skips the browser's checks is refused by the serv
     extra: { k: 1 },
   });
 });
+
+test("a producer's backtracking pattern cannot freeze the page; the server refuses the near miss", async ({
+  page,
+  request,
+}) => {
+  const session = await createSession(request, "ReDoS");
+  const nearMiss = `${"a".repeat(32)}!`;
+  const requestId = await ask(request, session, "Code?", {
+    type: "object",
+    properties: { code: { type: "string", title: "Code", pattern: "^(a+)+$", default: nearMiss } },
+    required: ["code"],
+  });
+  await signIn(page, "rita", `/sessions/${session.id}`);
+  await live(page);
+  const banner = page.locator(".banner");
+  await banner.getByLabel("Code").fill(`${"a".repeat(40)}!`);
+  // `RegExp("^(a+)+$")` on this value would block the page for minutes; the page stays responsive.
+  const blocked = await page.evaluate(async () => {
+    const started = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    return performance.now() - started;
+  });
+  expect(blocked).toBeLessThan(100);
+  await banner.getByRole("button", { name: "Accept" }).click();
+  await expect(banner.locator(".field", { has: page.getByLabel("Code") }).locator(".field-error")).toContainText(
+    "pattern",
+  );
+  expect((await poll(request, session, requestId)).action).toBe("pending");
+});

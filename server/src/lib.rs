@@ -79,7 +79,9 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
-            request.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
+            request
+                .extensions_mut()
+                .insert(ConnectInfo::<SocketAddr>(peer));
             router.clone().oneshot(request)
         });
         let connection = builder

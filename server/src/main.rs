@@ -14,7 +14,6 @@ use anteroom_app::{
 };
 use anteroom_server::{
     ApiConfig, AppState,
-    state::ConnectionLimits,
     api::views::environment_block,
     ask,
     config::{
@@ -24,6 +23,7 @@ use anteroom_server::{
     credentials,
     events::EventHub,
     jobs::{self, Schedules},
+    state::ConnectionLimits,
 };
 use anyhow::{Context, bail};
 use clap::Parser;
@@ -77,7 +77,8 @@ fn connection_cap(configured: usize) -> usize {
     const HEADROOM: u64 = 256;
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => {
-            let fits = usize::try_from(limit.saturating_sub(HEADROOM).max(16)).unwrap_or(usize::MAX);
+            let fits =
+                usize::try_from(limit.saturating_sub(HEADROOM).max(16)).unwrap_or(usize::MAX);
             if fits < configured {
                 tracing::warn!(
                     configured,

@@ -145,10 +145,7 @@ impl Metrics {
 
     /// An answer was recorded, `seconds` after its question was asked.
     pub fn record_answer(&self, action: &'static str, seconds: f64) {
-        self.0
-            .answers
-            .get_or_create(&ActionLabels { action })
-            .inc();
+        self.0.answers.get_or_create(&ActionLabels { action }).inc();
         self.0.time_to_answer.observe(seconds.max(0.0));
     }
 
@@ -251,7 +248,10 @@ mod tests {
         assert!(text.contains("anteroom_http_requests_total{route=\"/api/v1/elicitations\",method=\"POST\",status=\"201\"} 2"), "{text}");
         assert!(text.contains("anteroom_http_request_duration_seconds_bucket{le=\"0.0025\",route=\"/api/v1/elicitations\"} 1") || text.contains("anteroom_http_request_duration_seconds_bucket{route=\"/api/v1/elicitations\",le=\"0.0025\"} 1"), "{text}");
         assert!(text.contains("anteroom_open_questions 3"), "{text}");
-        assert!(text.contains("anteroom_answers_total{action=\"accept\"} 1"), "{text}");
+        assert!(
+            text.contains("anteroom_answers_total{action=\"accept\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("anteroom_event_subscribers 1"), "{text}");
     }
 

@@ -9,58 +9,9 @@ use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use support::{
     Db, TestServer,
+    browser::{PASSWORD, browser, page, person, sign_in},
     pulsemcp::{Outcome, PulsemcpClient},
 };
-
-const PASSWORD: &str = "a long enough password";
-
-/// A client that shows redirects instead of following them.
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client")
-}
-
-async fn person(server: &TestServer, username: &str, role: Role) {
-    add_user(server.store.as_ref(), username, PASSWORD, role)
-        .await
-        .expect("add user");
-}
-
-/// Signs in with the form; returns the `Cookie` header value of the browser session.
-async fn sign_in(server: &TestServer, username: &str) -> String {
-    let reply = browser()
-        .post(server.url("/login"))
-        .form(&[
-            ("username", username),
-            ("password", PASSWORD),
-            ("next", "/"),
-        ])
-        .send()
-        .await
-        .expect("POST /login");
-    assert_eq!(reply.status(), StatusCode::SEE_OTHER);
-    assert_eq!(reply.headers()[header::LOCATION], "/");
-    let cookie = reply.headers()[header::SET_COOKIE]
-        .to_str()
-        .expect("cookie")
-        .to_owned();
-    for attribute in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] {
-        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
-    }
-    cookie.split(';').next().expect("name=value").to_owned()
-}
-
-async fn page(server: &TestServer, path: &str, cookie: &str) -> (StatusCode, String) {
-    let reply = browser()
-        .get(server.url(path))
-        .header(header::COOKIE, cookie)
-        .send()
-        .await
-        .expect("GET page");
-    (reply.status(), reply.text().await.expect("body"))
-}
 
 /// The value of the first `name="…" value="…"` input in `html`.
 fn input_value(html: &str, name: &str) -> String {

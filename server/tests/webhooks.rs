@@ -5,13 +5,14 @@
 mod support;
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
     time::Duration as StdDuration,
 };
 
 use std::collections::BTreeMap;
 
 use anteroom_app::domain::{
+    clock::ManualClock,
     ids::{RequestId, RequestKey, SessionId},
     round::{ElicitationRequest, NewRound, OperationKind},
     webhook::WebhookEndpoint,
@@ -29,13 +30,24 @@ type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
 
 /// A receiver that fails the first `failures` calls with 500, and takes `delay` to answer each.
 async fn receiver(failures: usize, delay: StdDuration) -> (String, Seen) {
+    receiver_calling(failures, delay, Arc::new(|| {})).await
+}
+
+/// [`receiver`], running `on_call` as each call arrives.
+async fn receiver_calling(
+    failures: usize,
+    delay: StdDuration,
+    on_call: Arc<dyn Fn() + Send + Sync>,
+) -> (String, Seen) {
     let seen: Seen = Arc::default();
     let log = seen.clone();
     let app = Router::new().route(
         "/hook",
         post(move |headers: HeaderMap, body: Bytes| {
             let log = log.clone();
+            let on_call = on_call.clone();
             async move {
+                on_call();
                 tokio::time::sleep(delay).await;
                 let header = |name: &str| {
                     headers
@@ -87,6 +99,55 @@ async fn ask(server: &TestServer, session: &str, id: &str, expires: chrono::Date
         )
         .await
         .expect("create");
+}
+
+/// Attack: a receiver answering after 8 s got 51 POSTs for 24 deliveries, because one claim covered a whole
+/// batch and ran out while the batch was still being sent, so an overlapping tick claimed it again. Here each
+/// call moves the clock 8 s; ticks start while others are still sending.
+async fn duplicate_webhooks_to_a_slow_receiver(db: Db) {
+    let clock: Arc<OnceLock<ManualClock>> = Arc::default();
+    let slot = clock.clone();
+    let (url, seen) = receiver_calling(
+        0,
+        StdDuration::from_millis(40),
+        Arc::new(move || {
+            if let Some(clock) = slot.get() {
+                clock.advance(Duration::seconds(8));
+            }
+        }),
+    )
+    .await;
+    let Some(server) = TestServer::start_with(db, options(&url)).await else {
+        return;
+    };
+    let deliveries = 12;
+    for n in 0..deliveries {
+        ask(
+            &server,
+            &format!("slow-{n}"),
+            &format!("req-slow-{n}"),
+            support::start_time() + Duration::hours(1),
+        )
+        .await;
+    }
+    let _ = clock.set(server.clock.clone());
+    let mut ticks = Vec::new();
+    for _ in 0..4 {
+        ticks.push(tokio::spawn(webhooks::run(server.state.clone())));
+        tokio::time::sleep(StdDuration::from_millis(150)).await;
+    }
+    let mut delivered = 0;
+    for tick in ticks {
+        delivered += tick.await.expect("tick");
+    }
+    delivered += webhooks::run(server.state.clone()).await;
+    let calls = seen.lock().expect("lock").clone();
+    let bodies: std::collections::BTreeSet<&String> =
+        calls.iter().map(|(_, _, body)| body).collect();
+    assert_eq!(delivered, deliveries);
+    assert_eq!(bodies.len(), deliveries, "every delivery arrived");
+    assert_eq!(calls.len(), deliveries, "and none twice");
+    server.stop().await;
 }
 
 async fn signed_delivery_retried_after_500s(db: Db) {
@@ -183,7 +244,8 @@ async fn slow_receiver_gets_each_event_once_with_two_ticks_at_once(db: Db) {
 
 on_both_backends!(
     signed_delivery_retried_after_500s,
-    slow_receiver_gets_each_event_once_with_two_ticks_at_once
+    slow_receiver_gets_each_event_once_with_two_ticks_at_once,
+    duplicate_webhooks_to_a_slow_receiver
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

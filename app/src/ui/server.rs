@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use super::{
     answer::read_answer,
     model::{
-        ActiveRound, AnswerNotice, HISTORY_PAGE, OPEN_ROUNDS_SHOWN, AnswerPost, Asker, HistoryEntry, Outcome, QuestionPreview,
-        QueueItem, QueueView, RequestBody, RequestView, SessionPage, Viewer, control_name,
+        ActiveRound, AnswerNotice, AnswerPost, Asker, HISTORY_PAGE, HistoryEntry,
+        OPEN_ROUNDS_SHOWN, Outcome, QuestionPreview, QueueItem, QueueView, RequestBody,
+        RequestView, SessionPage, Viewer, control_name,
     },
 };
 use crate::{

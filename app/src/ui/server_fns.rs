@@ -49,9 +49,15 @@ pub async fn load_session(
 ) -> Result<Option<SessionPage>, ServerFnError> {
     let (services, viewer) = signed_in()?;
     let notice = from_request::<FlashNotice>().map(|flash| flash.0);
-    super::server::session_page(services.store.as_ref(), &id, viewer, notice, older.as_deref())
-        .await
-        .map_err(unavailable)
+    super::server::session_page(
+        services.store.as_ref(),
+        &id,
+        viewer,
+        notice,
+        older.as_deref(),
+    )
+    .await
+    .map_err(unavailable)
 }
 
 /// Records an answer; refusals come back as a notice with per-field messages, never as an error.

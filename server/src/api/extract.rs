@@ -97,7 +97,11 @@ fn nul_at(value: &Value) -> Option<String> {
 
 /// Refuses `%00` in a raw path or query string (422), before it is decoded into a NUL.
 fn refuse_encoded_nul(raw: &str, what: &str) -> Result<(), ApiError> {
-    if raw.as_bytes().windows(3).any(|w| w.eq_ignore_ascii_case(b"%00")) {
+    if raw
+        .as_bytes()
+        .windows(3)
+        .any(|w| w.eq_ignore_ascii_case(b"%00"))
+    {
         Err(ApiError::validation(format!(
             "The {what} holds a NUL character (%00), which Anteroom does not store."
         )))

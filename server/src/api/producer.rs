@@ -377,10 +377,7 @@ async fn create_by_token(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let session = session_for_token(&state, &token).await?;
-    state
-        .limiter
-        .creates
-        .check(session.id.as_str())?;
+    state.limiter.creates.check(session.id.as_str())?;
     let base = token_collection(&state, &token, None);
     create_question(&state, &session, None, &body, &base).await
 }
@@ -398,10 +395,7 @@ async fn create_by_token_for_server(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let session = session_for_token(&state, &token).await?;
-    state
-        .limiter
-        .creates
-        .check(session.id.as_str())?;
+    state.limiter.creates.check(session.id.as_str())?;
     if server.is_empty() || server.chars().count() > 128 {
         return Err(ApiError::validation(
             "The server name in the URL must be 1 to 128 characters.",
@@ -474,10 +468,7 @@ async fn create_bare(
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
     admit_bare(&state, &caller)?;
-    state
-        .limiter
-        .creates
-        .check(&bare_key(&caller, &peer))?;
+    state.limiter.creates.check(&bare_key(&caller, &peer))?;
     let hint = body
         .get("_meta")
         .and_then(|meta| meta.get("com.pulsemcp/session-id"))
@@ -488,7 +479,10 @@ async fn create_bare(
     let session_id = SessionId::parse(hint)?;
     let session = if let Some(caller) = &caller.0 {
         // Registering a session, or posting into any session, is the operator's: admins only.
-        caller.require(Role::can_manage, "register sessions or post into any session")?;
+        caller.require(
+            Role::can_manage,
+            "register sessions or post into any session",
+        )?;
         state
             .store
             .register_session(NewSession {

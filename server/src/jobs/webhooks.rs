@@ -104,7 +104,11 @@ pub async fn run(state: AppState) -> usize {
                 "webhooks: delivery failed; it will be retried"
             ),
         }
-        if let Err(error) = state.store.finish_webhook_delivery(&delivery, outcome).await {
+        if let Err(error) = state
+            .store
+            .finish_webhook_delivery(&delivery, outcome)
+            .await
+        {
             tracing::warn!(%error, "webhooks: cannot record a delivery attempt");
         }
     }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod pulsemcp;
 
 use std::sync::Arc;
@@ -18,7 +19,9 @@ use anteroom_app::{
         testing::{TestSchema, postgres_url},
     },
 };
-use anteroom_server::{ApiConfig, AppState, credentials, events::EventHub};
+use anteroom_server::{
+    ApiConfig, AppState, credentials, events::EventHub, state::ConnectionLimits,
+};
 use chrono::{DateTime, Utc};
 use leptos::config::LeptosOptions;
 use serde_json::{Value, json};
@@ -121,6 +124,8 @@ pub struct Options {
     pub body_limit: usize,
     pub webhooks: Vec<WebhookEndpoint>,
     pub webhook_secret: Option<String>,
+    pub connections: ConnectionLimits,
+    pub metrics_token: Option<String>,
 }
 
 impl Default for Options {
@@ -130,6 +135,8 @@ impl Default for Options {
             body_limit: 256 * 1024,
             webhooks: Vec::new(),
             webhook_secret: None,
+            connections: ConnectionLimits::default(),
+            metrics_token: None,
         }
     }
 }
@@ -214,6 +221,8 @@ impl TestServer {
         config.allow_unauthenticated_producers = options.allow_unauthenticated_producers;
         config.body_limit = options.body_limit;
         config.webhook_secret = options.webhook_secret.clone();
+        config.connections = options.connections;
+        config.metrics_access.token = options.metrics_token.clone();
         let state = AppState::new(leptos_options, store.clone(), config, events);
         if let Some((pool, channel)) = relay {
             anteroom_server::relay::start(&state.events, pool, &channel)

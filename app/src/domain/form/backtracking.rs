@@ -14,7 +14,9 @@ impl FormModel {
     pub fn for_the_browser(mut self) -> Self {
         for field in &mut self.fields {
             if let FieldKind::Text { pattern, .. } = &mut field.kind
-                && pattern.as_deref().is_some_and(|p| !safe_for_backtracking(p))
+                && pattern
+                    .as_deref()
+                    .is_some_and(|p| !safe_for_backtracking(p))
             {
                 *pattern = None;
             }

@@ -44,6 +44,9 @@ mod tests {
             escape_html("Deploy</title><img src=x onerror=alert(1)><title>"),
             "Deploy&lt;/title&gt;&lt;img src=x onerror=alert(1)&gt;&lt;title&gt;"
         );
-        assert_eq!(escape_html("a & \"b\" 'c'"), "a &amp; &quot;b&quot; &#39;c&#39;");
+        assert_eq!(
+            escape_html("a & \"b\" 'c'"),
+            "a &amp; &quot;b&quot; &#39;c&#39;"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! `/admin/webhooks`: the webhook delivery log, for admins.
 
-use leptos::prelude::*;
 use crate::ui::components::page_title::PageTitle;
+use leptos::prelude::*;
 
 use crate::ui::{
     model::{DeliveryRow, clock_time},

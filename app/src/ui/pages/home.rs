@@ -1,7 +1,7 @@
 //! `/`: the attention queue, every session that may need a person, most urgent first, updated live.
 
-use leptos::prelude::*;
 use crate::ui::components::page_title::PageTitle;
+use leptos::prelude::*;
 
 use crate::{
     domain::session::LostReason,

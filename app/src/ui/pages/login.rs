@@ -1,7 +1,7 @@
 //! `/login` and `/setup`: plain form posts (they work without JavaScript) handled by the server.
 
-use leptos::prelude::*;
 use crate::ui::components::page_title::PageTitle;
+use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 /// The sign-in form. Errors and the page to return to arrive in the query string.

@@ -1,7 +1,7 @@
 //! `/sessions/{id}`: a banner per open question, the lost-question banner, and the session's history.
 
-use leptos::prelude::*;
 use crate::ui::components::page_title::PageTitle;
+use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{

@@ -1,0 +1,58 @@
+//! A browser over real HTTP for tests: people made with the real `add_user`, the sign-in form, pages read with
+//! the session cookie, redirects shown rather than followed.
+
+use anteroom_app::domain::access::Role;
+use anteroom_server::web::add_user;
+use reqwest::{StatusCode, header};
+
+use super::TestServer;
+
+pub const PASSWORD: &str = "a long enough password";
+
+/// A client that shows redirects instead of following them.
+pub fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+pub async fn person(server: &TestServer, username: &str, role: Role) {
+    add_user(server.store.as_ref(), username, PASSWORD, role)
+        .await
+        .expect("add user");
+}
+
+/// Signs in with the form; returns the `Cookie` header value of the browser session.
+pub async fn sign_in(server: &TestServer, username: &str) -> String {
+    let reply = browser()
+        .post(server.url("/login"))
+        .form(&[
+            ("username", username),
+            ("password", PASSWORD),
+            ("next", "/"),
+        ])
+        .send()
+        .await
+        .expect("POST /login");
+    assert_eq!(reply.status(), StatusCode::SEE_OTHER);
+    assert_eq!(reply.headers()[header::LOCATION], "/");
+    let cookie = reply.headers()[header::SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .to_owned();
+    for attribute in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] {
+        assert!(cookie.contains(attribute), "{attribute} in {cookie}");
+    }
+    cookie.split(';').next().expect("name=value").to_owned()
+}
+
+pub async fn page(server: &TestServer, path: &str, cookie: &str) -> (StatusCode, String) {
+    let reply = browser()
+        .get(server.url(path))
+        .header(header::COOKIE, cookie)
+        .send()
+        .await
+        .expect("GET page");
+    (reply.status(), reply.text().await.expect("body"))
+}
