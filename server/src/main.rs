@@ -34,7 +34,7 @@ use tokio::net::TcpListener;
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Some(Command::Serve(args)) => serve(args).await.map(|()| 0),
+        Some(Command::Serve(args)) => serve(*args).await.map(|()| 0),
         None => serve(cli.serve).await.map(|()| 0),
         Some(Command::Migrate(args)) => {
             init_logging("info");

@@ -4,7 +4,6 @@
 mod support;
 
 use anteroom_app::domain::access::Role;
-use anteroom_server::web::add_user;
 use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use support::{

@@ -27,6 +27,9 @@ tasks:
   lint                        cargo fmt --check and clippy for the server and the browser builds
   bench [--postgres]          release build, then every benchmark figure against its ceiling, as a table
                               (SQLite; --postgres uses ANTEROOM_TEST_POSTGRES_URL or the local test database)
+  attack [--postgres] [-- ARGS]
+                              release build, then replay the security review's attacks against it with
+                              bounded loops (scripts/attack.py; ARGS such as --only slowloris pass through)
 ";
 
 fn main() -> ExitCode {
@@ -74,6 +77,7 @@ fn run_task(args: Vec<String>) -> Result<()> {
         "test" => test_everything(),
         "lint" => lint(),
         "bench" => bench(postgres),
+        "attack" => attack(postgres, passthrough),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
@@ -220,13 +224,36 @@ fn bench(postgres: bool) -> Result<()> {
         .arg("--site")
         .arg(root.join("target/site"));
     if postgres {
-        let url = env::var("ANTEROOM_TEST_POSTGRES_URL")
-            .ok()
-            .filter(|url| !url.trim().is_empty())
-            .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        command.args(["--postgres", &url]);
+        command.args(["--postgres", &postgres_url()]);
     }
     run(&mut command)
+}
+
+/// Builds the release binary, then replays the attacks of `scripts/attack.py` against it.
+fn attack(postgres: bool, args: &[String]) -> Result<()> {
+    site::build(Profile::Release)?;
+    step("attack replay (release)");
+    let root = workspace_root();
+    let mut command = Command::new("python3");
+    command
+        .arg(root.join("scripts/attack.py"))
+        .arg("--binary")
+        .arg(root.join("target/release/anteroom"))
+        .arg("--site")
+        .arg(root.join("target/site"))
+        .args(args);
+    if postgres {
+        command.args(["--postgres", &postgres_url()]);
+    }
+    run(&mut command)
+}
+
+/// `ANTEROOM_TEST_POSTGRES_URL`, or the local test database.
+fn postgres_url() -> String {
+    env::var("ANTEROOM_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
 /// Prints a visible heading for each stage so a long log reads as a sequence of steps.

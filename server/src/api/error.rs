@@ -14,8 +14,8 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     details: Option<Value>,
-    /// Seconds until a refused caller may try again (`Retry-After`).
-    retry_after: Option<u64>,
+    /// Seconds until a refused caller may try again (`Retry-After`); `u32` keeps the error small.
+    retry_after: Option<u32>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -33,12 +33,12 @@ impl ApiError {
     /// Too many requests: try again in `seconds` (sent as `Retry-After`).
     pub fn rate_limited(seconds: u64, message: impl Into<String>) -> Self {
         Self {
-            retry_after: Some(seconds.max(1)),
+            retry_after: Some(u32::try_from(seconds.max(1)).unwrap_or(u32::MAX)),
             ..Self::new("rate_limited", message)
         }
     }
 
-    pub fn retry_after(&self) -> Option<u64> {
+    pub fn retry_after(&self) -> Option<u32> {
         self.retry_after
     }
 
