@@ -323,7 +323,7 @@ async fn stored_xss_in_every_producer_text_stays_text(db: Db) {
             .expect("a nonce for the page's own scripts");
         assert!(html.contains(&format!("nonce=\"{nonce}\"")), "{path}");
         assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
-        assert_eq!(headers[header::REFERRER_POLICY], "no-referrer");
+        assert_eq!(headers[header::REFERRER_POLICY], "same-origin");
     }
     server.stop().await;
 }
