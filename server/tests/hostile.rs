@@ -203,6 +203,33 @@ async fn sign_in_flood_is_refused_at_once_with_retry_after(db: Db) {
     server.stop().await;
 }
 
+async fn first_run_setup_flood_is_refused_before_hashing(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut refused = None;
+    for n in 0..40 {
+        let reply = browser()
+            .post(server.url("/setup"))
+            .form(&[
+                ("token", format!("arl_guess-{n}")),
+                ("username", "mallory".to_owned()),
+                ("password", "a long enough password".to_owned()),
+            ])
+            .send()
+            .await
+            .expect("POST /setup");
+        if reply.status() == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some(reply);
+            break;
+        }
+        assert_eq!(reply.status(), StatusCode::SEE_OTHER, "a wrong link");
+    }
+    let refused = refused.expect("guessing setup links is limited like signing in");
+    assert!(refused.headers().contains_key(header::RETRY_AFTER));
+    server.stop().await;
+}
+
 async fn sign_in_limit_bypass_with_whitespace_is_one_bucket(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
@@ -543,6 +570,7 @@ on_both_backends!(
     unbounded_metric_labels_collapse_to_other,
     metrics_are_closed_to_strangers_when_a_token_is_set,
     sign_in_flood_is_refused_at_once_with_retry_after,
+    first_run_setup_flood_is_refused_before_hashing,
     sign_in_limit_bypass_with_whitespace_is_one_bucket,
     open_redirect_and_newlines_in_next_go_home,
     stored_xss_in_every_producer_text_stays_text,

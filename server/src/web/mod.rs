@@ -251,13 +251,8 @@ async fn sign_in(
         Redirect::to(&format!("/login?error={error}&next={}", encode(&next))).into_response()
     };
     // Limits before any work: per address, then per (normalised) username, then a free hashing slot.
-    let limits = &state.limiter;
-    if let Err(seconds) = limits
-        .sign_ins_per_address
-        .check_seconds(&peer.ip().to_string())
-        .and_then(|()| limits.sign_ins_per_name.check_seconds(&username))
-    {
-        return too_many_sign_ins(seconds);
+    if let Err(refused) = spend_sign_in_attempt(&state, peer, Some(&username)) {
+        return refused;
     }
     let found = match state.store.user_with_password(&username).await {
         Ok(found) => found,
@@ -293,6 +288,20 @@ async fn sign_in(
     }
 }
 
+/// Spends one attempt from the address's sign-in budget (and the username's, when given), or answers `429`.
+fn spend_sign_in_attempt(
+    state: &AppState,
+    peer: SocketAddr,
+    username: Option<&str>,
+) -> Result<(), Response> {
+    let limits = &state.limiter;
+    limits
+        .sign_ins_per_address
+        .check_seconds(&peer.ip().to_string())
+        .and_then(|()| username.map_or(Ok(()), |name| limits.sign_ins_per_name.check_seconds(name)))
+        .map_err(too_many_sign_ins)
+}
+
 /// `429 Too Many Requests` for a sign-in, with `Retry-After`, answered before any password is hashed.
 fn too_many_sign_ins(retry_after: u64) -> Response {
     let seconds = retry_after.max(1);
@@ -324,6 +333,7 @@ async fn sign_out(session: Session, SameSiteForm(pairs): SameSiteForm) -> Respon
 /// Creates the first admin from the one-time link printed at first start, only while nobody exists.
 async fn set_up_first_admin(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     session: Session,
     SameSiteForm(pairs): SameSiteForm,
 ) -> Response {
@@ -339,6 +349,10 @@ async fn set_up_first_admin(
     }
     if check_password(&password).is_err() {
         return again("password");
+    }
+    // Anyone can post here: the same per-address budget as signing in, before any hashing.
+    if let Err(refused) = spend_sign_in_attempt(&state, peer, None) {
+        return refused;
     }
     let hashed = state
         .password_hashing

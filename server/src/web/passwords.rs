@@ -62,14 +62,22 @@ impl PasswordHasher for ReusingArgon2 {
         let mut salt_buffer = [0_u8; 64];
         let salt_bytes = salt.decode_b64(&mut salt_buffer)?;
         let argon2 = Argon2::new(self.algorithm, self.version, self.params.clone());
-        let output_len = self.params.output_len().unwrap_or(Params::DEFAULT_OUTPUT_LEN);
+        let output_len = self
+            .params
+            .output_len()
+            .unwrap_or(Params::DEFAULT_OUTPUT_LEN);
         let output = Output::init_with(output_len, |out| {
             WORKING_MEMORY.with_borrow_mut(|memory| {
                 let blocks = self.params.block_count();
                 if memory.len() < blocks {
                     memory.resize(blocks, Block::default());
                 }
-                argon2.hash_password_into_with_memory(password, salt_bytes, out, &mut memory[..blocks])
+                argon2.hash_password_into_with_memory(
+                    password,
+                    salt_bytes,
+                    out,
+                    &mut memory[..blocks],
+                )
             })?;
             Ok(())
         })?;
@@ -91,8 +99,14 @@ impl PasswordHasher for ReusingArgon2 {
         salt: impl Into<Salt<'a>>,
     ) -> password_hash::Result<PasswordHash<'a>> {
         Self {
-            algorithm: algorithm.map(Algorithm::try_from).transpose()?.unwrap_or_default(),
-            version: version.map(Version::try_from).transpose()?.unwrap_or_default(),
+            algorithm: algorithm
+                .map(Algorithm::try_from)
+                .transpose()?
+                .unwrap_or_default(),
+            version: version
+                .map(Version::try_from)
+                .transpose()?
+                .unwrap_or_default(),
             params,
         }
         .hash_password(password, salt)

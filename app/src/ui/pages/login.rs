@@ -12,9 +12,6 @@ pub fn LoginPage() -> impl IntoView {
     let next = get("next");
     let message = match get("error").as_str() {
         "invalid" => Some("That username and password do not match."),
-        "slow_down" => {
-            Some("Too many attempts for this username; wait a few seconds and try again.")
-        }
         "unavailable" => Some("Signing in is not possible just now; try again in a moment."),
         _ => None,
     };
