@@ -4,6 +4,8 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::state::ConnectionLimits;
+
 /// Anteroom: where headless AI agents wait for a human.
 #[derive(Debug, Parser)]
 #[command(name = "anteroom", version, about, long_about = None)]
@@ -240,11 +242,15 @@ pub struct ServeArgs {
 
     /// Connections open at once (more wait in the listen queue); kept below the process's file-descriptor
     /// limit.
-    #[arg(long, env = "ANTEROOM_MAX_CONNECTIONS", default_value_t = 4096)]
+    #[arg(long, env = "ANTEROOM_MAX_CONNECTIONS", default_value_t = ConnectionLimits::default().max_connections)]
     pub max_connections: usize,
 
     /// Seconds a client has to send a request's headers (and an idle keep-alive connection its next request).
-    #[arg(long, env = "ANTEROOM_HEADER_READ_TIMEOUT_SECS", default_value_t = 5)]
+    #[arg(
+        long,
+        env = "ANTEROOM_HEADER_READ_TIMEOUT_SECS",
+        default_value_t = ConnectionLimits::default().header_read_timeout.as_secs()
+    )]
     pub header_read_timeout_secs: u64,
 
     /// Bearer token a Prometheus scraper sends to read `/metrics` from another host. Without it, `/metrics`

@@ -142,7 +142,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_connections: connection_cap(args.max_connections),
         header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout_secs.max(1)),
     };
-    config.metrics_access.token = args.metrics_token.clone().filter(|token| !token.is_empty());
+    config.metrics_token = args.metrics_token.clone().filter(|token| !token.is_empty());
     if config.secure_cookies && !is_https_or_loopback(&config.public_url) {
         tracing::warn!(
             public_url = %config.public_url,

@@ -19,7 +19,11 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::{AppState, api::error::ApiError, credentials};
+use crate::{
+    AppState,
+    api::{error::ApiError, extract::bearer},
+    credentials,
+};
 
 /// Upper bounds (seconds) of the request-latency histogram.
 const LATENCY_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
@@ -183,24 +187,19 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
 /// Whether this caller may read the metrics: a scraper with the configured token, an admin API key, or (when
 /// no token is configured) any caller on this machine.
 async fn may_read(state: &AppState, peer: SocketAddr, headers: &HeaderMap) -> bool {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim);
-    if let Some(secret) = bearer {
-        let hashed = credentials::hash(secret);
-        if let Some(token) = &state.config.metrics_access.token
-            && credentials::hash(token) == hashed
-        {
-            return true;
-        }
-        return matches!(
-            state.store.api_key_for_hash(&hashed).await,
-            Ok(Some(key)) if key.role.can_manage()
-        );
+    let token = state.config.metrics_token.as_deref();
+    let Some(secret) = bearer(headers) else {
+        return token.is_none() && peer.ip().is_loopback();
+    };
+    let hashed = credentials::hash(secret);
+    // Compared as hashes, so the comparison's timing says nothing about the token.
+    if token.is_some_and(|token| credentials::hash(token) == hashed) {
+        return true;
     }
-    state.config.metrics_access.token.is_none() && peer.ip().is_loopback()
+    matches!(
+        state.store.api_key_for_hash(&hashed).await,
+        Ok(Some(key)) if key.role.can_manage()
+    )
 }
 
 /// `GET /metrics`.

@@ -62,8 +62,9 @@ pub struct ApiConfig {
     pub secure_cookies: bool,
     /// Open connections and how long a request's headers may take.
     pub connections: ConnectionLimits,
-    /// Who may read `/metrics`.
-    pub metrics_access: MetricsAccess,
+    /// `Authorization: Bearer <token>` that admits a scraper to `/metrics` from anywhere. Without it,
+    /// `/metrics` answers callers on this machine (loopback) and admin API keys only.
+    pub metrics_token: Option<String>,
 }
 
 /// Bounds on connections, so slow or numerous clients cannot exhaust the process.
@@ -84,14 +85,6 @@ impl Default for ConnectionLimits {
     }
 }
 
-/// Who may read `/metrics`: a scraper with the configured bearer token or an admin API key; without a token,
-/// callers on this machine (loopback) and admins only.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MetricsAccess {
-    /// `Authorization: Bearer <token>` admits a scraper from anywhere.
-    pub token: Option<String>,
-}
-
 impl ApiConfig {
     pub fn new(public_url: &str) -> Self {
         Self {
@@ -103,7 +96,7 @@ impl ApiConfig {
             retention: chrono::Duration::days(30),
             secure_cookies: true,
             connections: ConnectionLimits::default(),
-            metrics_access: MetricsAccess::default(),
+            metrics_token: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use anteroom_app::{
 use axum::{
     body::Bytes,
     extract::{FromRequest, FromRequestParts, Path, Query, Request},
-    http::{Method, StatusCode, header, request::Parts},
+    http::{HeaderMap, Method, StatusCode, header, request::Parts},
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -183,9 +183,8 @@ impl Caller {
 }
 
 /// The bearer token of a request, if it sent one.
-pub fn bearer(parts: &Parts) -> Option<&str> {
-    parts
-        .headers
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)?
         .to_str()
         .ok()?
@@ -219,7 +218,7 @@ impl FromRequestParts<AppState> for OptionalCaller {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let Some(secret) = bearer(parts) else {
+        let Some(secret) = bearer(&parts.headers) else {
             return browser_caller(parts).map(OptionalCaller);
         };
         match state

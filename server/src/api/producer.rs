@@ -425,7 +425,7 @@ async fn poll_by_token(
     path = "/api/v1/s/{token}/servers/{server}/elicitations/{request_id}",
     tag = "producer",
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name"), ("request_id" = String, Path, description = "The producer's request id")),
-    responses((status = 200, description = "The outward answer"), (status = 404, description = "not_found"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The outward answer"), (status = 429, description = "rate_limited, with Retry-After"), (status = 404, description = "not_found"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
 )]
 async fn poll_by_token_for_server(
     State(state): State<AppState>,
@@ -459,7 +459,7 @@ fn admit_bare(state: &AppState, caller: &OptionalCaller) -> ApiResult<()> {
     post,
     path = "/api/v1/elicitations",
     tag = "producer",
-    responses((status = 201, description = "Question stored; session from `_meta`"), (status = 404, description = "not_found: anonymous call for an unknown session"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 201, description = "Question stored; session from `_meta`"), (status = 403, description = "forbidden: only admin keys register sessions or post into any session"), (status = 429, description = "rate_limited, with Retry-After"), (status = 404, description = "not_found: anonymous call for an unknown session"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
 )]
 async fn create_bare(
     State(state): State<AppState>,
@@ -503,7 +503,7 @@ async fn create_bare(
     path = "/api/v1/elicitations/{request_id}",
     tag = "producer",
     params(("request_id" = String, Path, description = "The producer's request id")),
-    responses((status = 200, description = "The outward answer"), (status = 404, description = "not_found"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The outward answer"), (status = 429, description = "rate_limited, with Retry-After"), (status = 404, description = "not_found"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
 )]
 async fn poll_bare(
     State(state): State<AppState>,

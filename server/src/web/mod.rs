@@ -251,8 +251,8 @@ async fn sign_in(
         Redirect::to(&format!("/login?error={error}&next={}", encode(&next))).into_response()
     };
     // Limits before any work: per address, then per (normalised) username, then a free hashing slot.
-    if let Err(refused) = spend_sign_in_attempt(&state, peer, Some(&username)) {
-        return refused;
+    if let Err(seconds) = spend_sign_in_attempt(&state, peer, Some(&username)) {
+        return too_many_sign_ins(seconds);
     }
     let found = match state.store.user_with_password(&username).await {
         Ok(found) => found,
@@ -288,18 +288,18 @@ async fn sign_in(
     }
 }
 
-/// Spends one attempt from the address's sign-in budget (and the username's, when given), or answers `429`.
+/// Spends one attempt from the address's sign-in budget (and the username's, when given), or says in how many
+/// seconds to try again.
 fn spend_sign_in_attempt(
     state: &AppState,
     peer: SocketAddr,
     username: Option<&str>,
-) -> Result<(), Response> {
+) -> Result<(), u64> {
     let limits = &state.limiter;
     limits
         .sign_ins_per_address
         .check_seconds(&peer.ip().to_string())
         .and_then(|()| username.map_or(Ok(()), |name| limits.sign_ins_per_name.check_seconds(name)))
-        .map_err(too_many_sign_ins)
 }
 
 /// `429 Too Many Requests` for a sign-in, with `Retry-After`, answered before any password is hashed.
@@ -351,8 +351,8 @@ async fn set_up_first_admin(
         return again("password");
     }
     // Anyone can post here: the same per-address budget as signing in, before any hashing.
-    if let Err(refused) = spend_sign_in_attempt(&state, peer, None) {
-        return refused;
+    if let Err(seconds) = spend_sign_in_attempt(&state, peer, None) {
+        return too_many_sign_ins(seconds);
     }
     let hashed = state
         .password_hashing

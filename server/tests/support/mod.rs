@@ -222,7 +222,7 @@ impl TestServer {
         config.body_limit = options.body_limit;
         config.webhook_secret = options.webhook_secret.clone();
         config.connections = options.connections;
-        config.metrics_access.token = options.metrics_token.clone();
+        config.metrics_token = options.metrics_token.clone();
         let state = AppState::new(leptos_options, store.clone(), config, events);
         if let Some((pool, channel)) = relay {
             anteroom_server::relay::start(&state.events, pool, &channel)
