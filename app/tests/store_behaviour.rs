@@ -12,7 +12,7 @@ use anteroom_app::{
         answer::{PollAction, outward_answer},
         clock::Clock,
         expiry::ExpiryPolicy,
-        ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, SessionId},
+        ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
         round::{
             ElicitationRequest, ElicitationResponse, FailureCode, NewRound, OperationKind,
             ResponseAction, Round, RoundStatus, Submission,
@@ -1256,6 +1256,43 @@ async fn rounds_are_listed_newest_first(h: &Harness) {
     assert_eq!(listed, vec![second.round_id, first.round_id]);
 }
 
+async fn history_pages_newest_first_and_open_rounds_oldest_first(h: &Harness) {
+    let mut created = vec![ask(h, "s1").await];
+    for _ in 0..4 {
+        h.clock.advance(Duration::seconds(1));
+        created.push(ask_again(h, "s1").await);
+    }
+    answer(h, &created[1], accept(json!({"city": "Pune"})), "k1")
+        .await
+        .expect("answer");
+    let ids = |rounds: Vec<Round>| rounds.into_iter().map(|r| r.round_id).collect::<Vec<_>>();
+    let session = sid("s1");
+    let page = |before: Option<RoundId>| h.store.list_rounds_page(&session, before, 2);
+    let first = ids(page(None).await.expect("page 1"));
+    assert_eq!(first, vec![created[4].round_id, created[3].round_id]);
+    let second = ids(page(Some(created[3].round_id)).await.expect("page 2"));
+    assert_eq!(second, vec![created[2].round_id, created[1].round_id]);
+    let last = ids(page(Some(created[1].round_id)).await.expect("page 3"));
+    assert_eq!(last, vec![created[0].round_id]);
+    assert!(
+        page(Some(RoundId::generate()))
+            .await
+            .expect("unknown")
+            .is_empty(),
+        "an unknown cursor is an empty page"
+    );
+    let open = ids(h.store.open_rounds(&session, 3).await.expect("open"));
+    assert_eq!(
+        open,
+        vec![
+            created[0].round_id,
+            created[2].round_id,
+            created[3].round_id
+        ],
+        "pending only, oldest first, at most the limit"
+    );
+}
+
 async fn redacted_responses_show_keys_actions_and_field_names_only(h: &Harness) {
     let round = ask(h, "s1").await;
     answer(h, &round, accept(json!({"city": "Pune", "floor": 3})), "k1")
@@ -1860,6 +1897,7 @@ on_both_backends!(
     url_accept_records_consent_and_refuses_content,
     pending_round_is_single_or_none_and_several_is_a_state_error,
     rounds_are_listed_newest_first,
+    history_pages_newest_first_and_open_rounds_oldest_first,
     redacted_responses_show_keys_actions_and_field_names_only,
     poll_delivery_marks_delivered_and_counts_each_attempt,
     cancelling_a_session_fails_its_open_rounds,

@@ -80,7 +80,9 @@ impl Default for ConnectionLimits {
     fn default() -> Self {
         Self {
             max_connections: 4096,
-            header_read_timeout: std::time::Duration::from_secs(5),
+            // hyper's one timer covers idle keep-alive too, so it must outlast a producer's poll interval
+            // (often 5 s): at 5 s a client reusing its connection raced the close and lost the request.
+            header_read_timeout: std::time::Duration::from_secs(20),
         }
     }
 }
@@ -104,5 +106,17 @@ impl ApiConfig {
 impl FromRef<AppState> for LeptosOptions {
     fn from_ref(state: &AppState) -> Self {
         state.leptos_options.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConnectionLimits;
+
+    #[test]
+    fn idle_keep_alive_outlasts_a_producers_poll_interval() {
+        // The pulsemcp client polls every few seconds on one kept-alive connection; closing it at the same
+        // moment loses the poll (seen with a 5 s timeout). Twice the common 5 s interval leaves a margin.
+        assert!(ConnectionLimits::default().header_read_timeout.as_secs() >= 10);
     }
 }

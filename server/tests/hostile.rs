@@ -472,7 +472,9 @@ async fn a_session_page_pages_its_history(db: Db) {
             "deploy",
             &expires_in_an_hour(),
         );
-        client.create(&id, &body).await.expect("question");
+        if let Err(failed) = client.create(&id, &body).await {
+            panic!("question {n}: {failed:?}");
+        }
         server.clock.advance(Duration::milliseconds(10));
         if n % 25 == 24 {
             // Stay under the per-session create limit (5 a second, bursts of 30).

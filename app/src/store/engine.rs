@@ -57,6 +57,20 @@ macro_rules! sql_store {
             Ok(User { id, username, role })
         }
 
+        /// The INSERT of a new person, to run on the pool or in a transaction.
+        fn insert_user<'q>(
+            user: &'q User,
+            password_hash: &'q str,
+            now: DateTime<Utc>,
+        ) -> sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>> {
+            sqlx::query::<$db>(sql::INSERT_USER)
+                .bind(&user.id)
+                .bind(&user.username)
+                .bind(user.role.as_str())
+                .bind(password_hash)
+                .bind(to_ms(now))
+        }
+
         fn rows_to_rounds(rows: Vec<RoundRow>) -> StoreResult<Vec<Round>> {
             rows.into_iter().map(RoundRow::into_round).collect()
         }
@@ -659,14 +673,7 @@ macro_rules! sql_store {
             }
 
             async fn create_user(&self, user: &User, password_hash: &str) -> StoreResult<()> {
-                let inserted = sqlx::query::<$db>(sql::INSERT_USER)
-                    .bind(&user.id)
-                    .bind(&user.username)
-                    .bind(user.role.as_str())
-                    .bind(password_hash)
-                    .bind(to_ms(self.now()))
-                    .execute(&self.pool)
-                    .await;
+                let inserted = insert_user(user, password_hash, self.now()).execute(&self.pool).await;
                 match inserted {
                     Ok(_) => Ok(()),
                     Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Err(
@@ -720,14 +727,7 @@ macro_rules! sql_store {
                     tx.rollback().await?;
                     return Ok(false);
                 }
-                sqlx::query::<$db>(sql::INSERT_USER)
-                    .bind(&user.id)
-                    .bind(&user.username)
-                    .bind(user.role.as_str())
-                    .bind(password_hash)
-                    .bind(to_ms(now))
-                    .execute(&mut *tx)
-                    .await?;
+                insert_user(user, password_hash, now).execute(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(true)
             }
@@ -846,7 +846,6 @@ macro_rules! sql_store {
                 before: Option<RoundId>,
                 limit: u32,
             ) -> StoreResult<Vec<Round>> {
-                self.expire_lazily(Some(session)).await?;
                 let rows = sqlx::query_as::<$db, RoundRow>(sql::SELECT_SESSION_ROUNDS_PAGE)
                     .bind(session.to_string())
                     .bind(before.map(|id| id.to_string()).unwrap_or_default())
@@ -857,7 +856,6 @@ macro_rules! sql_store {
             }
 
             async fn open_rounds(&self, session: &SessionId, limit: u32) -> StoreResult<Vec<Round>> {
-                self.expire_lazily(Some(session)).await?;
                 let rows = sqlx::query_as::<$db, RoundRow>(sql::SELECT_OPEN_ROUNDS)
                     .bind(session.to_string())
                     .bind(i64::from(limit))

@@ -276,7 +276,8 @@ pub trait Store: Send + Sync + 'static {
     async fn list_rounds(&self, session: &SessionId) -> StoreResult<Vec<Round>>;
 
     /// At most `limit` of the session's rounds, newest first, older than round `before` when given (a page of
-    /// its history; an unknown `before` gives an empty page).
+    /// its history; an unknown `before` gives an empty page). Read as stored: call it after
+    /// [`Store::get_session`], which expires the session's overdue rounds first.
     async fn list_rounds_page(
         &self,
         session: &SessionId,
@@ -284,7 +285,8 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
     ) -> StoreResult<Vec<Round>>;
 
-    /// At most `limit` of the session's pending rounds, oldest first.
+    /// At most `limit` of the session's pending rounds, oldest first; read as stored, like
+    /// [`Store::list_rounds_page`].
     async fn open_rounds(&self, session: &SessionId, limit: u32) -> StoreResult<Vec<Round>>;
 
     /// The oldest pending round of each of `sessions` that has one (the attention queue's questions).

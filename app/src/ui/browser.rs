@@ -10,10 +10,7 @@ use web_sys::{
     NotificationOptions, NotificationPermission,
 };
 
-use crate::domain::form::{
-    PatternMatcher,
-    backtracking::{BROWSER_VALUE_CHARS, safe_for_backtracking},
-};
+use crate::domain::form::{PatternMatcher, backtracking::BROWSER_VALUE_CHARS};
 
 /// What the pages share about the live connection.
 #[derive(Debug, Clone, Copy)]
@@ -270,8 +267,9 @@ pub struct BrowserPatterns;
 
 impl PatternMatcher for BrowserPatterns {
     fn is_match(&self, pattern: &str, value: &str) -> Option<bool> {
-        // `RegExp` backtracks: a producer's `^(a+)+$` could freeze the page. Those are left to the server.
-        if value.chars().count() > BROWSER_VALUE_CHARS || !safe_for_backtracking(pattern) {
+        // `RegExp` backtracks: the server already dropped patterns that could freeze the page
+        // (`FormModel::for_the_browser`); long values are left to the server too.
+        if value.chars().count() > BROWSER_VALUE_CHARS {
             return None;
         }
         let constructor = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("RegExp"))

@@ -1,7 +1,10 @@
 //! Request extractors whose every rejection is a SPEC §7 JSON error: bodies, path segments and callers.
 
 use anteroom_app::{
-    domain::access::{ApiKey, Role},
+    domain::{
+        access::{ApiKey, Role},
+        limits::nul_at,
+    },
     ui::model::Viewer,
 };
 use axum::{
@@ -62,8 +65,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     }
 }
 
-/// Refuses a NUL character anywhere in a JSON value (strings and keys), naming where: no database stores it
-/// in text (PostgreSQL refuses it outright), so it is refused the same way on every backend, before any.
+/// Refuses a NUL character anywhere in a JSON value (strings and keys) with a 422 naming where.
 pub fn refuse_nul(value: &Value, at: &str) -> Result<(), ApiError> {
     match nul_at(value) {
         None => Ok(()),
@@ -74,24 +76,6 @@ pub fn refuse_nul(value: &Value, at: &str) -> Result<(), ApiError> {
             ))
             .with_details(serde_json::json!({ "property": property })))
         }
-    }
-}
-
-/// Where in `value` a NUL character is (`.key[2]`), built only when there is one.
-fn nul_at(value: &Value) -> Option<String> {
-    match value {
-        Value::String(text) => text.contains('\0').then(String::new),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(index, item)| Some(format!("[{index}]{}", nul_at(item)?))),
-        Value::Object(fields) => fields.iter().find_map(|(key, item)| {
-            if key.contains('\0') {
-                return Some(format!(".{}", key.escape_debug()));
-            }
-            Some(format!(".{key}{}", nul_at(item)?))
-        }),
-        _ => None,
     }
 }
 

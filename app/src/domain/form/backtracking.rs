@@ -3,8 +3,8 @@
 //! The server checks every pattern with a linear-time engine and stays the authority; the browser's check is
 //! only a convenience while typing. A pattern a backtracking engine can take exponential (or high polynomial)
 //! time on — a quantified group that itself repeats or alternates (`(a+)+`, `(a|a)*`), backreferences,
-//! lookaround, or more than two unbounded repetitions — is left to the server, and so is any value longer than
-//! [`BROWSER_VALUE_CHARS`].
+//! lookaround, or more than two unbounded repetitions — is dropped from the form the server sends the page
+//! ([`FormModel::for_the_browser`]), and the browser checks no value longer than [`BROWSER_VALUE_CHARS`].
 
 use super::{FieldKind, FormModel};
 
@@ -159,11 +159,8 @@ impl<'a> Scan<'a> {
     fn escape(&mut self) -> Option<()> {
         match self.chars.next()? {
             '1'..='9' | 'k' => None,
-            'u' if self.chars.peek() == Some(&'{') => {
-                while self.chars.next()? != '}' {}
-                Some(())
-            }
-            'p' | 'P' if self.chars.peek() == Some(&'{') => {
+            // `\u{…}`, `\p{…}`, `\P{…}`: one atom up to the closing brace.
+            'u' | 'p' | 'P' if self.chars.peek() == Some(&'{') => {
                 while self.chars.next()? != '}' {}
                 Some(())
             }

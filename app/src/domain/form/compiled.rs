@@ -16,7 +16,10 @@ use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value, json};
 
 use super::{FieldErrors, FormModel, PatternMatcher, schema_error};
-use crate::domain::{ManagedInputError, limits::Limits};
+use crate::domain::{
+    ManagedInputError,
+    limits::{Limits, nul_at},
+};
 
 /// Largest compiled form of one pattern (the `regex` crate's program size), in bytes.
 pub const PATTERN_SIZE_LIMIT: usize = 64 * 1024;
@@ -113,8 +116,11 @@ impl CompiledSchema {
                 )],
             )]);
         }
-        // No database stores a NUL in text; refuse it as a field problem on every backend.
-        if let Some((field, _)) = content.iter().find(|(_, value)| holds_nul(value)) {
+        // Answers from the pages come here without the API's body check: refuse NUL as a field problem.
+        if let Some((field, _)) = content
+            .iter()
+            .find(|(key, value)| key.contains('\0') || nul_at(value).is_some())
+        {
             return FieldErrors::from([(
                 field.clone(),
                 vec!["must not contain a NUL character".to_owned()],
@@ -165,18 +171,6 @@ impl CompiledSchema {
             format!("The answer to {key} does not fit the form: {summary}."),
             json!({ "request_key": key, "fields": errors }),
         ))
-    }
-}
-
-/// Whether a NUL character is anywhere in `value`, keys included.
-fn holds_nul(value: &Value) -> bool {
-    match value {
-        Value::String(text) => text.contains('\0'),
-        Value::Array(items) => items.iter().any(holds_nul),
-        Value::Object(fields) => fields
-            .iter()
-            .any(|(key, item)| key.contains('\0') || holds_nul(item)),
-        _ => false,
     }
 }
 

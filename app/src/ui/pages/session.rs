@@ -163,14 +163,15 @@ fn session_view(
                 {move || {
                     let (session, older, paged) = current
                         .with(|page| (page.session_id.clone(), page.older.clone(), page.paged));
-                    let base = format!("/sessions/{}", encode_segment(&session));
+                    // Session and round ids are URL-safe by construction (`[A-Za-z0-9._:-]`, UUIDs).
+                    let base = format!("/sessions/{session}");
                     view! {
                         <nav class="history-pages" aria-label="History pages">
                             {paged.then(|| view! { <a href=base.clone()>"Newest"</a> })}
                             {older.map(|older| {
                                 view! {
                                     <a
-                                        href=format!("{base}?older={}", encode_segment(&older))
+                                        href=format!("{base}?older={older}")
                                         rel="next"
                                         data-testid="history-older"
                                     >
@@ -184,18 +185,6 @@ fn session_view(
             </section>
         </article>
     }
-}
-
-/// `text` percent-encoded for one path segment or query value.
-fn encode_segment(text: &str) -> String {
-    text.bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                char::from(byte).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }
 
 fn notice_view(notice: AnswerNotice) -> impl IntoView {
