@@ -17,9 +17,10 @@ pub mod web;
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::extract::ConnectInfo;
+use hyper::server::conn::http1;
 use hyper_util::{
-    rt::{TokioExecutor, TokioIo, TokioTimer},
-    server::{conn::auto, graceful::GracefulShutdown},
+    rt::{TokioIo, TokioTimer},
+    server::graceful::GracefulShutdown,
 };
 use tokio::{net::TcpListener, sync::Semaphore};
 use tower::ServiceExt;
@@ -45,15 +46,12 @@ pub async fn serve(
     let router = http::router(state);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // HTTP/1.1 only: browsers speak HTTP/2 only over TLS, which a proxy in front terminates, and a cleartext
+    // HTTP/2 connection could idle without ever being asked for headers.
+    let mut builder = http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(Duration::from_secs(30)));
     tokio::pin!(shutdown);
 
     loop {
@@ -84,10 +82,7 @@ pub async fn serve(
                 .insert(ConnectInfo::<SocketAddr>(peer));
             router.clone().oneshot(request)
         });
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             let _slot = slot;
             if let Err(error) = connection.await {
