@@ -60,9 +60,18 @@ async fn attempt(
         },
         Err(error) => AttemptOutcome::Failed {
             status: None,
-            error: format!("could not reach the receiver: {error}"),
+            // Without the URL: a Slack webhook's URL is its secret.
+            error: format!("could not reach the receiver: {}", error.without_url()),
         },
     }
+}
+
+/// The receiver's host for the log: the rest of a webhook URL (Slack's path above all) is a credential.
+fn receiver_host(endpoint: &str) -> String {
+    url::Url::parse(endpoint)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "(unparsable URL)".to_owned())
 }
 
 /// One tick; returns how many deliveries succeeded. Deliveries are claimed one at a time, right before each
@@ -97,7 +106,7 @@ pub async fn run(state: AppState) -> usize {
         match &outcome {
             AttemptOutcome::Delivered { .. } => delivered += 1,
             AttemptOutcome::Failed { error, .. } => tracing::warn!(
-                endpoint = %delivery.endpoint,
+                receiver = %receiver_host(&delivery.endpoint),
                 event = %delivery.event,
                 attempt = delivery.attempts,
                 %error,
@@ -121,6 +130,14 @@ pub async fn run(state: AppState) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn webhook_urls_are_logged_by_host_only() {
+        assert_eq!(
+            receiver_host("https://hooks.slack.example/services/T0/B0/secret"),
+            "hooks.slack.example"
+        );
+    }
 
     #[test]
     fn signature_is_hex_hmac_sha256() {
