@@ -12,7 +12,7 @@ use reqwest::{Method, StatusCode, header};
 use serde_json::{Value, json};
 use support::{
     Db, Options, TestServer,
-    browser::{PASSWORD, browser, page, person, sign_in},
+    browser::{PASSWORD, browser, page, person, post_form, sign_in},
     pulsemcp::PulsemcpClient,
 };
 use tokio::{
@@ -21,6 +21,25 @@ use tokio::{
 };
 
 const XSS: &str = "Deploy</title><img src=x onerror=alert(1)><title>";
+
+/// Sends `attempt(0)`, `attempt(1)`, … until one is answered `429`, which must carry `Retry-After`; every reply
+/// before it must be `before`. Fails (saying `what`) if none of `tries` attempts is refused.
+async fn first_refusal(
+    tries: usize,
+    before: StatusCode,
+    what: &str,
+    mut attempt: impl AsyncFnMut(usize) -> reqwest::Response,
+) -> reqwest::Response {
+    for n in 0..tries {
+        let reply = attempt(n).await;
+        if reply.status() == StatusCode::TOO_MANY_REQUESTS {
+            assert!(reply.headers().contains_key(header::RETRY_AFTER), "{what}");
+            return reply;
+        }
+        assert_eq!(reply.status(), before, "{what}: attempt {n}");
+    }
+    panic!("{what}: none of {tries} attempts was refused");
+}
 
 fn expires_in_an_hour() -> String {
     (support::start_time() + Duration::hours(1)).to_rfc3339()
@@ -172,19 +191,15 @@ async fn sign_in_flood_is_refused_at_once_with_retry_after(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
-    let attempts = (0..48).map(|n| {
-        let url = server.url("/login");
-        async move {
-            browser()
-                .post(url)
-                .form(&[
-                    ("username", format!("nobody-{n}")),
-                    ("password", "wrong password".to_owned()),
-                ])
-                .send()
-                .await
-                .expect("POST /login")
-        }
+    let names: Vec<String> = (0..48).map(|n| format!("nobody-{n}")).collect();
+    let shared = &server;
+    let attempts = names.iter().map(|name| async move {
+        post_form(
+            shared,
+            "/login",
+            &[("username", name), ("password", "wrong password")],
+        )
+        .await
     });
     let replies = futures::future::join_all(attempts).await;
     let refused: Vec<_> = replies
@@ -207,26 +222,25 @@ async fn first_run_setup_flood_is_refused_before_hashing(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
-    let mut refused = None;
-    for n in 0..40 {
-        let reply = browser()
-            .post(server.url("/setup"))
-            .form(&[
-                ("token", format!("arl_guess-{n}")),
-                ("username", "mallory".to_owned()),
-                ("password", "a long enough password".to_owned()),
-            ])
-            .send()
+    first_refusal(
+        40,
+        StatusCode::SEE_OTHER,
+        "guessing setup links is limited like signing in",
+        async |n| {
+            let token = format!("arl_guess-{n}");
+            post_form(
+                &server,
+                "/setup",
+                &[
+                    ("token", &token),
+                    ("username", "mallory"),
+                    ("password", "a long enough password"),
+                ],
+            )
             .await
-            .expect("POST /setup");
-        if reply.status() == StatusCode::TOO_MANY_REQUESTS {
-            refused = Some(reply);
-            break;
-        }
-        assert_eq!(reply.status(), StatusCode::SEE_OTHER, "a wrong link");
-    }
-    let refused = refused.expect("guessing setup links is limited like signing in");
-    assert!(refused.headers().contains_key(header::RETRY_AFTER));
+        },
+    )
+    .await;
     server.stop().await;
 }
 
@@ -235,32 +249,25 @@ async fn sign_in_limit_bypass_with_whitespace_is_one_bucket(db: Db) {
         return;
     };
     person(&server, "rita", Role::Responder).await;
-    let attempt = |username: &'static str, password: &'static str| {
-        let url = server.url("/login");
-        async move {
-            browser()
-                .post(url)
-                .form(&[("username", username), ("password", password)])
-                .send()
-                .await
-                .expect("POST /login")
-        }
+    let attempt = async |username: &'static str, password: &'static str| {
+        post_form(
+            &server,
+            "/login",
+            &[("username", username), ("password", password)],
+        )
+        .await
     };
     // Spaces around the name are the same person and the same limit.
     let signed_in = attempt("   rita\t", PASSWORD).await;
     assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
     assert_eq!(signed_in.headers()[header::LOCATION], "/");
-    let mut limited = None;
-    for n in 0..20 {
-        let name = if n % 2 == 0 { " rita" } else { "rita " };
-        let reply = attempt(name, "wrong password").await;
-        if reply.status() == StatusCode::TOO_MANY_REQUESTS {
-            limited = Some(reply);
-            break;
-        }
-    }
-    let limited = limited.expect("the per-name limit holds whatever the spacing");
-    assert!(limited.headers().contains_key(header::RETRY_AFTER));
+    first_refusal(
+        20,
+        StatusCode::SEE_OTHER,
+        "the per-name limit holds whatever the spacing",
+        async |n| attempt(if n % 2 == 0 { " rita" } else { "rita " }, "wrong password").await,
+    )
+    .await;
     server.stop().await;
 }
 
@@ -274,12 +281,12 @@ async fn open_redirect_and_newlines_in_next_go_home(db: Db) {
         "/sessions/a\nSet-Cookie: x=1",
         "//evil.example",
     ] {
-        let reply = browser()
-            .post(server.url("/login"))
-            .form(&[("username", "rita"), ("password", PASSWORD), ("next", next)])
-            .send()
-            .await
-            .expect("POST /login");
+        let reply = post_form(
+            &server,
+            "/login",
+            &[("username", "rita"), ("password", PASSWORD), ("next", next)],
+        )
+        .await;
         assert_eq!(reply.status(), StatusCode::SEE_OTHER, "{next:?}");
         assert_eq!(reply.headers()[header::LOCATION], "/", "{next:?}");
     }
@@ -431,28 +438,26 @@ async fn managed_rounds_route_flood_is_rate_limited(db: Db) {
         return;
     };
     let env = server.session("s1").await;
-    let mut limited = None;
-    for n in 0..60 {
-        let reply = server
-            .http
-            .post(server.url(&format!("/api/v1/s/{}/rounds", env.token)))
-            .json(&json!({
-                "logical_operation_id": format!("op-{n}"),
-                "operation_kind": "tool",
-                "operation_name": "deploy",
-                "requests": {"r1": {"mode": "form", "message": "Go?", "requestedSchema": {"type": "object"}}}
-            }))
-            .send()
-            .await
-            .expect("POST round");
-        if reply.status() == StatusCode::TOO_MANY_REQUESTS {
-            limited = Some(reply);
-            break;
-        }
-        assert_eq!(reply.status(), StatusCode::CREATED);
-    }
-    let limited = limited.expect("a flood of rounds is limited like a flood of questions");
-    assert!(limited.headers().contains_key(header::RETRY_AFTER));
+    first_refusal(
+        60,
+        StatusCode::CREATED,
+        "a flood of rounds is limited like a flood of questions",
+        async |n| {
+            server
+                .http
+                .post(server.url(&format!("/api/v1/s/{}/rounds", env.token)))
+                .json(&json!({
+                    "logical_operation_id": format!("op-{n}"),
+                    "operation_kind": "tool",
+                    "operation_name": "deploy",
+                    "requests": {"r1": {"mode": "form", "message": "Go?", "requestedSchema": {"type": "object"}}}
+                }))
+                .send()
+                .await
+                .expect("POST round")
+        },
+    )
+    .await;
     server.stop().await;
 }
 

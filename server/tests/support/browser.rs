@@ -17,6 +17,20 @@ pub fn browser() -> reqwest::Client {
         .expect("client")
 }
 
+/// Posts a form as a browser without a session would (redirects shown, not followed).
+pub async fn post_form(
+    server: &TestServer,
+    path: &str,
+    pairs: &[(&str, &str)],
+) -> reqwest::Response {
+    browser()
+        .post(server.url(path))
+        .form(pairs)
+        .send()
+        .await
+        .unwrap_or_else(|error| panic!("POST {path}: {error}"))
+}
+
 pub async fn person(server: &TestServer, username: &str, role: Role) {
     add_user(server.store.as_ref(), username, PASSWORD, role)
         .await
