@@ -8,7 +8,7 @@ use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use support::{
     Db, TestServer,
-    browser::{PASSWORD, browser, page, person, sign_in},
+    browser::{PASSWORD, browser, page, person, post_form, sign_in},
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
@@ -53,12 +53,12 @@ async fn people_sign_in_and_their_session_lives_in_the_database(db: Db) {
         "/login?next=%2Fsessions%2Fx"
     );
 
-    let wrong = browser()
-        .post(server.url("/login"))
-        .form(&[("username", "rita"), ("password", "nope nope nope")])
-        .send()
-        .await
-        .expect("POST /login");
+    let wrong = post_form(
+        &server,
+        "/login",
+        &[("username", "rita"), ("password", "nope nope nope")],
+    )
+    .await;
     assert_eq!(wrong.status(), StatusCode::SEE_OTHER);
     assert!(
         wrong.headers()[header::LOCATION]

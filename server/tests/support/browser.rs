@@ -39,16 +39,16 @@ pub async fn person(server: &TestServer, username: &str, role: Role) {
 
 /// Signs in with the form; returns the `Cookie` header value of the browser session.
 pub async fn sign_in(server: &TestServer, username: &str) -> String {
-    let reply = browser()
-        .post(server.url("/login"))
-        .form(&[
+    let reply = post_form(
+        server,
+        "/login",
+        &[
             ("username", username),
             ("password", PASSWORD),
             ("next", "/"),
-        ])
-        .send()
-        .await
-        .expect("POST /login");
+        ],
+    )
+    .await;
     assert_eq!(reply.status(), StatusCode::SEE_OTHER);
     assert_eq!(reply.headers()[header::LOCATION], "/");
     let cookie = reply.headers()[header::SET_COOKIE]
