@@ -480,6 +480,7 @@ macro_rules! sql_store {
                 round: &Round,
                 responses: &BTreeMap<RequestKey, ElicitationResponse>,
             ) -> BTreeMap<RequestKey, Result<(), ManagedInputError>> {
+                let no_content = Map::new();
                 responses
                     .iter()
                     .filter_map(|(key, response)| {
@@ -487,8 +488,8 @@ macro_rules! sql_store {
                         let accepted_form = response.action == ResponseAction::Accept
                             && matches!(request, ElicitationRequest::Form { .. });
                         accepted_form.then(|| {
-                            let content = response.content.clone().unwrap_or_default();
-                            (key.clone(), self.check_content(key, request, &content))
+                            let content = response.content.as_ref().unwrap_or(&no_content);
+                            (key.clone(), self.check_content(key, request, content))
                         })
                     })
                     .collect()

@@ -24,7 +24,10 @@ use crate::domain::{
 /// Largest compiled form of one pattern (the `regex` crate's program size), in bytes.
 pub const PATTERN_SIZE_LIMIT: usize = 64 * 1024;
 /// Largest lazy-DFA cache of one pattern, in bytes; past it the engine falls back to another linear one.
-const PATTERN_DFA_LIMIT: usize = 256 * 1024;
+const PATTERN_DFA_LIMIT: usize = 64 * 1024;
+/// Compiled patterns kept: with the schemas' own copies below, producers can make the process hold at most
+/// ~`2 × 256 × (64 KiB + a DFA cache per thread)` of them, and real patterns are a few hundred bytes.
+const PATTERNS_KEPT: usize = 256;
 /// Most `pattern`s and `patternProperties` keys in one schema.
 pub const MAX_PATTERNS: usize = 128;
 /// Longest key of an answer (a property name), in bytes.
@@ -206,7 +209,7 @@ fn collect_patterns(schema: &Value, path: &str, found: &mut Vec<(String, String)
 /// `pattern` compiled for the linear-time engine within the size limits, or why it cannot be.
 fn compiled_pattern(pattern: &str) -> Result<Arc<Regex>, String> {
     static COMPILED: OnceLock<BoundedCache<String, Result<Arc<Regex>, String>>> = OnceLock::new();
-    let cache = COMPILED.get_or_init(|| BoundedCache::new(1024, 1024));
+    let cache = COMPILED.get_or_init(|| BoundedCache::new(PATTERNS_KEPT, PATTERNS_KEPT));
     if let Some(known) = cache.get(pattern) {
         return known;
     }
@@ -294,7 +297,7 @@ impl Default for SchemaCache {
     fn default() -> Self {
         Self {
             // Enough for every open question of a busy instance; the weight (patterns held) bounds memory.
-            compiled: BoundedCache::new(4096, 8 * MAX_PATTERNS),
+            compiled: BoundedCache::new(4096, PATTERNS_KEPT),
         }
     }
 }
@@ -356,6 +359,24 @@ mod tests {
             "properties": {"code": {"type": "string", "pattern": "^\\w{2000}$"}}
         }));
         assert!(error.message().contains("too large"), "{error}");
+    }
+
+    #[test]
+    fn a_hundred_ascii_fields_of_two_hundred_characters_fit_the_limits() {
+        let properties: Map<String, Value> = (0..100)
+            .map(|n| {
+                (
+                    format!("f{n}"),
+                    json!({"type": "string", "pattern": "^[A-Za-z0-9_]{200}$"}),
+                )
+            })
+            .collect();
+        let schema = json!({"type": "object", "properties": properties});
+        let compiled = CompiledSchema::compile(&schema, &Limits::default()).expect("compiles");
+        let answer: Map<String, Value> = (0..100)
+            .map(|n| (format!("f{n}"), json!("a".repeat(200))))
+            .collect();
+        assert!(compiled.field_errors(&answer).is_empty());
     }
 
     #[test]
