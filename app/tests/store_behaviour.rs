@@ -14,8 +14,8 @@ use anteroom_app::{
         expiry::ExpiryPolicy,
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
         round::{
-            ElicitationRequest, ElicitationResponse, FailureCode, NewRound, OperationKind,
-            ResponseAction, Round, RoundStatus, Submission,
+            AskedThrough, ElicitationRequest, ElicitationResponse, FailureCode, NewRound,
+            OperationKind, ResponseAction, Round, RoundStatus, Submission,
         },
         session::{LostReason, NewSession, Session, SessionStatus},
         webhook::AttemptOutcome,
@@ -78,6 +78,7 @@ fn new_round(session: &str, requests: Vec<(&str, ElicitationRequest)>) -> NewRou
         round_limit: 3,
         deadline: None,
         fingerprint: None,
+        asked_through: Default::default(),
     }
 }
 
@@ -295,21 +296,43 @@ async fn producer_expires_at_outranks_the_default(h: &Harness) {
     assert_eq!(round.deadline, at);
 }
 
-async fn deadlines_are_clamped_at_both_ends(h: &Harness) {
+async fn deadlines_follow_how_far_the_asker_is_trusted(h: &Harness) {
     register(h, "s1").await;
     let now = support::start_time();
     let past = json!({"com.pulsemcp/expires-at": (now - Duration::hours(1)).to_rfc3339()});
+    let refused = h
+        .store
+        .create_round(new_round("s1", vec![("a", form("?", Some(past.clone())))]))
+        .await
+        .expect_err("a trusted asker's past deadline is refused");
+    assert_eq!(
+        refused.refusal().map(ManagedInputError::code),
+        Some("validation_error")
+    );
+
+    let mut anonymous = new_round("s1", vec![("a", form("?", Some(past)))]);
+    anonymous.asked_through = AskedThrough::Anonymous;
+    let round = h.store.create_round(anonymous).await.expect("create");
+    assert_eq!(
+        round.deadline,
+        now + Duration::minutes(1),
+        "an anonymous asker never mints a born-expired question"
+    );
+    assert_eq!(round.status, RoundStatus::Pending);
+
+    let soon = json!({"com.pulsemcp/expires-at": (now + Duration::seconds(20)).to_rfc3339()});
     let round = h
         .store
-        .create_round(new_round("s1", vec![("a", form("?", Some(past)))]))
+        .create_round(new_round("s1", vec![("c", form("?", Some(soon)))]))
         .await
         .expect("create");
     assert_eq!(
         round.deadline,
-        now + Duration::minutes(1),
-        "never born expired"
+        now + Duration::seconds(20),
+        "the asker's own deadline ends it"
     );
-    assert_eq!(round.status, RoundStatus::Pending);
+    assert_eq!(round.asker_deadline, Some(round.deadline));
+    assert!(round.deadline_is_askers());
 
     let mut far = new_round("s1", vec![("b", form("?", None))]);
     far.deadline = Some(now + Duration::days(400));
@@ -1428,7 +1451,8 @@ async fn attention_queue_puts_open_questions_first_then_lost_then_the_rest(h: &H
     assert_eq!(queue[2].open_rounds, 0);
     assert_eq!(
         queue[2].session.lost_elicitation.as_ref().map(|l| l.reason),
-        Some(LostReason::Expired)
+        Some(LostReason::AskerStopped),
+        "the deadline was the asker's own"
     );
     assert_eq!(h.store.list_sessions(2).await.expect("limited").len(), 2);
 }
@@ -1853,6 +1877,247 @@ async fn the_queue_gets_each_waiting_sessions_oldest_question(h: &Harness) {
     );
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Delivery truth (docs/deadlines.md): an answer counts as delivered only when its asker picks it up
+
+/// A question whose asker stops waiting 60 s after it was asked.
+async fn ask_for_a_minute(h: &Harness, session: &str) -> Round {
+    register(h, session).await;
+    let until = support::start_time() + Duration::seconds(60);
+    let meta = json!({"com.pulsemcp/expires-at": until.to_rfc3339()});
+    h.store
+        .create_round(new_round(
+            session,
+            vec![("address", form("Where to?", Some(meta)))],
+        ))
+        .await
+        .expect("create round")
+}
+
+async fn an_answer_never_picked_up_ends_undelivered_when_the_asker_stops(h: &Harness) {
+    let round = ask_for_a_minute(h, "s1").await;
+    h.clock.advance(Duration::milliseconds(57_200));
+    answer(h, &round, accept(json!({"city": "Lyon"})), "k1")
+        .await
+        .expect("answered before the deadline");
+    h.clock.advance(Duration::seconds(3));
+
+    // Read lazily: the first read after the deadline ends it.
+    let ended = h.store.get_round(round.round_id).await.expect("read");
+    assert_eq!(ended.status, RoundStatus::Failed);
+    let failure = ended.failure.clone().expect("failure");
+    assert_eq!(failure.code, FailureCode::Undelivered);
+    assert!(
+        failure.message.starts_with("ada answered at 09:00:57 UTC, but the asking server had stopped waiting at 09:01:00 UTC"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(
+        ended.responses.as_ref().map(BTreeMap::len),
+        Some(1),
+        "what was answered is kept"
+    );
+    let answer = outward_answer(&ended, "address");
+    assert_eq!(answer.action, PollAction::Expired);
+    assert_eq!(answer.failure_code.as_deref(), Some("undelivered"));
+
+    let lost = session(h, "s1")
+        .await
+        .lost_elicitation
+        .expect("lost marker");
+    assert_eq!(lost.reason, LostReason::Undelivered);
+    assert_eq!(lost.detail.as_deref(), Some(failure.message.as_str()));
+    let log = h.store.list_webhook_deliveries(50).await.expect("log");
+    assert_eq!(
+        log.iter()
+            .filter(|d| d.event == "question.undelivered")
+            .count(),
+        2,
+        "announced once per endpoint"
+    );
+    assert!(
+        h.store.expire_due_rounds().await.expect("sweep").is_empty(),
+        "ended once"
+    );
+}
+
+async fn the_sweep_ends_undelivered_answers_too(h: &Harness) {
+    let round = ask_for_a_minute(h, "s1").await;
+    answer(h, &round, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    h.clock.advance(Duration::seconds(61));
+    let ended = h.store.expire_due_rounds().await.expect("sweep");
+    assert_eq!(ended.len(), 1);
+    assert_eq!(
+        ended[0].failure.as_ref().map(|f| f.code.clone()),
+        Some(FailureCode::Undelivered)
+    );
+}
+
+async fn an_answer_picked_up_in_time_stays_delivered(h: &Harness) {
+    let round = ask_for_a_minute(h, "s1").await;
+    h.clock.advance(Duration::seconds(30));
+    answer(h, &round, accept(json!({"city": "Lyon"})), "k1")
+        .await
+        .expect("answered");
+    h.clock.advance(Duration::seconds(5));
+    let delivered = h
+        .store
+        .record_poll_delivery(round.round_id)
+        .await
+        .expect("picked up");
+    assert_eq!(delivered.status, RoundStatus::Delivered);
+    h.clock.advance(Duration::minutes(5));
+    assert!(h.store.expire_due_rounds().await.expect("sweep").is_empty());
+    let read = h.store.get_round(round.round_id).await.expect("read");
+    assert_eq!(read.status, RoundStatus::Delivered);
+    assert_eq!(session(h, "s1").await.lost_elicitation, None);
+}
+
+async fn a_worker_with_a_live_lease_may_still_deliver_after_the_deadline(h: &Harness) {
+    let round = ask_for_a_minute(h, "s1").await;
+    let lease = h
+        .store
+        .claim_round(round.round_id, owner("w1"), Duration::minutes(5))
+        .await
+        .expect("claim");
+    answer(h, &round, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    h.clock.advance(Duration::seconds(90));
+    let started = h
+        .store
+        .start_delivery(round.round_id, &owner("w1"), &lease.lease_token)
+        .await
+        .expect("the worker is still there");
+    assert_eq!(started.status, RoundStatus::DeliveryStarted);
+}
+
+async fn answers_after_the_askers_deadline_are_refused_with_why(h: &Harness) {
+    let round = ask_for_a_minute(h, "s1").await;
+    h.clock.advance(Duration::seconds(61));
+    let refused = refusal(answer(h, &round, bare(ResponseAction::Decline), "k1").await);
+    assert_eq!(refused.code(), "managed_input_state");
+    assert!(refused.to_string().contains("stopped waiting"), "{refused}");
+    let lost = session(h, "s1")
+        .await
+        .lost_elicitation
+        .expect("lost marker");
+    assert_eq!(lost.reason, LostReason::AskerStopped);
+}
+
+async fn revoking_or_rotating_a_token_ends_the_questions_asked_through_it(h: &Harness) {
+    register(h, "s1").await;
+    h.store
+        .set_producer_token(&sid("s1"), Some("hash-1"))
+        .await
+        .expect("first token ends nothing");
+    let pending = ask_again(h, "s1").await;
+    let answered = ask_again(h, "s1").await;
+    answer(h, &answered, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    let mut by_key = new_round("s1", vec![("address", form("?", None))]);
+    by_key.asked_through = AskedThrough::ApiKey;
+    let by_key = h.store.create_round(by_key).await.expect("create");
+
+    let ended = h
+        .store
+        .set_producer_token(&sid("s1"), Some("hash-2"))
+        .await
+        .expect("rotate");
+    let codes: BTreeMap<RoundId, String> = ended
+        .iter()
+        .map(|round| {
+            (
+                round.round_id,
+                round
+                    .failure
+                    .as_ref()
+                    .map(|f| f.code.as_str().to_owned())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        BTreeMap::from([
+            (pending.round_id, "revoked".to_owned()),
+            (answered.round_id, "undelivered".to_owned()),
+        ])
+    );
+    let untouched = h.store.get_round(by_key.round_id).await.expect("read");
+    assert_eq!(
+        untouched.status,
+        RoundStatus::Pending,
+        "asked with an API key, not the token"
+    );
+    let refused = refusal(answer(h, &pending, bare(ResponseAction::Decline), "k2").await);
+    assert_eq!(refused.code(), "managed_input_state");
+    assert!(session(h, "s1").await.lost_elicitation.is_some());
+
+    assert!(
+        h.store
+            .set_producer_token(&sid("s1"), None)
+            .await
+            .expect("revoke")
+            .is_empty(),
+        "nothing asked through the token is left open"
+    );
+}
+
+async fn the_askers_polls_are_remembered_between_writes(h: &Harness) {
+    let round = ask_for_a_minute(h, "s1").await;
+    h.store
+        .record_asker_poll(round.round_id)
+        .await
+        .expect("poll");
+    h.clock.advance(Duration::seconds(5));
+    h.store
+        .record_asker_poll(round.round_id)
+        .await
+        .expect("poll");
+    let read = h.store.get_round(round.round_id).await.expect("read");
+    let seen = read.asker_seen.expect("seen");
+    assert_eq!(
+        seen.last_poll_at,
+        support::start_time() + Duration::seconds(5)
+    );
+    assert_eq!(seen.interval_ms, Some(5_000));
+    let open = h.store.open_rounds(&sid("s1"), 10).await.expect("open");
+    assert_eq!(open[0].asker_seen, Some(seen));
+}
+
+async fn every_stored_time_is_what_was_acknowledged(h: &Harness) {
+    register(h, "s1").await;
+    h.clock.advance(Duration::nanoseconds(123_456_789));
+    let until = "2026-03-01T09:30:00.123456789Z";
+    let meta = json!({"com.pulsemcp/expires-at": until});
+    let round = h
+        .store
+        .create_round(new_round("s1", vec![("address", form("?", Some(meta)))]))
+        .await
+        .expect("create");
+    h.clock.advance(Duration::nanoseconds(987_654_321));
+    let (answered, _) = answer(h, &round, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    let stored = h.store.get_round(round.round_id).await.expect("read");
+    assert_eq!(stored.created_at, round.created_at);
+    assert_eq!(stored.deadline, round.deadline);
+    assert_eq!(stored.responded_at, answered.responded_at);
+    assert_eq!(
+        serde_json::to_value(&stored).expect("json")["responded_at"],
+        json!("2026-03-01T09:00:01.111Z")
+    );
+    let (replayed, submission) = answer(h, &round, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("replayed");
+    assert_eq!(submission, Submission::Replayed);
+    assert_eq!(replayed.responded_at, answered.responded_at);
+}
+
 on_both_backends!(
     registering_a_session_twice_returns_the_first,
     created_round_is_pending_and_parks_session_in_needs_input,
@@ -1862,7 +2127,15 @@ on_both_backends!(
     request_id_in_use_is_a_conflict,
     default_deadline_is_sixty_minutes,
     producer_expires_at_outranks_the_default,
-    deadlines_are_clamped_at_both_ends,
+    deadlines_follow_how_far_the_asker_is_trusted,
+    an_answer_never_picked_up_ends_undelivered_when_the_asker_stops,
+    the_sweep_ends_undelivered_answers_too,
+    an_answer_picked_up_in_time_stays_delivered,
+    a_worker_with_a_live_lease_may_still_deliver_after_the_deadline,
+    answers_after_the_askers_deadline_are_refused_with_why,
+    revoking_or_rotating_a_token_ends_the_questions_asked_through_it,
+    the_askers_polls_are_remembered_between_writes,
+    every_stored_time_is_what_was_acknowledged,
     operator_minutes_set_the_default_window,
     reading_an_overdue_round_expires_it,
     answer_after_the_deadline_is_refused_even_before_any_sweep,

@@ -84,6 +84,7 @@ fn new_round() -> NewRound {
         round_limit: 1,
         deadline: None,
         fingerprint: None,
+        asked_through: Default::default(),
     }
 }
 

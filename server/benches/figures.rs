@@ -270,6 +270,7 @@ fn new_round(session: &str, request_id: &str, message: &str) -> NewRound {
         round_limit: 1,
         deadline: None,
         fingerprint: None,
+        asked_through: Default::default(),
     }
 }
 

@@ -17,10 +17,12 @@ use tokio::sync::{broadcast, watch};
 const REPLAY: usize = 1024;
 
 /// The kinds of event, as they appear on the wire.
-pub const KINDS: [&str; 4] = [
+pub const KINDS: [&str; 6] = [
     "round.created",
     "round.answered",
     "round.expired",
+    "round.undelivered",
+    "round.revoked",
     "session.changed",
 ];
 
@@ -29,7 +31,7 @@ pub const KINDS: [&str; 4] = [
 pub struct Event {
     /// Increases by one per event in this instance.
     pub id: u64,
-    /// `round.created`, `round.answered`, `round.expired`, `session.changed`.
+    /// One of [`KINDS`].
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub session_id: String,
@@ -37,6 +39,7 @@ pub struct Event {
     pub round_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    #[serde(with = "anteroom_app::domain::wire::time")]
     pub at: DateTime<Utc>,
 }
 
@@ -54,6 +57,8 @@ struct Inner {
     closed: watch::Sender<bool>,
     /// Where events go to reach other instances (PostgreSQL `NOTIFY`), once a relay is attached.
     relay: std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<Event>>,
+    /// Where questions that end on their own are counted (`/metrics`), once the instance's state exists.
+    metrics: std::sync::OnceLock<crate::metrics::Metrics>,
 }
 
 impl Default for EventHub {
@@ -67,6 +72,7 @@ impl Default for EventHub {
                 subscribers: AtomicU64::new(0),
                 closed: watch::Sender::new(false),
                 relay: std::sync::OnceLock::new(),
+                metrics: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -86,6 +92,11 @@ impl EventHub {
             // A closed relay only means other instances stop hearing; local watchers already have it.
             let _ = relay.send(event);
         }
+    }
+
+    /// Counts the questions that end on their own in `metrics`.
+    pub fn count_ends_in(&self, metrics: crate::metrics::Metrics) {
+        let _ = self.inner.metrics.set(metrics);
     }
 
     /// Sends events published here to other instances through `sender`.
@@ -179,10 +190,20 @@ impl EventHub {
 }
 
 impl anteroom_app::store::StoreObserver for EventHub {
-    fn rounds_expired(&self, rounds: &[anteroom_app::domain::round::Round]) {
+    fn rounds_ended(&self, rounds: &[anteroom_app::domain::round::Round]) {
+        use anteroom_app::domain::round::FailureCode;
         for round in rounds {
+            let code = round.failure.as_ref().map(|failure| &failure.code);
+            if let (Some(metrics), Some(code)) = (self.inner.metrics.get(), code) {
+                metrics.record_ended(code.as_str());
+            }
+            let kind = match code {
+                Some(FailureCode::Undelivered) => "round.undelivered",
+                Some(FailureCode::Revoked) => "round.revoked",
+                _ => "round.expired",
+            };
             self.publish(
-                "round.expired",
+                kind,
                 round.session_id.as_str(),
                 Some(round.round_id.to_string()),
                 Some(round.request_id.to_string()),

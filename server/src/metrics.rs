@@ -47,11 +47,17 @@ struct ActionLabels {
     action: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndLabels {
+    reason: &'static str,
+}
+
 struct Instruments {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
     answers: Family<ActionLabels, Counter>,
+    ended: Family<EndLabels, Counter>,
     time_to_answer: Histogram,
     open_questions: Gauge,
     subscribers: Gauge,
@@ -90,6 +96,12 @@ impl Default for Metrics {
             "Answers recorded, by action",
             answers.clone(),
         );
+        let ended = Family::<EndLabels, Counter>::default();
+        registry.register(
+            "anteroom_questions_ended",
+            "Questions that ended on their own, by reason: expired, undelivered (answered, never picked up), revoked",
+            ended.clone(),
+        );
         let time_to_answer = Histogram::new(ANSWER_BUCKETS);
         registry.register(
             "anteroom_time_to_answer_seconds",
@@ -107,6 +119,7 @@ impl Default for Metrics {
             requests,
             latency,
             answers,
+            ended,
             time_to_answer,
             open_questions,
             subscribers,
@@ -153,6 +166,18 @@ impl Metrics {
         self.0.time_to_answer.observe(seconds.max(0.0));
     }
 
+    /// A question ended on its own; `reason` is `expired`, `undelivered` or `revoked` (anything else is
+    /// counted as `other`, so the label set stays bounded).
+    pub fn record_ended(&self, reason: &str) {
+        let reason = match reason {
+            "expired" => "expired",
+            "undelivered" => "undelivered",
+            "revoked" => "revoked",
+            _ => "other",
+        };
+        self.0.ended.get_or_create(&EndLabels { reason }).inc();
+    }
+
     pub fn render(&self, open_questions: i64, subscribers: u64) -> String {
         self.0.open_questions.set(open_questions);
         self.0
@@ -172,6 +197,8 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| Arc::from("unmatched"), |path| Arc::from(path.as_str()));
+    // The request's log line names its route template (the span was opened before routing).
+    tracing::Span::current().record("route", &*route);
     let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).await;

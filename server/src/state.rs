@@ -31,12 +31,14 @@ impl AppState {
         config: ApiConfig,
         events: EventHub,
     ) -> Self {
+        let metrics = Metrics::default();
+        events.count_ends_in(metrics.clone());
         Self {
             leptos_options,
             store,
             config: Arc::new(config),
             events,
-            metrics: Metrics::default(),
+            metrics,
             limiter: RateLimiter::default(),
             password_hashing: HashingPool::per_core(),
         }

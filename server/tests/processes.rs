@@ -104,6 +104,7 @@ async fn two_processes_expire_and_announce_each_round_once() {
                 // The shortest deadline there is: one minute after creation, so a minute ago in real time.
                 deadline: Some(two_minutes_ago + Duration::minutes(1)),
                 fingerprint: None,
+                asked_through: Default::default(),
             })
             .await
             .expect("create round");

@@ -278,6 +278,7 @@ async fn two_instances_give_one_expiry_and_one_webhook_per_round() {
                 round_limit: 1,
                 deadline: Some(support::start_time() + Duration::minutes(5)),
                 fingerprint: None,
+                asked_through: Default::default(),
             })
             .await
             .expect("create round");

@@ -52,6 +52,12 @@ pub fn outward_answer(round: &Round, key: &str) -> OutwardAnswer {
                     content: None,
                     failure_code: None,
                 },
+                // The asker had stopped waiting (or lost its token): to it, the question simply expired.
+                Some(code @ (FailureCode::Undelivered | FailureCode::Revoked)) => OutwardAnswer {
+                    action: PollAction::Expired,
+                    content: None,
+                    failure_code: Some(code.as_str().to_owned()),
+                },
                 other => OutwardAnswer {
                     action: PollAction::Cancel,
                     content: None,

@@ -17,7 +17,8 @@ pub struct SystemClock;
 #[cfg(feature = "ssr")]
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
-        Utc::now()
+        // Times are kept to the millisecond, so what is acknowledged is what is stored.
+        crate::domain::expiry::stored_precision(Utc::now())
     }
 }
 

@@ -13,7 +13,9 @@ about policy. Report the failure to a person; do not route around it.";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateState {
     pub healthy: bool,
+    #[serde(with = "super::wire::time")]
     pub since: DateTime<Utc>,
+    #[serde(with = "super::wire::time::option")]
     pub last_checked: Option<DateTime<Utc>>,
     pub prompt_line: String,
 }

@@ -37,6 +37,7 @@ pub mod limits;
 pub mod round;
 pub mod session;
 pub mod webhook;
+pub mod wire;
 
 pub use error::ManagedInputError;
 

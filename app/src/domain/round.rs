@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     ManagedInputError,
+    expiry::{DeadlineTrust, Deadlines, wire_time},
     form::FormModel,
     ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
     limits::Limits,
@@ -48,6 +49,38 @@ pub enum OperationKind {
 }
 
 text_names!(OperationKind { Tool => "tool", Prompt => "prompt", Resource => "resource" });
+
+/// How the asker reached Anteroom: through its session's token (the environment block's URLs, and the
+/// workers of managed rounds), with an API key, or anonymously on the bare routes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskedThrough {
+    #[default]
+    SessionToken,
+    ApiKey,
+    Anonymous,
+}
+
+text_names!(AskedThrough { SessionToken => "session_token", ApiKey => "api_key", Anonymous => "anonymous" });
+
+impl AskedThrough {
+    /// Whether the asker's own deadline is taken as given (docs/deadlines.md).
+    pub fn trust(self) -> DeadlineTrust {
+        match self {
+            Self::SessionToken | Self::ApiKey => DeadlineTrust::Trusted,
+            Self::Anonymous => DeadlineTrust::Anonymous,
+        }
+    }
+}
+
+/// When the asker last polled for its answer, as this instance saw it (persisted at most every ~10 s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskerSeen {
+    #[serde(with = "super::wire::time")]
+    pub last_poll_at: DateTime<Utc>,
+    /// The observed time between polls, once there were two.
+    pub interval_ms: Option<i64>,
+}
 
 /// One question: a form rendered from a JSON Schema, or consent to open a URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,6 +150,7 @@ pub struct ElicitationResponse {
 pub struct Lease {
     pub owner_id: OwnerId,
     pub lease_token: LeaseToken,
+    #[serde(with = "super::wire::time")]
     pub expires_at: DateTime<Utc>,
 }
 
@@ -137,6 +171,10 @@ pub enum FailureCode {
     /// The worker vanished mid-delivery; the round cannot be resumed.
     RecoveryUnavailable,
     DeliveryFailed,
+    /// Answered, but the asker stopped waiting before it picked the answer up.
+    Undelivered,
+    /// The session's token was revoked (or rotated) while the question waited.
+    Revoked,
     /// A code the producer chose.
     Other(String),
 }
@@ -148,6 +186,8 @@ impl FailureCode {
             Self::Cancelled => "cancelled",
             Self::RecoveryUnavailable => "recovery_unavailable",
             Self::DeliveryFailed => "delivery_failed",
+            Self::Undelivered => "undelivered",
+            Self::Revoked => "revoked",
             Self::Other(code) => code,
         }
     }
@@ -160,6 +200,8 @@ impl From<String> for FailureCode {
             "cancelled" => Self::Cancelled,
             "recovery_unavailable" => Self::RecoveryUnavailable,
             "delivery_failed" => Self::DeliveryFailed,
+            "undelivered" => Self::Undelivered,
+            "revoked" => Self::Revoked,
             _ => Self::Other(code),
         }
     }
@@ -176,6 +218,7 @@ impl From<FailureCode> for String {
 pub struct Failure {
     pub code: FailureCode,
     pub message: String,
+    #[serde(with = "super::wire::time")]
     pub at: DateTime<Utc>,
 }
 
@@ -194,9 +237,14 @@ pub struct NewRound {
     pub round_index: u32,
     pub round_limit: u32,
     /// A deadline the producer names for the whole round (outranks per-request `expires-at`).
+    #[serde(default, with = "super::wire::time::option")]
     pub deadline: Option<DateTime<Utc>>,
     /// A hash of the producer's request, so a retried create can be told from a different question.
     pub fingerprint: Option<String>,
+    /// How the asker reached Anteroom: decides how far its deadline is trusted and what revoking the session's
+    /// token ends.
+    #[serde(default)]
+    pub asked_through: AskedThrough,
 }
 
 /// The failure message of an expired round.
@@ -339,16 +387,29 @@ pub struct Round {
     pub round_index: u32,
     pub round_limit: u32,
     pub status: RoundStatus,
+    #[serde(with = "super::wire::time")]
     pub created_at: DateTime<Utc>,
+    /// The moment the question ends for people: the earlier of the asker's own deadline and Anteroom's.
+    #[serde(with = "super::wire::time")]
     pub deadline: DateTime<Utc>,
+    /// The deadline the asker named for itself, as accepted (docs/deadlines.md).
+    #[serde(with = "super::wire::time::option")]
+    pub asker_deadline: Option<DateTime<Utc>>,
+    pub asked_through: AskedThrough,
+    /// When the asker last polled (pulsemcp rounds), from this instance's memory or the last persisted poll.
+    pub asker_seen: Option<AskerSeen>,
+    #[serde(with = "super::wire::time")]
     pub updated_at: DateTime<Utc>,
     pub lease: Option<Lease>,
     pub responses: Option<BTreeMap<RequestKey, ElicitationResponse>>,
     pub idempotency_key: Option<IdempotencyKey>,
+    #[serde(with = "super::wire::time::option")]
     pub responded_at: Option<DateTime<Utc>>,
     pub responded_by: Option<String>,
     pub delivery_attempts: u32,
+    #[serde(with = "super::wire::time::option")]
     pub delivered_at: Option<DateTime<Utc>>,
+    #[serde(with = "super::wire::time::option")]
     pub resolved_at: Option<DateTime<Utc>>,
     pub failure: Option<Failure>,
     /// `"<tool>: <message>"`, cut to 300 characters: what a lost-elicitation banner says was lost.
@@ -370,12 +431,12 @@ pub enum Submission {
 }
 
 impl Round {
-    /// Opens a round from a validated [`NewRound`] with an already decided deadline.
+    /// Opens a round from a validated [`NewRound`] with already decided deadlines.
     pub fn open(
         new: NewRound,
         round_id: RoundId,
         now: DateTime<Utc>,
-        deadline: DateTime<Utc>,
+        deadlines: Deadlines,
     ) -> Self {
         let summary = new.summary();
         let request_id = new
@@ -396,7 +457,10 @@ impl Round {
             round_limit: new.round_limit,
             status: RoundStatus::Pending,
             created_at: now,
-            deadline,
+            deadline: deadlines.ends_at,
+            asker_deadline: deadlines.asker,
+            asked_through: new.asked_through,
+            asker_seen: None,
             updated_at: now,
             lease: None,
             responses: None,
@@ -421,6 +485,77 @@ impl Round {
     /// Still waiting for a person (SPEC: "active").
     pub fn is_active(&self, now: DateTime<Utc>) -> bool {
         self.status == RoundStatus::Pending && now < self.deadline
+    }
+
+    /// Whether the moment this question ends is the asker's own deadline (it stops polling then).
+    pub fn deadline_is_askers(&self) -> bool {
+        self.asker_deadline
+            .is_some_and(|asker| asker <= self.deadline)
+    }
+
+    /// An answer nobody picked up although the asker has stopped waiting: the deadline passed with the answer
+    /// recorded but not delivered, and no worker holds a live lease to deliver it.
+    pub fn is_undeliverable(&self, now: DateTime<Utc>) -> bool {
+        self.status == RoundStatus::ResponseValidated
+            && now >= self.deadline
+            && !self.lease.as_ref().is_some_and(|lease| lease.is_live(now))
+    }
+
+    /// Ends an answered round its asker never picked up: `failed / undelivered`. Returns whether it changed.
+    pub fn fail_undelivered_if_due(&mut self, now: DateTime<Utc>) -> bool {
+        if !self.is_undeliverable(now) {
+            return false;
+        }
+        let message = format!(
+            "{}, but the asking server had stopped waiting at {} — the agent never received this answer.",
+            self.answered_phrase(),
+            clock_of_day(self.deadline)
+        );
+        self.fail_with(FailureCode::Undelivered, message, now);
+        true
+    }
+
+    /// The session's token was revoked or rotated: a question asked through it ends, since its asker can no
+    /// longer poll. Pending questions end `revoked`; an answer not yet picked up ends `undelivered`. A round
+    /// already being delivered by a worker is left to its lease. Returns whether it changed.
+    pub fn end_for_revoked_token(&mut self, now: DateTime<Utc>) -> bool {
+        if self.asked_through != AskedThrough::SessionToken {
+            return false;
+        }
+        match self.status {
+            RoundStatus::Pending => {
+                self.fail_with(
+                    FailureCode::Revoked,
+                    format!(
+                        "The session's token was revoked at {} while this question waited; its asker can no longer poll, so it can no longer be answered.",
+                        clock_of_day(now)
+                    ),
+                    now,
+                );
+                true
+            }
+            RoundStatus::ResponseValidated
+                if !self.lease.as_ref().is_some_and(|lease| lease.is_live(now)) =>
+            {
+                let message = format!(
+                    "{}, but the session's token was revoked at {} before the asking server picked the answer up — the agent never received this answer.",
+                    self.answered_phrase(),
+                    clock_of_day(now)
+                );
+                self.fail_with(FailureCode::Undelivered, message, now);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// "rita answered at 12:03:57 UTC".
+    fn answered_phrase(&self) -> String {
+        format!(
+            "{} answered at {}",
+            self.responded_by.as_deref().unwrap_or("Someone"),
+            self.responded_at.map(clock_of_day).unwrap_or_default()
+        )
     }
 
     /// Fails a due round with `expired`. Returns whether it changed.
@@ -541,15 +676,24 @@ impl Round {
     }
 
     fn expired_error(&self) -> ManagedInputError {
+        if self.deadline_is_askers() {
+            return ManagedInputError::state(format!(
+                "The asking server stopped waiting at {}; an answer now would never reach the agent, so this one was not recorded.",
+                wire_time(self.deadline)
+            ));
+        }
         ManagedInputError::state(format!(
             "This question expired at {}; the agent has gone on without an answer, so this one was not recorded.",
-            self.deadline.to_rfc3339()
+            wire_time(self.deadline)
         ))
     }
 
     fn failed_error(&self) -> ManagedInputError {
         match self.failure.as_ref().map(|failure| &failure.code) {
             Some(FailureCode::Expired) => self.expired_error(),
+            Some(FailureCode::Revoked) => ManagedInputError::state(
+                "The session's token was revoked while this question waited; its asker can no longer poll, so an answer would never reach the agent.",
+            ),
             Some(FailureCode::RecoveryUnavailable) => ManagedInputError::recovery(format!(
                 "Round {} cannot be resumed: the worker that was delivering it vanished, so a late answer cannot reach the agent.",
                 self.round_id
@@ -575,10 +719,7 @@ impl Round {
             .map(|(key, response)| (key.as_str(), response.action.as_str()))
             .collect();
         let by = self.responded_by.as_deref().unwrap_or("someone");
-        let when = self
-            .responded_at
-            .map(|at| at.to_rfc3339())
-            .unwrap_or_default();
+        let when = self.responded_at.map(wire_time).unwrap_or_default();
         ManagedInputError::conflict_with(
             format!("This question was already answered by {by} at {when}."),
             json!({
@@ -616,7 +757,7 @@ impl Round {
                 "Round {} is leased to {} until {}; wait for the lease to end.",
                 self.round_id,
                 current.owner_id,
-                current.expires_at.to_rfc3339()
+                wire_time(current.expires_at)
             )));
         }
         let granted = Lease {
@@ -705,7 +846,13 @@ impl Round {
         now: DateTime<Utc>,
     ) -> Result<(), ManagedInputError> {
         self.check_worker(owner, token, now)?;
-        if code == FailureCode::Expired || code == FailureCode::RecoveryUnavailable {
+        if matches!(
+            code,
+            FailureCode::Expired
+                | FailureCode::RecoveryUnavailable
+                | FailureCode::Undelivered
+                | FailureCode::Revoked
+        ) {
             return Err(ManagedInputError::validation(format!(
                 "The failure code {:?} is reserved for Anteroom itself.",
                 code.as_str()
@@ -740,7 +887,7 @@ impl Round {
                 "Round {} is still leased to {} until {}; its worker is alive.",
                 self.round_id,
                 lease.owner_id,
-                lease.expires_at.to_rfc3339()
+                wire_time(lease.expires_at)
             )));
         }
         self.fail_with(
@@ -820,7 +967,7 @@ impl Round {
             return Err(ManagedInputError::conflict(format!(
                 "The lease on round {} expired at {}; claim the round again.",
                 self.round_id,
-                lease.expires_at.to_rfc3339()
+                wire_time(lease.expires_at)
             )));
         }
         Ok(())
@@ -916,14 +1063,23 @@ impl Round {
                 Some(SessionEffect::Settled)
             }
             (Some(RoundStatus::Pending), RoundStatus::Failed, Some(FailureCode::Expired)) => {
-                let at = self.failure.as_ref().map_or(self.updated_at, |f| f.at);
-                Some(SessionEffect::Expired(LostElicitation {
-                    reason: LostReason::Expired,
-                    at,
-                    request_id: self.request_id.clone(),
-                    summary: self.summary.clone(),
-                }))
+                let reason = if self.deadline_is_askers() {
+                    LostReason::AskerStopped
+                } else {
+                    LostReason::Expired
+                };
+                Some(SessionEffect::Lost(self.lost_marker(reason)))
             }
+            (Some(RoundStatus::Pending), RoundStatus::Failed, Some(FailureCode::Revoked)) => {
+                Some(SessionEffect::Lost(self.lost_marker(LostReason::Revoked)))
+            }
+            (
+                Some(RoundStatus::ResponseValidated),
+                RoundStatus::Failed,
+                Some(FailureCode::Undelivered),
+            ) => Some(SessionEffect::Lost(
+                self.lost_marker(LostReason::Undelivered),
+            )),
             (Some(before), RoundStatus::Failed, Some(FailureCode::RecoveryUnavailable))
                 if before != RoundStatus::Failed =>
             {
@@ -933,4 +1089,30 @@ impl Round {
             _ => None,
         }
     }
+
+    /// The marker that tells the session page what this round's end lost, and why.
+    fn lost_marker(&self, reason: LostReason) -> LostElicitation {
+        let failure = self.failure.as_ref();
+        let detail = match reason {
+            LostReason::Expired | LostReason::Stranded => None,
+            LostReason::AskerStopped => Some(format!(
+                "The asking server stopped waiting at {}; nobody had answered by then.",
+                clock_of_day(self.deadline)
+            )),
+            LostReason::Revoked | LostReason::Undelivered => failure.map(|f| f.message.clone()),
+        };
+        LostElicitation {
+            reason,
+            at: failure.map_or(self.updated_at, |f| f.at),
+            request_id: self.request_id.clone(),
+            summary: self.summary.clone(),
+            detail,
+        }
+    }
+}
+
+/// "12:03:57 UTC": the time of day a person reads in a lost marker's sentence.
+fn clock_of_day(at: DateTime<Utc>) -> String {
+    use chrono::Timelike;
+    format!("{:02}:{:02}:{:02} UTC", at.hour(), at.minute(), at.second())
 }

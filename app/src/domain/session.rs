@@ -37,18 +37,29 @@ pub enum LostReason {
     Expired,
     /// The `blocked_on_elicitation` marker outlived every active round.
     Stranded,
+    /// The asker's own deadline passed with nobody answering: it stopped waiting.
+    AskerStopped,
+    /// The session's token was revoked while the question waited.
+    Revoked,
+    /// Someone answered, but the asker stopped waiting before it picked the answer up.
+    Undelivered,
 }
 
-text_names!(LostReason { Expired => "expired", Stranded => "stranded" });
+text_names!(LostReason { Expired => "expired", Stranded => "stranded", AskerStopped => "asker_stopped", Revoked => "revoked", Undelivered => "undelivered" });
 
 /// The marker that makes the session page explain what was lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LostElicitation {
     pub reason: LostReason,
+    #[serde(with = "super::wire::time")]
     pub at: DateTime<Utc>,
     pub request_id: RequestId,
     /// `"<tool_name>: <message>"`, at most 300 characters; producer text, always rendered escaped.
     pub summary: String,
+    /// What exactly was lost, in a sentence ("rita answered at 12:03:57 UTC, but …"), where there is more to
+    /// say than the reason.
+    #[serde(default)]
+    pub detail: Option<String>,
 }
 
 /// A session as stored.
@@ -60,7 +71,9 @@ pub struct Session {
     pub status: SessionStatus,
     pub blocked_on_elicitation: bool,
     pub lost_elicitation: Option<LostElicitation>,
+    #[serde(with = "super::wire::time")]
     pub created_at: DateTime<Utc>,
+    #[serde(with = "super::wire::time")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -136,15 +149,19 @@ impl Session {
         self.updated_at = now;
     }
 
-    /// A round expired. With nothing else open, the agent went on without approval: say so.
-    pub fn on_round_expired(&mut self, other_active: bool, lost: LostElicitation) {
-        if other_active {
+    /// A round ended with something lost. An expired (or revoked) question with nothing else open means the
+    /// agent went on without approval: say so. An answer that never reached the agent is always said, even
+    /// while other questions wait.
+    pub fn on_round_lost(&mut self, other_active: bool, lost: LostElicitation) {
+        if other_active && lost.reason != LostReason::Undelivered {
             return;
         }
         self.updated_at = lost.at;
-        self.blocked_on_elicitation = false;
-        if !self.status.is_ended() {
-            self.status = SessionStatus::Running;
+        if !other_active {
+            self.blocked_on_elicitation = false;
+            if !self.status.is_ended() {
+                self.status = SessionStatus::Running;
+            }
         }
         self.lost_elicitation = Some(lost);
     }
@@ -170,6 +187,7 @@ impl Session {
                 at: now,
                 request_id,
                 summary,
+                detail: None,
             });
         }
         true
@@ -227,8 +245,9 @@ pub enum SessionEffect {
     Opened,
     /// A round was answered, or ended by its producer, while a person could still have answered it.
     Settled,
-    /// A round expired with nobody answering.
-    Expired(LostElicitation),
+    /// A round ended with something lost: nobody answered in time, the token was revoked, or an answer never
+    /// reached the agent.
+    Lost(LostElicitation),
     /// A worker vanished mid-delivery.
     RecoveryFailed,
 }
@@ -239,7 +258,7 @@ impl Session {
         match effect {
             SessionEffect::Opened => self.on_round_opened(now),
             SessionEffect::Settled => self.on_round_settled(other_active, now),
-            SessionEffect::Expired(lost) => self.on_round_expired(other_active, lost),
+            SessionEffect::Lost(lost) => self.on_round_lost(other_active, lost),
             SessionEffect::RecoveryFailed => self.on_recovery_failed(now),
         }
     }

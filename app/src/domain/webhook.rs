@@ -5,7 +5,11 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{round::Round, session::Session};
+use super::{
+    expiry::wire_time,
+    round::{FailureCode, Round},
+    session::Session,
+};
 
 /// How an endpoint wants its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,6 +81,49 @@ impl WebhookEvent {
         )
     }
 
+    /// A person answered, but the asker stopped waiting before it picked the answer up.
+    pub fn question_undelivered(round: &Round) -> Self {
+        let detail = round
+            .failure
+            .as_ref()
+            .map(|failure| failure.message.as_str())
+            .unwrap_or("The agent never received this answer.");
+        let mut event = Self::about_round(
+            "question.undelivered",
+            round,
+            format!(
+                "An answer never reached its agent: {detail} ({})",
+                round.summary
+            ),
+        );
+        event.data["answered_by"] = json!(round.responded_by);
+        event.data["answered_at"] = json!(round.responded_at.map(wire_time));
+        event.data["detail"] = json!(detail);
+        event
+    }
+
+    /// The session's token was revoked while the question waited.
+    pub fn question_revoked(round: &Round) -> Self {
+        Self::about_round(
+            "question.revoked",
+            round,
+            format!(
+                "A question ended because its session's token was revoked: {}",
+                round.summary
+            ),
+        )
+    }
+
+    /// What a round's end announces: expired, undelivered or revoked (other ends announce nothing).
+    pub fn round_ended(round: &Round) -> Option<Self> {
+        match round.failure.as_ref().map(|failure| &failure.code) {
+            Some(FailureCode::Expired) => Some(Self::question_expired(round)),
+            Some(FailureCode::Undelivered) => Some(Self::question_undelivered(round)),
+            Some(FailureCode::Revoked) => Some(Self::question_revoked(round)),
+            _ => None,
+        }
+    }
+
     pub fn question_stranded(session: &Session) -> Option<Self> {
         let lost = session.lost_elicitation.as_ref()?;
         Some(Self {
@@ -99,11 +146,17 @@ impl WebhookEvent {
         Self {
             event,
             key: format!("{event}:{}", since.timestamp()),
-            data: json!({"since": since, "probe_url": url}),
+            data: json!({"since": wire_time(since), "probe_url": url}),
             text: if opened {
-                format!("The Anteroom gate is BROKEN since {since}: producers cannot reach {url}.")
+                format!(
+                    "The Anteroom gate is BROKEN since {}: producers cannot reach {url}.",
+                    wire_time(since)
+                )
             } else {
-                format!("The Anteroom gate works again (since {since}).")
+                format!(
+                    "The Anteroom gate works again (since {}).",
+                    wire_time(since)
+                )
             },
         }
     }
@@ -119,7 +172,8 @@ impl WebhookEvent {
                 "server": round.server,
                 "operation_name": round.operation_name,
                 "summary": round.summary,
-                "deadline": round.deadline,
+                "deadline": wire_time(round.deadline),
+                "asker_deadline": round.asker_deadline.map(wire_time),
             }),
             text,
         }
@@ -128,7 +182,9 @@ impl WebhookEvent {
     /// The body sent to an endpoint of `format`.
     pub fn payload(&self, format: WebhookFormat, at: DateTime<Utc>) -> Value {
         match format {
-            WebhookFormat::Json => json!({"event": self.event, "at": at, "data": self.data}),
+            WebhookFormat::Json => {
+                json!({"event": self.event, "at": wire_time(at), "data": self.data})
+            }
             WebhookFormat::Slack => json!({"text": slack_text(&self.text)}),
         }
     }
@@ -209,10 +265,13 @@ pub struct WebhookDelivery {
     /// `pending`, `delivered` or `failed`.
     pub status: String,
     pub attempts: i64,
+    #[serde(with = "super::wire::time")]
     pub next_attempt_at: DateTime<Utc>,
     pub last_status: Option<i64>,
     pub last_error: Option<String>,
+    #[serde(with = "super::wire::time")]
     pub created_at: DateTime<Utc>,
+    #[serde(with = "super::wire::time::option")]
     pub delivered_at: Option<DateTime<Utc>>,
 }
 

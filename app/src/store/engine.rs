@@ -132,6 +132,8 @@ macro_rules! sql_store {
                     .bind(&round.summary)
                     .bind(round.version)
                     .bind(&round.fingerprint)
+                    .bind(c.asker_deadline_ms)
+                    .bind(round.asked_through.as_str())
                     .execute(&mut **tx)
                     .await;
                 match inserted {
@@ -235,6 +237,7 @@ macro_rules! sql_store {
                             .push_bind(c.lost_at_ms)
                             .push_bind(c.lost_request_id)
                             .push_bind(c.lost_summary)
+                            .push_bind(c.lost_detail)
                             .push_bind(c.created_at_ms)
                             .push_bind(c.updated_at_ms);
                     });
@@ -320,24 +323,73 @@ macro_rules! sql_store {
                             .await?
                     }
                 };
-                let mut expired = rows_to_rounds(rows)?;
-                // The latest deadline's marker wins when a session lost several questions at once.
-                expired.sort_by_key(|round| (round.deadline, round.round_id));
-                let effects = expired
+                let expired = rows_to_rounds(rows)?;
+                let answered = match session {
+                    Some(id) => {
+                        sqlx::query_as::<$db, RoundRow>(&locked(sql::SELECT_ANSWERED_PAST_DEADLINE_IN_SESSION))
+                            .bind(to_ms(now))
+                            .bind(id.to_string())
+                            .fetch_all(&mut **tx)
+                            .await?
+                    }
+                    None => {
+                        sqlx::query_as::<$db, RoundRow>(&locked(sql::SELECT_ANSWERED_PAST_DEADLINE))
+                            .bind(to_ms(now))
+                            .fetch_all(&mut **tx)
+                            .await?
+                    }
+                };
+                let mut ended: Vec<(RoundStatus, Round)> =
+                    expired.into_iter().map(|round| (RoundStatus::Pending, round)).collect();
+                for before in rows_to_rounds(answered)? {
+                    let mut round = before.clone();
+                    if round.fail_undelivered_if_due(now) {
+                        self.save_round(tx, &before, &round).await?;
+                        ended.push((before.status, round));
+                    }
+                }
+                self.announce_ended(tx, ended, now).await
+            }
+
+            /// Moves the sessions of rounds that just ended on their own (each with its status before), queues
+            /// their webhooks and tells the observer. The latest deadline's marker wins when a session lost
+            /// several questions at once.
+            async fn announce_ended(
+                &self,
+                tx: &mut Tx,
+                mut ended: Vec<(RoundStatus, Round)>,
+                now: DateTime<Utc>,
+            ) -> StoreResult<Vec<Round>> {
+                ended.sort_by_key(|(_, round)| (round.deadline, round.round_id));
+                let effects = ended
                     .iter()
-                    .filter_map(|round| {
+                    .filter_map(|(before, round)| {
                         round
-                            .session_effect(Some(RoundStatus::Pending))
+                            .session_effect(Some(*before))
                             .map(|effect| (round.session_id.clone(), effect))
                     })
                     .collect();
                 self.apply_session_effects(tx, effects, now).await?;
-                let announcements: Vec<WebhookEvent> = expired.iter().map(WebhookEvent::question_expired).collect();
+                let rounds: Vec<Round> = ended.into_iter().map(|(_, round)| round).collect();
+                let announcements: Vec<WebhookEvent> = rounds.iter().filter_map(WebhookEvent::round_ended).collect();
                 self.enqueue(tx, &announcements, now).await?;
-                if let (false, Some(observer)) = (expired.is_empty(), &self.ctx.options.observer) {
-                    observer.rounds_expired(&expired);
+                for round in &rounds {
+                    self.ctx.askers.forget(&round.round_id);
                 }
-                Ok(expired)
+                if let (false, Some(observer)) = (rounds.is_empty(), &self.ctx.options.observer) {
+                    observer.rounds_ended(&rounds);
+                }
+                Ok(rounds)
+            }
+
+            /// A round as this instance knows it: the stored record with the asker's latest poll from memory.
+            fn seen(&self, mut round: Round) -> Round {
+                self.ctx.askers.overlay(&mut round);
+                round
+            }
+
+            fn seen_all(&self, rows: Vec<RoundRow>) -> StoreResult<Vec<Round>> {
+                rows.into_iter().map(|row| Ok(self.seen(row.into_round()?))).collect()
             }
 
             async fn any_due(&self, now: DateTime<Utc>, session: Option<&SessionId>) -> StoreResult<bool> {
@@ -383,7 +435,7 @@ macro_rules! sql_store {
                     .fetch_round(&mut tx, id)
                     .await?
                     .ok_or_else(|| round_not_found(id))?;
-                if round.is_due(now) {
+                if round.is_due(now) || round.is_undeliverable(now) {
                     self.expire_due_in(&mut tx, now, Some(&round.session_id)).await?;
                     round = self
                         .fetch_round(&mut tx, id)
@@ -556,6 +608,7 @@ macro_rules! sql_store {
                     .bind(c.lost_at_ms)
                     .bind(c.lost_request_id)
                     .bind(c.lost_summary)
+                    .bind(c.lost_detail)
                     .bind(c.created_at_ms)
                     .bind(c.updated_at_ms)
                     .execute(&self.pool)
@@ -623,17 +676,44 @@ macro_rules! sql_store {
                 Ok(session)
             }
 
-            async fn set_producer_token(&self, id: &SessionId, token_hash: Option<&str>) -> StoreResult<()> {
-                let written = sqlx::query::<$db>(sql::SET_PRODUCER_TOKEN)
+            async fn set_producer_token(&self, id: &SessionId, token_hash: Option<&str>) -> StoreResult<Vec<Round>> {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                let previous: Option<(Option<String>,)> = sqlx::query_as(&locked(sql::SELECT_PRODUCER_TOKEN))
+                    .bind(id.to_string())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some((previous,)) = previous else {
+                    return Err(session_not_found(id));
+                };
+                sqlx::query::<$db>(sql::SET_PRODUCER_TOKEN)
                     .bind(id.to_string())
                     .bind(token_hash)
-                    .bind(to_ms(self.now()))
-                    .execute(&self.pool)
+                    .bind(to_ms(now))
+                    .execute(&mut *tx)
                     .await?;
-                if written.rows_affected() == 0 {
-                    return Err(session_not_found(id));
+                let replaced = previous.is_some() && previous.as_deref() != token_hash;
+                if !replaced {
+                    tx.commit().await?;
+                    return Ok(Vec::new());
                 }
-                Ok(())
+                // A question already past its deadline expired before the token changed: say so, not "revoked".
+                let mut ended = self.expire_due_in(&mut tx, now, Some(id)).await?;
+                let open = sqlx::query_as::<$db, RoundRow>(&locked(sql::SELECT_TOKEN_ROUNDS_OPEN))
+                    .bind(id.to_string())
+                    .fetch_all(&mut *tx)
+                    .await?;
+                let mut revoked = Vec::new();
+                for before in rows_to_rounds(open)? {
+                    let mut round = before.clone();
+                    if round.end_for_revoked_token(now) {
+                        self.save_round(&mut tx, &before, &round).await?;
+                        revoked.push((before.status, round));
+                    }
+                }
+                ended.extend(self.announce_ended(&mut tx, revoked, now).await?);
+                tx.commit().await?;
+                Ok(ended)
             }
 
             async fn session_for_token(&self, token_hash: &str) -> StoreResult<Option<Session>> {
@@ -789,11 +869,15 @@ macro_rules! sql_store {
                     }
                 }
                 let now = self.now();
-                let deadline = self.ctx.options.expiry.deadline(now, new.producer_deadline());
+                let deadlines = self.ctx.options.expiry.deadlines(
+                    now,
+                    new.producer_deadline(),
+                    new.asked_through.trust(),
+                )?;
                 let mut tx = self.begin_write().await?;
                 let session = self.fetch_session(&mut tx, &new.session_id).await?;
                 session.accepts_rounds()?;
-                let round = Round::open(new, RoundId::generate(), now, deadline);
+                let round = Round::open(new, RoundId::generate(), now, deadlines);
                 self.insert_round(&mut tx, &round).await?;
                 self.enqueue(&mut tx, &[WebhookEvent::question_created(&round)], now).await?;
                 self.apply_session_effects(
@@ -808,11 +892,12 @@ macro_rules! sql_store {
 
             async fn get_round(&self, id: RoundId) -> StoreResult<Round> {
                 let round = self.read_round(id).await?.ok_or_else(|| round_not_found(id))?;
-                if !round.is_due(self.now()) {
-                    return Ok(round);
+                let now = self.now();
+                if !round.is_due(now) && !round.is_undeliverable(now) {
+                    return Ok(self.seen(round));
                 }
                 self.expire_lazily(Some(&round.session_id)).await?;
-                self.read_round(id).await?.ok_or_else(|| round_not_found(id))
+                Ok(self.seen(self.read_round(id).await?.ok_or_else(|| round_not_found(id))?))
             }
 
             async fn get_round_by_request_id(&self, id: &RequestId) -> StoreResult<Round> {
@@ -826,10 +911,11 @@ macro_rules! sql_store {
                         )))
                     })?;
                 let round = row.into_round()?;
-                if round.is_due(self.now()) {
+                let now = self.now();
+                if round.is_due(now) || round.is_undeliverable(now) {
                     return self.get_round(round.round_id).await;
                 }
-                Ok(round)
+                Ok(self.seen(round))
             }
 
             async fn list_rounds(&self, session: &SessionId) -> StoreResult<Vec<Round>> {
@@ -838,7 +924,7 @@ macro_rules! sql_store {
                     .bind(session.to_string())
                     .fetch_all(&self.pool)
                     .await?;
-                rows_to_rounds(rows)
+                self.seen_all(rows)
             }
 
             async fn list_rounds_page(
@@ -853,7 +939,7 @@ macro_rules! sql_store {
                     .bind(i64::from(limit))
                     .fetch_all(&self.pool)
                     .await?;
-                rows_to_rounds(rows)
+                self.seen_all(rows)
             }
 
             async fn open_rounds(&self, session: &SessionId, limit: u32) -> StoreResult<Vec<Round>> {
@@ -862,7 +948,7 @@ macro_rules! sql_store {
                     .bind(i64::from(limit))
                     .fetch_all(&self.pool)
                     .await?;
-                rows_to_rounds(rows)
+                self.seen_all(rows)
             }
 
             async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>> {
@@ -874,7 +960,7 @@ macro_rules! sql_store {
                         list.push_bind(id.to_string());
                     }
                     query.push(") ORDER BY r.created_at_ms, r.round_id");
-                    rounds.extend(rows_to_rounds(
+                    rounds.extend(self.seen_all(
                         query.build_query_as::<RoundRow>().fetch_all(&self.pool).await?,
                     )?);
                 }
@@ -882,14 +968,16 @@ macro_rules! sql_store {
             }
 
             async fn poll_probe(&self, token_hash: &str, request_id: &str) -> StoreResult<Option<crate::store::PollProbe>> {
-                let row: Option<(String, String, i64)> = sqlx::query_as(sql::SELECT_POLL_PROBE)
+                let row: Option<(String, String, String, i64)> = sqlx::query_as(sql::SELECT_POLL_PROBE)
                     .bind(token_hash)
                     .bind(request_id)
                     .fetch_optional(&self.pool)
                     .await?;
-                row.map(|(session, status, deadline)| {
+                row.map(|(session, round, status, deadline)| {
                     Ok(crate::store::PollProbe {
                         session_id: SessionId::parse(session)
+                            .map_err(|error| StoreError::Corrupt(error.to_string()))?,
+                        round_id: RoundId::parse(&round)
                             .map_err(|error| StoreError::Corrupt(error.to_string()))?,
                         status: RoundStatus::parse(&status)
                             .ok_or_else(|| StoreError::Corrupt(format!("round status {status}")))?,
@@ -996,6 +1084,19 @@ macro_rules! sql_store {
                 self.mutate_round(id, |round, now| round.fail_recovery(now))
                     .await
                     .map(|(round, ())| round)
+            }
+
+            async fn record_asker_poll(&self, id: RoundId) -> StoreResult<()> {
+                let now = self.now();
+                if let Some(seen) = self.ctx.askers.record(id, now) {
+                    sqlx::query::<$db>(sql::RECORD_ASKER_POLL)
+                        .bind(id.to_string())
+                        .bind(to_ms(seen.last_poll_at))
+                        .bind(seen.interval_ms)
+                        .execute(&self.pool)
+                        .await?;
+                }
+                Ok(())
             }
 
             async fn record_poll_delivery(&self, id: RoundId) -> StoreResult<Round> {

@@ -5,6 +5,7 @@
 //! domain's pure functions decide, and writes the result back in one transaction with compare-and-set on the
 //! round's status, owner, lease token and version.
 
+mod askers;
 mod engine;
 mod postgres;
 mod records;
@@ -23,7 +24,7 @@ use crate::domain::{
     ManagedInputError,
     access::{ApiKey, User},
     clock::{Clock, SystemClock},
-    expiry::ExpiryPolicy,
+    expiry::{ExpiryPolicy, stored_precision},
     form::compiled::SchemaCache,
     gate::{GateChange, GateState},
     ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
@@ -91,10 +92,12 @@ impl StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// Hears about changes the store makes on its own (lazy expiry on a read, sweeps), so watchers can be told.
+/// Hears about changes the store makes on its own (lazy expiry on a read, sweeps, a revoked token), so
+/// watchers can be told.
 pub trait StoreObserver: Send + Sync + 'static {
-    /// `rounds` just expired. Called inside the expiring transaction: treat it as a hint to re-read.
-    fn rounds_expired(&self, rounds: &[Round]);
+    /// `rounds` just ended on their own: expired, undelivered or revoked (see each round's failure code).
+    /// Called inside the ending transaction: treat it as a hint to re-read.
+    fn rounds_ended(&self, rounds: &[Round]);
 }
 
 /// What a store is built with: where time comes from and the rules it applies.
@@ -120,10 +123,11 @@ impl Default for StoreOptions {
     }
 }
 
-/// What the store shares between its two backends: options and the compiled-schema cache.
+/// What the store shares between its two backends: options, the compiled-schema cache and the askers' polls.
 pub(crate) struct StoreContext {
     pub options: StoreOptions,
     pub schemas: SchemaCache,
+    pub askers: askers::AskerLog,
 }
 
 impl StoreContext {
@@ -131,11 +135,13 @@ impl StoreContext {
         Self {
             options,
             schemas: SchemaCache::default(),
+            askers: askers::AskerLog::default(),
         }
     }
 
+    /// Now, to the stored precision: every time the store hands out is exactly what it stores.
     fn now(&self) -> DateTime<Utc> {
-        self.options.clock.now()
+        stored_precision(self.options.clock.now())
     }
 }
 
@@ -143,6 +149,7 @@ impl StoreContext {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PollProbe {
     pub session_id: SessionId,
+    pub round_id: RoundId,
     pub status: crate::domain::round::RoundStatus,
     pub deadline: DateTime<Utc>,
 }
@@ -196,9 +203,14 @@ pub trait Store: Send + Sync + 'static {
 
     // Credentials, stored only as hashes.
 
-    /// Sets (or with `None` revokes) the session's producer token.
-    async fn set_producer_token(&self, id: &SessionId, token_hash: Option<&str>)
-    -> StoreResult<()>;
+    /// Sets (or with `None` revokes) the session's producer token. Replacing or revoking a token ends the
+    /// questions asked through the old one (pending ones `revoked`, answers not yet picked up `undelivered`);
+    /// returns those rounds.
+    async fn set_producer_token(
+        &self,
+        id: &SessionId,
+        token_hash: Option<&str>,
+    ) -> StoreResult<Vec<Round>>;
 
     /// The session a producer token belongs to.
     async fn session_for_token(&self, token_hash: &str) -> StoreResult<Option<Session>>;
@@ -352,6 +364,9 @@ pub trait Store: Send + Sync + 'static {
     /// Marks a round whose worker vanished mid-delivery `failed / recovery_unavailable`, session `failed`.
     async fn fail_recovery(&self, id: RoundId) -> StoreResult<Round>;
 
+    /// The asker of round `id` polled just now: remembered in memory, persisted at most every ~10 s.
+    async fn record_asker_poll(&self, id: RoundId) -> StoreResult<()>;
+
     /// A pulsemcp poll picked up the answer: counts a delivery and marks the round delivered.
     async fn record_poll_delivery(&self, id: RoundId) -> StoreResult<Round>;
 
@@ -363,7 +378,8 @@ pub trait Store: Send + Sync + 'static {
 
     // Sweeps (scheduled jobs), each one batch per call.
 
-    /// Fails every pending round past its deadline with `expired` and moves the sessions (SPEC §2.3).
+    /// Fails every pending round past its deadline with `expired`, and every answer its asker stopped waiting
+    /// for before picking it up with `undelivered`, and moves the sessions (SPEC §2.3, docs/deadlines.md).
     async fn expire_due_rounds(&self) -> StoreResult<Vec<Round>>;
 
     /// Clears `blocked_on_elicitation` markers that outlived every active round (SPEC §2.3).

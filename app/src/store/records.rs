@@ -11,8 +11,8 @@ use super::StoreError;
 use crate::domain::{
     ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
     round::{
-        ElicitationRequest, ElicitationResponse, Failure, FailureCode, Lease, OperationKind, Round,
-        RoundStatus,
+        AskedThrough, AskerSeen, ElicitationRequest, ElicitationResponse, Failure, FailureCode,
+        Lease, OperationKind, Round, RoundStatus,
     },
     session::{LostElicitation, LostReason, Session, SessionStatus},
 };
@@ -46,6 +46,7 @@ pub struct SessionRow {
     pub lost_at_ms: Option<i64>,
     pub lost_request_id: Option<String>,
     pub lost_summary: Option<String>,
+    pub lost_detail: Option<String>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -65,6 +66,7 @@ impl SessionRow {
                 request_id: RequestId::parse(request_id)
                     .map_err(|e| corrupt("lost_request_id", e))?,
                 summary,
+                detail: self.lost_detail,
             }),
             _ => None,
         };
@@ -115,6 +117,10 @@ pub struct RoundRow {
     pub summary: String,
     pub version: i64,
     pub fingerprint: Option<String>,
+    pub asker_deadline_ms: Option<i64>,
+    pub asked_through: String,
+    pub asker_polled_at_ms: Option<i64>,
+    pub asker_poll_interval_ms: Option<i64>,
 }
 
 impl RoundRow {
@@ -160,6 +166,16 @@ impl RoundRow {
                 .ok_or_else(|| corrupt("round status", &self.status))?,
             created_at: from_ms(self.created_at_ms)?,
             deadline: from_ms(self.deadline_ms)?,
+            asker_deadline: from_ms_opt(self.asker_deadline_ms)?,
+            asked_through: AskedThrough::parse(&self.asked_through)
+                .ok_or_else(|| corrupt("asked_through", &self.asked_through))?,
+            asker_seen: match self.asker_polled_at_ms {
+                Some(at) => Some(AskerSeen {
+                    last_poll_at: from_ms(at)?,
+                    interval_ms: self.asker_poll_interval_ms,
+                }),
+                None => None,
+            },
             updated_at: from_ms(self.updated_at_ms)?,
             lease,
             responses,
@@ -191,6 +207,7 @@ pub struct RoundColumns {
     pub status: &'static str,
     pub created_at_ms: i64,
     pub deadline_ms: i64,
+    pub asker_deadline_ms: Option<i64>,
     pub updated_at_ms: i64,
     pub lease_owner: Option<String>,
     pub lease_token: Option<String>,
@@ -215,6 +232,7 @@ impl RoundColumns {
             status: round.status.as_str(),
             created_at_ms: to_ms(round.created_at),
             deadline_ms: to_ms(round.deadline),
+            asker_deadline_ms: round.asker_deadline.map(to_ms),
             updated_at_ms: to_ms(round.updated_at),
             lease_owner: round.lease.as_ref().map(|l| l.owner_id.to_string()),
             lease_token: round
@@ -250,6 +268,7 @@ pub struct SessionColumns {
     pub lost_at_ms: Option<i64>,
     pub lost_request_id: Option<String>,
     pub lost_summary: Option<String>,
+    pub lost_detail: Option<String>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -267,6 +286,7 @@ impl SessionColumns {
             lost_at_ms: lost.map(|l| to_ms(l.at)),
             lost_request_id: lost.map(|l| l.request_id.to_string()),
             lost_summary: lost.map(|l| l.summary.clone()),
+            lost_detail: lost.and_then(|l| l.detail.clone()),
             created_at_ms: to_ms(session.created_at),
             updated_at_ms: to_ms(session.updated_at),
         }

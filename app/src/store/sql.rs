@@ -20,7 +20,7 @@ pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id =
      ORDER BY created_at_ms, round_id LIMIT 2";
 
 /// What a poll of a pending question needs, found through the session's token in one query.
-pub const SELECT_POLL_PROBE: &str = "SELECT s.id, r.status, r.deadline_ms FROM sessions s \
+pub const SELECT_POLL_PROBE: &str = "SELECT s.id, r.round_id, r.status, r.deadline_ms FROM sessions s \
      JOIN rounds r ON r.session_id = s.id WHERE s.producer_token_hash = $1 AND r.request_id = $2";
 
 /// Each listed session's oldest pending round; the session ids follow as a bound list, then `)`.
@@ -36,8 +36,8 @@ pub const INSERT_ROUND: &str = "INSERT INTO rounds (round_id, session_id, reques
      round_limit, status, created_at_ms, deadline_ms, updated_at_ms, lease_owner, lease_token, \
      lease_expires_at_ms, responses, idempotency_key, responded_at_ms, responded_by, delivery_attempts, \
      delivered_at_ms, resolved_at_ms, failure_code, failure_message, failed_at_ms, summary, version, \
-     fingerprint) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
-     $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)";
+     fingerprint, asker_deadline_ms, asked_through) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+     $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)";
 
 /// Compare-and-set: the write lands only if status, lease owner, lease token and version are unchanged.
 pub const UPDATE_ROUND: &str = "UPDATE rounds SET status = $1, updated_at_ms = $2, lease_owner = $3, \
@@ -61,11 +61,29 @@ pub const EXPIRE_DUE_IN_SESSION: &str = "UPDATE rounds SET status = 'failed', fa
 pub const COUNT_OPEN_ROUNDS: &str =
     "SELECT COUNT(*) FROM rounds WHERE status = 'pending' AND deadline_ms > $1";
 
-pub const ANY_DUE: &str =
-    "SELECT round_id FROM rounds WHERE status = 'pending' AND deadline_ms <= $1 LIMIT 1";
+/// Is any question due to end: unanswered past its deadline, or answered but never picked up by then?
+pub const ANY_DUE: &str = "SELECT round_id FROM rounds WHERE status IN ('pending', 'response_validated') \
+     AND deadline_ms <= $1 LIMIT 1";
 
 pub const ANY_DUE_IN_SESSION: &str = "SELECT round_id FROM rounds \
-     WHERE status = 'pending' AND deadline_ms <= $1 AND session_id = $2 LIMIT 1";
+     WHERE status IN ('pending', 'response_validated') AND deadline_ms <= $1 AND session_id = $2 LIMIT 1";
+
+/// Answers still not picked up when their deadline passed (the domain checks the lease before ending them).
+pub const SELECT_ANSWERED_PAST_DEADLINE: &str = "SELECT * FROM rounds \
+     WHERE status = 'response_validated' AND deadline_ms <= $1 LIMIT 500";
+
+pub const SELECT_ANSWERED_PAST_DEADLINE_IN_SESSION: &str = "SELECT * FROM rounds \
+     WHERE status = 'response_validated' AND deadline_ms <= $1 AND session_id = $2 LIMIT 500";
+
+/// The session's questions whose asker polls with the session's token and that are not yet answered for good.
+pub const SELECT_TOKEN_ROUNDS_OPEN: &str = "SELECT * FROM rounds WHERE session_id = $1 \
+     AND asked_through = 'session_token' AND status IN ('pending', 'response_validated')";
+
+/// The asker's latest poll: liveness only, so neither the version nor `updated_at` moves.
+pub const RECORD_ASKER_POLL: &str = "UPDATE rounds SET asker_polled_at_ms = $2, asker_poll_interval_ms = $3 \
+     WHERE round_id = $1 AND (asker_polled_at_ms IS NULL OR asker_polled_at_ms < $2)";
+
+pub const SELECT_PRODUCER_TOKEN: &str = "SELECT producer_token_hash FROM sessions WHERE id = $1";
 
 /// The set-based form of `Round::fail_recovery` for every round whose worker's lease ran out mid-delivery.
 pub const RECOVER_LEASES: &str = "UPDATE rounds SET status = 'failed', \
@@ -87,19 +105,21 @@ pub const SELECT_API_KEY_BY_HASH: &str =
 pub const SELECT_SESSION: &str = "SELECT * FROM sessions WHERE id = $1";
 
 pub const INSERT_SESSION_IF_NEW: &str = "INSERT INTO sessions (id, title, agent, status, \
-     blocked_on_elicitation, lost_reason, lost_at_ms, lost_request_id, lost_summary, created_at_ms, \
-     updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING";
+     blocked_on_elicitation, lost_reason, lost_at_ms, lost_request_id, lost_summary, lost_detail, \
+     created_at_ms, updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+     ON CONFLICT (id) DO NOTHING";
 
 /// Prefix of a multi-row session write; the values are appended by a query builder.
 pub const UPSERT_SESSIONS_HEAD: &str = "INSERT INTO sessions (id, title, agent, status, \
-     blocked_on_elicitation, lost_reason, lost_at_ms, lost_request_id, lost_summary, created_at_ms, \
-     updated_at_ms) ";
+     blocked_on_elicitation, lost_reason, lost_at_ms, lost_request_id, lost_summary, lost_detail, \
+     created_at_ms, updated_at_ms) ";
 
 pub const UPSERT_SESSIONS_TAIL: &str = " ON CONFLICT (id) DO UPDATE SET title = excluded.title, \
      agent = excluded.agent, status = excluded.status, \
      blocked_on_elicitation = excluded.blocked_on_elicitation, lost_reason = excluded.lost_reason, \
      lost_at_ms = excluded.lost_at_ms, lost_request_id = excluded.lost_request_id, \
-     lost_summary = excluded.lost_summary, updated_at_ms = excluded.updated_at_ms";
+     lost_summary = excluded.lost_summary, lost_detail = excluded.lost_detail, \
+     updated_at_ms = excluded.updated_at_ms";
 
 /// Sessions still marked blocked although nothing of theirs is waiting any more.
 pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_elicitation = $2 \

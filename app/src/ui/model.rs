@@ -63,6 +63,81 @@ pub struct QuestionPreview {
     pub asker: Asker,
     pub asked_ms: i64,
     pub deadline_ms: i64,
+    /// The deadline is the asking server's own: it stops waiting then.
+    pub askers_deadline: bool,
+}
+
+/// When the asking server last polled for its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskerSeenView {
+    pub last_poll_ms: i64,
+    /// The observed time between its polls, once it polled twice.
+    pub interval_ms: Option<i64>,
+}
+
+/// What a banner says about the asker's presence, at `now_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presence {
+    /// "checked 3 s ago · every ~5 s".
+    pub checked: String,
+    /// Less time is left than one observed poll interval: an answer now may arrive too late.
+    pub too_late_warning: Option<String>,
+    /// No poll for three observed intervals (and at least 30 s): the asker may have stopped.
+    pub silent_warning: Option<String>,
+}
+
+/// Silence shorter than this never counts as an asker that may have stopped.
+const SILENT_AT_LEAST_MS: i64 = 30_000;
+
+impl AskerSeenView {
+    pub fn presence(&self, deadline_ms: i64, now_ms: i64) -> Presence {
+        let ago = (now_ms - self.last_poll_ms).max(0);
+        let checked = match self.interval_ms {
+            Some(interval) => format!(
+                "checked {} ago · every ~{}",
+                short_span(ago),
+                short_span(interval)
+            ),
+            None => format!("checked {} ago", short_span(ago)),
+        };
+        let left = deadline_ms - now_ms;
+        let too_late_warning = self
+            .interval_ms
+            .filter(|interval| left > 0 && left < *interval)
+            .map(|interval| {
+                format!(
+                    "An answer now may arrive too late: the asking server checks every ~{} and stops waiting in {}.",
+                    short_span(interval),
+                    short_span(left)
+                )
+            });
+        let silent_after = self.interval_ms.map_or(SILENT_AT_LEAST_MS, |interval| {
+            (interval * 3).max(SILENT_AT_LEAST_MS)
+        });
+        let silent_warning = (ago >= silent_after).then(|| {
+            format!(
+                "The asking server has not checked for {}; it may have stopped waiting, and an answer may never reach the agent.",
+                short_span(ago)
+            )
+        });
+        Presence {
+            checked,
+            too_late_warning,
+            silent_warning,
+        }
+    }
+}
+
+/// "3 s", "2 min", "1 h" — rounded down, for spans a person glances at.
+pub fn short_span(ms: i64) -> String {
+    let seconds = ms.max(0) / 1000;
+    if seconds < 120 {
+        format!("{seconds} s")
+    } else if seconds < 7200 {
+        format!("{} min", seconds / 60)
+    } else {
+        format!("{} h", seconds / 3600)
+    }
 }
 
 /// Which server and which tool, prompt or resource is asking.
@@ -122,6 +197,10 @@ pub struct ActiveRound {
     pub asker: Asker,
     pub asked_ms: i64,
     pub deadline_ms: i64,
+    /// The deadline is the asking server's own: it stops waiting then.
+    pub askers_deadline: bool,
+    /// When the asker last polled (askers that poll; a worker-driven round has none).
+    pub asker_seen: Option<AskerSeenView>,
     pub requests: Vec<RequestView>,
 }
 
@@ -152,9 +231,19 @@ impl RequestBody {
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Waiting,
-    Answered { actions: Vec<String> },
+    Answered {
+        actions: Vec<String>,
+    },
     Expired,
-    Failed { code: String, message: String },
+    /// Answered, but the asker stopped waiting before it picked the answer up.
+    Undelivered {
+        actions: Vec<String>,
+        message: String,
+    },
+    Failed {
+        code: String,
+        message: String,
+    },
 }
 
 /// One round in the session's history.
@@ -314,6 +403,39 @@ mod tests {
         assert_eq!(countdown(245_000, 0), "4 min 05 s");
         assert_eq!(countdown(7_800_000, 0), "2 h 10 min");
         assert_eq!(countdown(90_000_000, 0), "1 d 1 h");
+    }
+
+    #[test]
+    fn presence_says_when_the_asker_checked_and_warns_in_time() {
+        let seen = AskerSeenView {
+            last_poll_ms: 100_000,
+            interval_ms: Some(5_000),
+        };
+        let calm = seen.presence(160_000, 103_000);
+        assert_eq!(calm.checked, "checked 3 s ago · every ~5 s");
+        assert_eq!(calm.too_late_warning, None);
+        assert_eq!(calm.silent_warning, None);
+        let close = seen.presence(106_000, 102_000);
+        assert!(
+            close
+                .too_late_warning
+                .as_deref()
+                .is_some_and(|w| w.contains("stops waiting in 4 s")),
+            "{close:?}"
+        );
+        assert!(seen.presence(500_000, 129_000).silent_warning.is_none());
+        assert!(seen.presence(500_000, 130_000).silent_warning.is_some());
+        let slow = AskerSeenView {
+            last_poll_ms: 0,
+            interval_ms: Some(20_000),
+        };
+        assert!(slow.presence(500_000, 59_000).silent_warning.is_none());
+        assert!(slow.presence(500_000, 60_000).silent_warning.is_some());
+        let once = AskerSeenView {
+            last_poll_ms: 0,
+            interval_ms: None,
+        };
+        assert_eq!(once.presence(500_000, 2_000).checked, "checked 2 s ago");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::{
     answer::read_answer,
     model::{
-        ActiveRound, AnswerNotice, AnswerPost, Asker, HISTORY_PAGE, HistoryEntry,
+        ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, HISTORY_PAGE, HistoryEntry,
         OPEN_ROUNDS_SHOWN, Outcome, QuestionPreview, QueueItem, QueueView, RequestBody,
         RequestView, SessionPage, Viewer, control_name,
     },
@@ -76,6 +76,7 @@ pub async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
                     asker: asker(round),
                     asked_ms: ms(round.created_at),
                     deadline_ms: ms(round.deadline),
+                    askers_deadline: round.deadline_is_askers(),
                 });
             QueueItem {
                 session_id: entry.session.id.as_str().to_owned(),
@@ -123,6 +124,11 @@ pub async fn session_page(
             asker: asker(round),
             asked_ms: ms(round.created_at),
             deadline_ms: ms(round.deadline),
+            askers_deadline: round.deadline_is_askers(),
+            asker_seen: round.asker_seen.map(|seen| AskerSeenView {
+                last_poll_ms: ms(seen.last_poll_at),
+                interval_ms: seen.interval_ms,
+            }),
             requests: request_views(round),
         })
         .collect();
@@ -195,6 +201,12 @@ fn history_entry(round: &Round) -> HistoryEntry {
         (RoundStatus::Pending, _) => Outcome::Waiting,
         (RoundStatus::Failed, Some(failure)) if failure.code == FailureCode::Expired => {
             Outcome::Expired
+        }
+        (RoundStatus::Failed, Some(failure)) if failure.code == FailureCode::Undelivered => {
+            Outcome::Undelivered {
+                actions: actions(round),
+                message: failure.message.clone(),
+            }
         }
         (RoundStatus::Failed, failure) => Outcome::Failed {
             code: failure

@@ -7,8 +7,9 @@ use anteroom_app::{
     domain::{
         access::Role,
         answer::{PollAction, outward_answer},
-        ids::{RequestId, RequestKey, SessionId},
-        round::{ElicitationRequest, NewRound, OperationKind, Round, RoundStatus},
+        expiry::wire_time,
+        ids::{RequestId, RequestKey, RoundId, SessionId},
+        round::{AskedThrough, ElicitationRequest, NewRound, OperationKind, Round, RoundStatus},
         session::{NewSession, Session},
     },
     store::StoreError,
@@ -162,7 +163,7 @@ fn created_reply(round: &Round, poll_base: &str) -> Value {
         "_meta": {
             "com.pulsemcp/request-id": round.request_id,
             "com.pulsemcp/poll-url": format!("{poll_base}/{}", round.request_id),
-            "com.pulsemcp/expires-at": round.deadline.to_rfc3339(),
+            "com.pulsemcp/expires-at": wire_time(round.deadline),
         }
     })
 }
@@ -172,13 +173,13 @@ fn poll_reply(round: &Round) -> Value {
     let answer = outward_answer(round, round.request_id.as_str());
     let mut meta = json!({
         "com.pulsemcp/request-id": round.request_id,
-        "com.pulsemcp/expires-at": round.deadline.to_rfc3339(),
+        "com.pulsemcp/expires-at": wire_time(round.deadline),
     });
     if let Some(at) = round
         .responded_at
         .filter(|_| answer.action != PollAction::Pending)
     {
-        meta["com.pulsemcp/responded-at"] = json!(at.to_rfc3339());
+        meta["com.pulsemcp/responded-at"] = json!(wire_time(at));
     }
     if let Some(code) = &answer.failure_code {
         meta["anteroom/failure"] = json!(code);
@@ -193,6 +194,7 @@ fn poll_reply(round: &Round) -> Value {
 async fn create_question(
     state: &AppState,
     session: &Session,
+    asked_through: AskedThrough,
     path_server: Option<String>,
     body: &Value,
     poll_base: &str,
@@ -242,6 +244,7 @@ async fn create_question(
         round_limit: 1,
         deadline: None,
         fingerprint: Some(question.fingerprint),
+        asked_through,
     };
     let round = state.store.create_round(new).await?;
     state.events.publish(
@@ -283,6 +286,7 @@ async fn answer_poll(
             }
         }
     }
+    note_poll(state, &round).await;
     let answer = outward_answer(&round, round.request_id.as_str());
     if matches!(
         answer.action,
@@ -316,12 +320,13 @@ async fn poll_through_token(
             .limiter
             .polls
             .check(&format!("{}:{request_id}", probe.session_id))?;
+        note_poll_of(state, probe.round_id).await;
         return Ok(Json(json!({
             "action": PollAction::Pending,
             "content": null,
             "_meta": {
                 "com.pulsemcp/request-id": request_id,
-                "com.pulsemcp/expires-at": probe.deadline.to_rfc3339(),
+                "com.pulsemcp/expires-at": wire_time(probe.deadline),
             },
         })));
     }
@@ -332,6 +337,23 @@ async fn poll_through_token(
         .check(&format!("{}:{request_id}", session.id))?;
     let round = round_in_session(state, &session.id, request_id).await?;
     answer_poll(state, round, options).await
+}
+
+/// Notes that the asker of a still-open round polled (its liveness on the page); a failure to persist it
+/// costs only freshness, never the poll.
+async fn note_poll(state: &AppState, round: &Round) {
+    if matches!(
+        round.status,
+        RoundStatus::Pending | RoundStatus::ResponseValidated
+    ) {
+        note_poll_of(state, round.round_id).await;
+    }
+}
+
+async fn note_poll_of(state: &AppState, round: RoundId) {
+    if let Err(error) = state.store.record_asker_poll(round).await {
+        tracing::warn!(%error, %round, "could not persist the asker's latest poll");
+    }
 }
 
 /// Looks a polled id up within one session; another session's id is as unknown as a made-up one.
@@ -379,7 +401,15 @@ async fn create_by_token(
     let session = session_for_token(&state, &token).await?;
     state.limiter.creates.check(session.id.as_str())?;
     let base = token_collection(&state, &token, None);
-    create_question(&state, &session, None, &body, &base).await
+    create_question(
+        &state,
+        &session,
+        AskedThrough::SessionToken,
+        None,
+        &body,
+        &base,
+    )
+    .await
 }
 
 #[utoipa::path(
@@ -402,7 +432,15 @@ async fn create_by_token_for_server(
         ));
     }
     let base = token_collection(&state, &token, Some(&server));
-    create_question(&state, &session, Some(server), &body, &base).await
+    create_question(
+        &state,
+        &session,
+        AskedThrough::SessionToken,
+        Some(server),
+        &body,
+        &base,
+    )
+    .await
 }
 
 #[utoipa::path(
@@ -495,7 +533,12 @@ async fn create_bare(
         state.store.get_session(&session_id).await?
     };
     let base = format!("{}/api/v1/elicitations", state.config.public_url);
-    create_question(&state, &session, None, &body, &base).await
+    let asked_through = if caller.0.is_some() {
+        AskedThrough::ApiKey
+    } else {
+        AskedThrough::Anonymous
+    };
+    create_question(&state, &session, asked_through, None, &body, &base).await
 }
 
 #[utoipa::path(

@@ -47,12 +47,17 @@ pub async fn issue_token(
     server: Option<&str>,
 ) -> ApiResult<Value> {
     let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
-    state
+    // The old token stops working at once, and the questions asked through it end (docs/deadlines.md).
+    let ended = state
         .store
         .set_producer_token(session, Some(&credentials::hash(&token)))
         .await?;
     let block = environment_block(&state.config, session.as_str(), &token, server);
-    Ok(json!({ "producer_token": token, "environment": environment_json(&block) }))
+    Ok(json!({
+        "producer_token": token,
+        "environment": environment_json(&block),
+        "ended_rounds": ended.iter().map(|round| round.round_id).collect::<Vec<_>>(),
+    }))
 }
 
 fn check_server(server: Option<&str>) -> ApiResult<()> {
@@ -262,10 +267,13 @@ async fn revoke_token(
 ) -> ApiResult<Json<Value>> {
     caller.require(|role| role.can_manage(), "revoke session tokens")?;
     let id = session_id(&id)?;
-    state.store.set_producer_token(&id, None).await?;
-    Ok(Json(
-        json!({ "session_id": id, "producer_token": null, "revoked": true }),
-    ))
+    let ended = state.store.set_producer_token(&id, None).await?;
+    Ok(Json(json!({
+        "session_id": id,
+        "producer_token": null,
+        "revoked": true,
+        "ended_rounds": ended.iter().map(|round| round.round_id).collect::<Vec<_>>(),
+    })))
 }
 
 #[utoipa::path(

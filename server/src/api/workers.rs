@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use anteroom_app::domain::{
     ids::{LeaseToken, OwnerId, RequestKey, RoundId},
-    round::{ElicitationRequest, FailureCode, NewRound, OperationKind, Round},
+    round::{AskedThrough, ElicitationRequest, FailureCode, NewRound, OperationKind, Round},
 };
 use axum::{Json, extract::State, http::StatusCode};
 use chrono::{DateTime, Duration, Utc};
@@ -84,6 +84,7 @@ async fn create_round(
             round_limit: body.round_limit,
             deadline: body.deadline,
             fingerprint: None,
+            asked_through: AskedThrough::SessionToken,
         })
         .await?;
     state.events.publish(

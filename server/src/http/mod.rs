@@ -17,7 +17,7 @@ use leptos_axum::{LeptosRoutes, file_and_error_handler, generate_route_list};
 use tower_http::{set_header::SetResponseHeaderLayer, trace::TraceLayer};
 use tracing::Span;
 
-use crate::AppState;
+use crate::{AppState, credentials};
 
 /// The pages' Content-Security-Policy: scripts only from this origin or inline with this response's nonce
 /// (the hydration bootstrap and its data), WebAssembly compiled from this origin, nothing framing the pages
@@ -96,21 +96,66 @@ pub fn router(state: AppState) -> Router {
             header::X_FRAME_OPTIONS,
             HeaderValue::from_static("DENY"),
         ))
-        // One `tracing` line per request, written when the response is ready.
+        // One `tracing` line per request, written when the response is ready. The path is redacted (producer
+        // tokens travel in it) and the route template is filled in once the router has matched.
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<Body>| {
-                    tracing::info_span!("request", method = %request.method(), path = %request.uri().path())
+                    tracing::info_span!(
+                        "request",
+                        method = %request.method(),
+                        route = tracing::field::Empty,
+                        path = %redacted_path(request.uri().path()),
+                    )
                 })
                 .on_request(())
-                .on_response(|response: &Response<Body>, latency: Duration, _span: &Span| {
-                    tracing::info!(
-                        status = response.status().as_u16(),
-                        latency_ms = latency.as_secs_f64() * 1000.0,
-                        "served"
-                    );
-                })
+                .on_response(
+                    |response: &Response<Body>, latency: Duration, _span: &Span| {
+                        tracing::info!(
+                            status = response.status().as_u16(),
+                            latency_ms = latency.as_secs_f64() * 1000.0,
+                            "served"
+                        );
+                    },
+                )
                 .on_failure(()),
         )
         .with_state(state)
+}
+
+/// `path` with every credential-shaped segment cut to its prefix: `/api/v1/s/ars_…/elicitations`. Producer
+/// tokens (`ars_`) and API keys (`ark_`) are the secrets that can appear in a path; query strings (where a
+/// setup link's token travels) are never logged.
+pub fn redacted_path(path: &str) -> String {
+    path.split('/')
+        .map(|segment| {
+            let decoded = segment.to_ascii_lowercase();
+            [
+                credentials::SESSION_TOKEN_PREFIX,
+                credentials::API_KEY_PREFIX,
+            ]
+            .into_iter()
+            .find(|prefix| {
+                decoded.starts_with(prefix) || decoded.contains(&prefix.replace('_', "%5f"))
+            })
+            .map_or_else(|| segment.to_owned(), |prefix| format!("{prefix}…"))
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted_path;
+
+    #[test]
+    fn tokens_in_paths_are_cut_to_their_prefix() {
+        assert_eq!(
+            redacted_path("/api/v1/s/ars_SECRETSECRET/servers/gh/elicitations/r1"),
+            "/api/v1/s/ars_…/servers/gh/elicitations/r1"
+        );
+        assert_eq!(redacted_path("/api/v1/s/ark_abc"), "/api/v1/s/ark_…");
+        assert_eq!(redacted_path("/api/v1/s/ars%5Fabc/x"), "/api/v1/s/ars_…/x");
+        assert_eq!(redacted_path("/sessions/s1"), "/sessions/s1");
+    }
 }

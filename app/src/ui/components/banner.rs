@@ -10,7 +10,10 @@ use crate::{
     ui::{
         answer::{control_problems, read_answer},
         browser::{BrowserPatterns, Live, focus_first_invalid, form_pairs},
-        model::{ActiveRound, AnswerNotice, AnswerPost, RequestBody, RequestView, control_name},
+        model::{
+            ActiveRound, AnswerNotice, AnswerPost, AskerSeenView, RequestBody, RequestView,
+            control_name,
+        },
         server_fns::post_answer,
     },
 };
@@ -40,6 +43,8 @@ pub fn RoundBanner(
     round: ActiveRound,
     context: BannerContext,
     refused: Option<Refusal>,
+    /// When the asker last polled, as the page's latest data says.
+    seen: Signal<Option<AskerSeenView>>,
 ) -> impl IntoView {
     let live = use_context::<Live>();
     let (problem, initial_errors, posted_values) = match refused {
@@ -178,8 +183,13 @@ pub fn RoundBanner(
                     {round.asker.describe()}
                     " asks"
                 </h2>
-                <Countdown deadline_ms=round.deadline_ms server_now_ms=server_now_ms />
+                <Countdown
+                    deadline_ms=round.deadline_ms
+                    server_now_ms=server_now_ms
+                    askers=round.askers_deadline
+                />
             </header>
+            <AskerPresence seen=seen deadline_ms=round.deadline_ms server_now_ms=server_now_ms />
             <form
                 method="post"
                 action=format!("/sessions/{session_id}/answer")
@@ -232,6 +242,39 @@ pub fn RoundBanner(
                     })}
             </form>
         </section>
+    }
+}
+
+/// "checked 3 s ago · every ~5 s", and the warnings that an answer may come too late or the asker may be gone.
+#[component]
+fn AskerPresence(
+    seen: Signal<Option<AskerSeenView>>,
+    deadline_ms: i64,
+    server_now_ms: i64,
+) -> impl IntoView {
+    let live = use_context::<Live>();
+    let presence = move || {
+        let now = live
+            .and_then(|live| live.now_ms.get())
+            .unwrap_or(server_now_ms);
+        seen.get().map(|seen| seen.presence(deadline_ms, now))
+    };
+    move || {
+        presence().map(|presence| {
+            view! {
+                <div class="asker-presence">
+                    <p class="asker-checked muted" data-testid="asker-checked">
+                        "The asking server " {presence.checked}
+                    </p>
+                    {presence.too_late_warning.map(|warning| view! {
+                        <p class="asker-warning" role="note" data-testid="too-late-warning">{warning}</p>
+                    })}
+                    {presence.silent_warning.map(|warning| view! {
+                        <p class="asker-warning" role="note" data-testid="asker-silent">{warning}</p>
+                    })}
+                </div>
+            }
+        })
     }
 }
 

@@ -10,10 +10,17 @@ use crate::ui::{
 /// Under five minutes left, the countdown asks for attention.
 const URGENT_MS: i64 = 5 * 60 * 1000;
 
-/// "expires in 4 min 05 s", ticking each second once the page is live. Until then (and on the server) it
-/// counts from the server's clock, so the first render in the browser matches the server's HTML.
+/// "expires in 4 min 05 s" (or, when the deadline is the asking server's own, "the asking server stops waiting
+/// in 18 s"), ticking each second once the page is live. Until then (and on the server) it counts from the
+/// server's clock, so the first render in the browser matches the server's HTML.
 #[component]
-pub fn Countdown(deadline_ms: i64, server_now_ms: i64) -> impl IntoView {
+pub fn Countdown(
+    deadline_ms: i64,
+    server_now_ms: i64,
+    /// The deadline is the asking server's: say whose it is.
+    #[prop(optional)]
+    askers: bool,
+) -> impl IntoView {
     let live = use_context::<Live>();
     let now = move || {
         live.and_then(|live| live.now_ms.get())
@@ -21,10 +28,14 @@ pub fn Countdown(deadline_ms: i64, server_now_ms: i64) -> impl IntoView {
     };
     let text = move || {
         let now = now();
-        if deadline_ms <= now {
-            "expiring now".to_owned()
-        } else {
-            format!("expires in {}", countdown(deadline_ms, now))
+        match (deadline_ms <= now, askers) {
+            (true, true) => "the asking server has stopped waiting".to_owned(),
+            (true, false) => "expiring now".to_owned(),
+            (false, true) => format!(
+                "the asking server stops waiting in {}",
+                countdown(deadline_ms, now)
+            ),
+            (false, false) => format!("expires in {}", countdown(deadline_ms, now)),
         }
     };
     let datetime = chrono::DateTime::from_timestamp_millis(deadline_ms)
@@ -36,6 +47,7 @@ pub fn Countdown(deadline_ms: i64, server_now_ms: i64) -> impl IntoView {
             datetime=datetime
             title=format!("Deadline {}", clock_time(deadline_ms))
             data-urgent=move || (deadline_ms - now() < URGENT_MS).to_string()
+            data-askers=askers.to_string()
             data-testid="countdown"
         >
             {text}

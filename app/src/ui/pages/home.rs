@@ -129,7 +129,11 @@ fn queue_item(item: QueueItem, now_ms: i64) -> impl IntoView {
                     {question.asker.describe()}
                     {more}
                     " · "
-                    <Countdown deadline_ms=question.deadline_ms server_now_ms=now_ms />
+                    <Countdown
+                        deadline_ms=question.deadline_ms
+                        server_now_ms=now_ms
+                        askers=question.askers_deadline
+                    />
                 </span>
             }
             .into_any()
@@ -138,6 +142,9 @@ fn queue_item(item: QueueItem, now_ms: i64) -> impl IntoView {
             let reason = match lost.reason {
                 LostReason::Expired => "Expired unanswered: ",
                 LostReason::Stranded => "Left without an answer: ",
+                LostReason::AskerStopped => "The asker stopped waiting: ",
+                LostReason::Revoked => "Ended by a revoked token: ",
+                LostReason::Undelivered => "Answered, never delivered: ",
             };
             view! {
                 <span class="queue-question">{reason} {lost.summary.clone()}</span>

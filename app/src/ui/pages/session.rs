@@ -136,7 +136,17 @@ fn session_view(
                             .as_ref()
                             .filter(|(id, _)| *id == round.round_id)
                             .map(|(_, refusal)| refusal.clone());
-                        view! { <RoundBanner round=round context=context.clone() refused=refused /> }
+                        // The banner is built once; what changes while it is open (the asker's polls) is read here.
+                        let id = round.round_id.clone();
+                        let seen = Signal::derive(move || {
+                            current.with(|page| {
+                                page.active
+                                    .iter()
+                                    .find(|active| active.round_id == id)
+                                    .and_then(|active| active.asker_seen)
+                            })
+                        });
+                        view! { <RoundBanner round=round context=context.clone() refused=refused seen=seen /> }
                     }
                 />
                 <Show when=move || open_count() == 0>
@@ -239,11 +249,30 @@ fn lost_banner(lost: LostElicitation) -> impl IntoView {
             "The session still waited for input, but no question is open any more: the server that asked may \
              have stopped. The agent may still be waiting; check on it or resume the session.",
         ),
+        LostReason::AskerStopped => (
+            "asker_stopped",
+            "The asking server stopped waiting",
+            "The server that asked gave up at its own deadline, before anyone answered. The agent was told the \
+             question expired and went on without your answer; answering now could not reach it.",
+        ),
+        LostReason::Revoked => (
+            "revoked",
+            "A question ended when the session's token was revoked",
+            "The asking server can no longer poll with a revoked token, so nobody could answer it any more. The \
+             agent did not receive an answer.",
+        ),
+        LostReason::Undelivered => (
+            "undelivered",
+            "An answer never reached the agent",
+            "The answer was recorded, but the asking server stopped waiting before it picked it up. The agent \
+             was told the question expired; it did not act on this answer.",
+        ),
     };
     view! {
         <section class="lost-banner" data-reason=reason aria-labelledby="lost-heading" data-testid="lost-banner">
             <h2 id="lost-heading">{heading}</h2>
             <p>{explanation}</p>
+            {lost.detail.map(|detail| view! { <p class="lost-detail" data-testid="lost-detail">{detail}</p> })}
             <blockquote class="lost-summary">{lost.summary}</blockquote>
             <p class="muted">
                 "Request " <code>{lost.request_id.as_str().to_owned()}</code> " · " {clock_time(lost.at.timestamp_millis())}
@@ -254,6 +283,10 @@ fn lost_banner(lost: LostElicitation) -> impl IntoView {
 
 fn history_entry(entry: HistoryEntry) -> impl IntoView {
     let single = entry.messages.len() == 1;
+    let lost_note = match &entry.outcome {
+        Outcome::Undelivered { message, .. } => Some(message.clone()),
+        _ => None,
+    };
     let (state, outcome) = match &entry.outcome {
         Outcome::Waiting => ("waiting", "Waiting for an answer".to_owned()),
         Outcome::Answered { actions } => (
@@ -269,6 +302,7 @@ fn history_entry(entry: HistoryEntry) -> impl IntoView {
                 .join(", "),
         ),
         Outcome::Expired => ("expired", "Expired unanswered".to_owned()),
+        Outcome::Undelivered { .. } => ("undelivered", "Answered — not delivered".to_owned()),
         Outcome::Failed { code, .. } => ("failed", format!("Closed without an answer ({code})")),
     };
     let by = entry.answered_by.clone().map(|by| {
@@ -285,6 +319,7 @@ fn history_entry(entry: HistoryEntry) -> impl IntoView {
                 {entry.messages.join(" / ")}
             </p>
             <p class="muted">{entry.asker.describe()} " · asked " {clock_time(entry.asked_ms)}</p>
+            {lost_note.map(|note| view! { <p class="history-lost" data-testid="history-undelivered">{note}</p> })}
             {entry
                 .answers
                 .into_iter()

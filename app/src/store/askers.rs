@@ -1,0 +1,140 @@
+//! When each asker last polled: kept in memory on every poll, written to the database at most every
+//! [`PERSIST_EVERY`], so a page can say "checked 3 s ago · every ~5 s" without a database write per poll.
+//!
+//! Another instance sees the persisted value, so there it may lag by up to [`PERSIST_EVERY`].
+
+use chrono::{DateTime, Duration, Utc};
+use dashmap::DashMap;
+
+use crate::domain::{
+    ids::RoundId,
+    round::{AskerSeen, Round},
+};
+
+/// How often an asker's latest poll is written to the database.
+pub const PERSIST_EVERY: Duration = Duration::seconds(10);
+/// Polls closer together than this are one check (a retry, or two tabs of the same client).
+const SAME_CHECK: Duration = Duration::milliseconds(250);
+/// Rounds remembered at once; beyond it, entries not seen for [`FORGET_AFTER`] are dropped first, and a poll
+/// that still finds no room is only persisted.
+const CAPACITY: usize = 100_000;
+const FORGET_AFTER: Duration = Duration::minutes(10);
+
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    last: DateTime<Utc>,
+    interval_ms: Option<i64>,
+    persisted: Option<DateTime<Utc>>,
+}
+
+/// The latest poll of each round's asker, as this instance saw it.
+#[derive(Default)]
+pub struct AskerLog {
+    seen: DashMap<RoundId, Seen>,
+}
+
+impl AskerLog {
+    /// Notes a poll of `round` at `now`; returns what to persist when the last write is old enough.
+    pub fn record(&self, round: RoundId, now: DateTime<Utc>) -> Option<AskerSeen> {
+        if self.seen.len() >= CAPACITY && !self.seen.contains_key(&round) {
+            self.seen.retain(|_, seen| now - seen.last < FORGET_AFTER);
+        }
+        let remembered = self.seen.len() < CAPACITY || self.seen.contains_key(&round);
+        let previous = self.seen.get(&round).map(|seen| *seen);
+        let mut next = match previous {
+            Some(seen) if now - seen.last < SAME_CHECK => return None,
+            Some(seen) => Seen {
+                last: now,
+                interval_ms: Some(smoothed(
+                    seen.interval_ms,
+                    (now - seen.last).num_milliseconds(),
+                )),
+                persisted: seen.persisted,
+            },
+            None => Seen {
+                last: now,
+                interval_ms: None,
+                persisted: None,
+            },
+        };
+        let due = next.persisted.is_none_or(|at| now - at >= PERSIST_EVERY);
+        if due {
+            next.persisted = Some(now);
+        }
+        if remembered {
+            self.seen.insert(round, next);
+        }
+        due.then_some(AskerSeen {
+            last_poll_at: next.last,
+            interval_ms: next.interval_ms,
+        })
+    }
+
+    /// Replaces what the database says with this instance's fresher memory, if it has any.
+    pub fn overlay(&self, round: &mut Round) {
+        if let Some(seen) = self.seen.get(&round.round_id)
+            && round
+                .asker_seen
+                .is_none_or(|stored| stored.last_poll_at < seen.last)
+        {
+            round.asker_seen = Some(AskerSeen {
+                last_poll_at: seen.last,
+                interval_ms: seen
+                    .interval_ms
+                    .or(round.asker_seen.and_then(|s| s.interval_ms)),
+            });
+        }
+    }
+
+    /// Forgets a round that no longer waits for its asker.
+    pub fn forget(&self, round: &RoundId) {
+        self.seen.remove(round);
+    }
+}
+
+/// The observed interval: the new gap weighed in at one third, so one late poll does not swing it.
+fn smoothed(previous: Option<i64>, gap_ms: i64) -> i64 {
+    match previous {
+        Some(previous) => (previous * 2 + gap_ms) / 3,
+        None => gap_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + seconds, 0).expect("valid")
+    }
+
+    #[test]
+    fn polls_are_persisted_at_most_every_ten_seconds_with_the_observed_interval() {
+        let log = AskerLog::default();
+        let round = RoundId::generate();
+        let first = log.record(round, at(0)).expect("first poll is persisted");
+        assert_eq!(first.interval_ms, None);
+        for second in [5, 9] {
+            assert_eq!(log.record(round, at(second)), None, "{second}");
+        }
+        let later = log.record(round, at(10)).expect("ten seconds on");
+        assert_eq!(later.last_poll_at, at(10));
+        assert!(
+            (3_000..=5_000).contains(&later.interval_ms.expect("interval")),
+            "{later:?}"
+        );
+    }
+
+    #[test]
+    fn overlay_prefers_the_fresher_memory() {
+        let log = AskerLog::default();
+        let round_id = RoundId::generate();
+        log.record(round_id, at(0));
+        log.record(round_id, at(5));
+        let seen = log.seen.get(&round_id).map(|seen| *seen).expect("kept");
+        assert_eq!(seen.last, at(5));
+        assert_eq!(seen.interval_ms, Some(5_000));
+        log.forget(&round_id);
+        assert!(log.seen.get(&round_id).is_none());
+    }
+}
