@@ -83,14 +83,14 @@ async fn pulsemcp_round_trip_accept_reaches_the_poller_every_time(db: Db) {
     server.stop().await;
 }
 
-async fn create_reply_has_201_request_id_poll_url_and_clamped_deadline(db: Db) {
+async fn create_reply_has_201_request_id_poll_url_and_the_askers_deadline(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
     let env = server.session("s1").await;
     let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s1"));
-    let past = (support::start_time() - Duration::hours(1)).to_rfc3339();
-    let body = client.body("req-1", "Sure?", schema(), "deploy", &past);
+    let soon = (support::start_time() + Duration::seconds(20)).to_rfc3339();
+    let body = client.body("req-1", "Sure?", schema(), "deploy", &soon);
     let reply = server
         .http
         .post(&env.request_url)
@@ -107,15 +107,35 @@ async fn create_reply_has_201_request_id_poll_url_and_clamped_deadline(db: Db) {
         json["_meta"]["com.pulsemcp/poll-url"],
         format!("{}/req-1", env.poll_url)
     );
-    let expires = json["_meta"]["com.pulsemcp/expires-at"]
-        .as_str()
-        .expect("expires-at");
     assert_eq!(
-        chrono::DateTime::parse_from_rfc3339(expires).expect("RFC 3339"),
-        support::start_time() + Duration::minutes(1),
-        "a past deadline is clamped to one minute"
+        json["_meta"]["com.pulsemcp/expires-at"], "2026-03-01T09:00:20.000Z",
+        "the asker's own deadline, in the one wire format"
     );
     assert!(json["roundId"].is_string());
+
+    // Through the session's own URL, a deadline that has already passed is refused, not stretched.
+    let past = (support::start_time() - Duration::hours(1)).to_rfc3339();
+    let body = client.body("req-2", "Sure?", schema(), "deploy", &past);
+    let (status, json) = json_of(
+        server
+            .http
+            .post(&env.request_url)
+            .json(&body)
+            .send()
+            .await
+            .expect("POST"),
+    )
+    .await;
+    assert_eq!(
+        (status, json["error"].as_str()),
+        (422, Some("validation_error"))
+    );
+    assert!(
+        json["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("already passed")),
+        "{json}"
+    );
     server.stop().await;
 }
 
@@ -238,7 +258,10 @@ async fn expired_question_polls_expired_and_the_late_answer_is_refused(db: Db) {
             .expect("GET"),
     )
     .await;
-    assert_eq!(session["lost_elicitation"]["reason"], "expired");
+    assert_eq!(
+        session["lost_elicitation"]["reason"], "asker_stopped",
+        "the deadline was the asker's own"
+    );
     assert_eq!(session["status"], "running");
     server.stop().await;
 }
@@ -1230,7 +1253,7 @@ on_both_backends!(
     metrics_show_requests_open_questions_and_answers,
     floods_are_rate_limited_but_steady_polling_never_is,
     pulsemcp_round_trip_accept_reaches_the_poller_every_time,
-    create_reply_has_201_request_id_poll_url_and_clamped_deadline,
+    create_reply_has_201_request_id_poll_url_and_the_askers_deadline,
     decline_and_dismiss_with_content_return_no_content,
     retried_identical_create_returns_the_round_and_a_different_body_is_refused,
     expired_question_polls_expired_and_the_late_answer_is_refused,

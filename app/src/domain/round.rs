@@ -725,7 +725,7 @@ impl Round {
             json!({
                 "responses": self.responses,
                 "answered_by": self.responded_by,
-                "answered_at": self.responded_at,
+                "answered_at": self.responded_at.map(wire_time),
                 "actions": winner,
             }),
         )

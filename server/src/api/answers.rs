@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use anteroom_app::domain::{
+    expiry::wire_time,
     ids::{IdempotencyKey, RequestId, RequestKey, RoundId},
     round::{ElicitationResponse, ResponseAction, Round, Submission},
 };
@@ -133,7 +134,7 @@ async fn respond(
         "action": body.action_type,
         "status": round.status,
         "answered_by": round.responded_by,
-        "answered_at": round.responded_at,
+        "answered_at": round.responded_at.map(wire_time),
         "replayed": submission == Submission::Replayed,
     })))
 }

@@ -1,6 +1,7 @@
 //! Session management (SPEC §6): register, list in attention order, read, resume/finish, cancel, tokens.
 
 use anteroom_app::domain::{
+    expiry::wire_time,
     ids::SessionId,
     session::{NewSession, Session},
 };
@@ -127,7 +128,7 @@ async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<
             json!({
                 "session": entry.session,
                 "open_rounds": entry.open_rounds,
-                "oldest_open_at": entry.oldest_open_at,
+                "oldest_open_at": entry.oldest_open_at.map(wire_time),
             })
         })
         .collect();

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use anteroom_app::domain::{
+    expiry::wire_time,
     ids::{LeaseToken, OwnerId, RequestKey, RoundId},
     round::{AskedThrough, ElicitationRequest, FailureCode, NewRound, OperationKind, Round},
 };
@@ -198,7 +199,7 @@ async fn claim(
     Ok(Json(json!({
         "owner_id": lease.owner_id,
         "lease_token": lease.lease_token.expose(),
-        "expires_at": lease.expires_at,
+        "expires_at": wire_time(lease.expires_at),
     })))
 }
 
@@ -266,7 +267,7 @@ async fn renew(
         )
         .await?;
     Ok(Json(
-        json!({ "owner_id": lease.owner_id, "expires_at": lease.expires_at }),
+        json!({ "owner_id": lease.owner_id, "expires_at": wire_time(lease.expires_at) }),
     ))
 }
 

@@ -111,3 +111,56 @@ impl PulsemcpClient {
         })
     }
 }
+
+/// The library's wait for an answer, on the test's manual clock: it polls at once, then every `interval`, and
+/// at its own deadline gives up with `expired` without polling again (as `@pulsemcp/mcp-elicitation` does).
+pub struct Wait {
+    id: String,
+    next_poll: chrono::DateTime<chrono::Utc>,
+    interval: chrono::Duration,
+    deadline: chrono::DateTime<chrono::Utc>,
+    /// When it polled, for the test's own assertions.
+    pub polls: Vec<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Wait {
+    pub fn new(
+        id: &str,
+        start: chrono::DateTime<chrono::Utc>,
+        interval: chrono::Duration,
+        deadline: chrono::DateTime<chrono::Utc>,
+    ) -> Self {
+        Self {
+            id: id.to_owned(),
+            next_poll: start,
+            interval,
+            deadline,
+            polls: Vec::new(),
+        }
+    }
+
+    /// Lets the client's loop run until `until` (moving `clock` to each poll). Returns its outcome once it has
+    /// one: an answer from a poll, `Expired` from its own deadline, or the failure that ended the tool call.
+    pub async fn run_until(
+        &mut self,
+        client: &PulsemcpClient,
+        clock: &anteroom_app::domain::clock::ManualClock,
+        until: chrono::DateTime<chrono::Utc>,
+    ) -> Option<Result<Outcome, ToolCallFailed>> {
+        use anteroom_app::domain::clock::Clock;
+        while self.next_poll < self.deadline && self.next_poll <= until {
+            clock.advance(self.next_poll - clock.now());
+            self.polls.push(self.next_poll);
+            match client.poll(&self.id).await {
+                Ok(Outcome::Pending) => self.next_poll += self.interval,
+                decided => return Some(decided),
+            }
+        }
+        if until >= self.deadline {
+            clock.advance(self.deadline - clock.now());
+            return Some(Ok(Outcome::Expired));
+        }
+        clock.advance(until - clock.now());
+        None
+    }
+}
