@@ -191,17 +191,23 @@ impl Metrics {
     }
 }
 
+/// The route template a response was served by, for the request's log line.
+#[derive(Clone)]
+pub struct RouteTemplate(pub Arc<str>);
+
 /// Middleware: counts every request under its route template.
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let route: Arc<str> = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| Arc::from("unmatched"), |path| Arc::from(path.as_str()));
-    // The request's log line names its route template (the span was opened before routing).
-    tracing::Span::current().record("route", &*route);
     let method = request.method().clone();
     let started = Instant::now();
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
+    // The request's log line is written outside the router, where the template is no longer known.
+    response
+        .extensions_mut()
+        .insert(RouteTemplate(route.clone()));
     state.metrics.record_request(
         route,
         &method,

@@ -96,22 +96,26 @@ pub fn router(state: AppState) -> Router {
             header::X_FRAME_OPTIONS,
             HeaderValue::from_static("DENY"),
         ))
-        // One `tracing` line per request, written when the response is ready. The path is redacted (producer
-        // tokens travel in it) and the route template is filled in once the router has matched.
+        // One `tracing` line per request, written when the response is ready: the route template and the path
+        // with every token cut to its prefix (producer tokens travel in paths).
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request<Body>| {
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
-                        route = tracing::field::Empty,
                         path = %redacted_path(request.uri().path()),
                     )
                 })
                 .on_request(())
                 .on_response(
                     |response: &Response<Body>, latency: Duration, _span: &Span| {
+                        let route = response
+                            .extensions()
+                            .get::<crate::metrics::RouteTemplate>()
+                            .map_or("unmatched", |route| &route.0);
                         tracing::info!(
+                            route,
                             status = response.status().as_u16(),
                             latency_ms = latency.as_secs_f64() * 1000.0,
                             "served"
