@@ -192,7 +192,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "ANTEROOM_EXPIRE_SCHEDULE",
-        default_value = "0 */5 * * * *"
+        default_value = "*/15 * * * * *"
     )]
     pub expire_schedule: String,
 

@@ -62,18 +62,21 @@ pub const COUNT_OPEN_ROUNDS: &str =
     "SELECT COUNT(*) FROM rounds WHERE status = 'pending' AND deadline_ms > $1";
 
 /// Is any question due to end: unanswered past its deadline, or answered but never picked up by then?
-pub const ANY_DUE: &str = "SELECT round_id FROM rounds WHERE status IN ('pending', 'response_validated') \
-     AND deadline_ms <= $1 LIMIT 1";
+/// A worker holding a live lease may still deliver an answer after the deadline (`Round::is_undeliverable`).
+pub const ANY_DUE: &str = "SELECT round_id FROM rounds WHERE deadline_ms <= $1 AND (status = 'pending' \
+     OR (status = 'response_validated' AND COALESCE(lease_expires_at_ms, 0) <= $1)) LIMIT 1";
 
-pub const ANY_DUE_IN_SESSION: &str = "SELECT round_id FROM rounds \
-     WHERE status IN ('pending', 'response_validated') AND deadline_ms <= $1 AND session_id = $2 LIMIT 1";
+pub const ANY_DUE_IN_SESSION: &str = "SELECT round_id FROM rounds WHERE deadline_ms <= $1 AND session_id = $2 \
+     AND (status = 'pending' OR (status = 'response_validated' AND COALESCE(lease_expires_at_ms, 0) <= $1)) \
+     LIMIT 1";
 
-/// Answers still not picked up when their deadline passed (the domain checks the lease before ending them).
-pub const SELECT_ANSWERED_PAST_DEADLINE: &str = "SELECT * FROM rounds \
-     WHERE status = 'response_validated' AND deadline_ms <= $1 LIMIT 500";
+/// Answers still not picked up when their deadline passed, with no worker left to deliver them.
+pub const SELECT_ANSWERED_PAST_DEADLINE: &str = "SELECT * FROM rounds WHERE status = 'response_validated' \
+     AND deadline_ms <= $1 AND COALESCE(lease_expires_at_ms, 0) <= $1 LIMIT 500";
 
 pub const SELECT_ANSWERED_PAST_DEADLINE_IN_SESSION: &str = "SELECT * FROM rounds \
-     WHERE status = 'response_validated' AND deadline_ms <= $1 AND session_id = $2 LIMIT 500";
+     WHERE status = 'response_validated' AND deadline_ms <= $1 AND COALESCE(lease_expires_at_ms, 0) <= $1 \
+     AND session_id = $2 LIMIT 500";
 
 /// The session's questions whose asker polls with the session's token and that are not yet answered for good.
 pub const SELECT_TOKEN_ROUNDS_OPEN: &str = "SELECT * FROM rounds WHERE session_id = $1 \

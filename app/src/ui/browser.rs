@@ -24,6 +24,8 @@ pub struct Live {
     pub now_ms: RwSignal<Option<i64>>,
     /// Whether this browser lets Anteroom show notifications.
     pub notifications: RwSignal<bool>,
+    /// Whether the page shows when askers last polled, so it should fetch its data again now and then.
+    pub shows_presence: RwSignal<bool>,
     /// Whether the event stream was opened (it is opened once and then kept open).
     streaming: RwSignal<bool>,
 }
@@ -35,6 +37,7 @@ impl Live {
             connected: RwSignal::new(false),
             now_ms: RwSignal::new(None),
             notifications: RwSignal::new(false),
+            shows_presence: RwSignal::new(false),
             streaming: RwSignal::new(false),
         }
     }
@@ -42,7 +45,19 @@ impl Live {
     /// Starts the clock and the keyboard shortcuts (once, after hydration).
     pub fn start(self) {
         self.now_ms.set(Some(now()));
-        set_interval(move || self.now_ms.set(Some(now())), Duration::from_secs(1));
+        let ticks = std::cell::Cell::new(0_u32);
+        set_interval(
+            move || {
+                self.now_ms.set(Some(now()));
+                ticks.set(ticks.get().wrapping_add(1));
+                if ticks.get().is_multiple_of(PRESENCE_REFRESH_SECONDS)
+                    && self.shows_presence.get_untracked()
+                {
+                    self.changes.update(|n| *n += 1);
+                }
+            },
+            Duration::from_secs(1),
+        );
         self.notifications
             .set(Notification::permission() == NotificationPermission::Granted);
         window_event_listener(leptos::ev::keydown, on_key);
@@ -83,13 +98,18 @@ fn now() -> i64 {
 }
 
 /// The kinds of event that change what a page shows.
-const CHANGES: [&str; 5] = [
+const CHANGES: [&str; 7] = [
     "round.created",
     "round.answered",
     "round.expired",
+    "round.undelivered",
+    "round.revoked",
     "session.changed",
     "resync",
 ];
+
+/// How often a page showing askers' polls fetches them again: polls announce no event of their own.
+const PRESENCE_REFRESH_SECONDS: u32 = 10;
 
 /// Opens the event stream. The browser's own `EventSource` retries dropped connections; when it gives up
 /// (the server answered with an error, e.g. while restarting) a new one is opened after a growing pause.

@@ -29,7 +29,7 @@ pub struct Schedules {
 impl Default for Schedules {
     fn default() -> Self {
         Self {
-            expire: "0 */5 * * * *".to_owned(),
+            expire: "*/15 * * * * *".to_owned(),
             sweep_stranded: "0 */5 * * * *".to_owned(),
             recover_leases: "0 * * * * *".to_owned(),
             probe_gate: "0 */5 * * * *".to_owned(),

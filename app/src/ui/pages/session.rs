@@ -99,6 +99,15 @@ fn session_view(
         title.clone()
     };
     let active = move || current.with(|page| page.active.clone());
+    // Askers' polls announce no event: while any banner shows them, the page fetches its data now and then.
+    if let Some(live) = use_context::<crate::ui::browser::Live>() {
+        Effect::new(move |_| {
+            let shows =
+                current.with(|page| page.active.iter().any(|round| round.asker_seen.is_some()));
+            live.shows_presence.set(shows);
+        });
+        on_cleanup(move || live.shows_presence.set(false));
+    }
     let open_count = move || active().len();
     let page_title = move || {
         let open = open_count();
