@@ -1,5 +1,5 @@
-//! When a question stops waiting (SPEC §3): precedence of the deadline sources, and the clamp every deadline
-//! obeys, in one place.
+//! When a question stops waiting (docs/deadlines.md, which replaces SPEC §3's clamp): the deadline sources,
+//! how far each asker is trusted with its own, and the bounds every deadline obeys, in one place.
 
 use chrono::{DateTime, Duration, Utc};
 
