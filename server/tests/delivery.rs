@@ -10,7 +10,7 @@ use anteroom_server::jobs::expire;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 use support::{
-    Db, Environment, Options, TestServer,
+    Db, Options, TestServer,
     browser::{page, person, sign_in},
     pulsemcp::{Outcome, PulsemcpClient, Wait},
     start_time,
@@ -31,14 +31,29 @@ fn with_webhooks() -> Options {
     }
 }
 
-/// A session, a client on its environment block, and a question whose asker waits `ttl_seconds`.
-async fn ask(server: &TestServer, ttl_seconds: i64) -> (Environment, PulsemcpClient, String) {
+/// A session, a client on its environment block, a question whose asker waits `ttl_seconds`, and the client's
+/// wait for it (polling every 5 s from the start).
+async fn ask(server: &TestServer, ttl_seconds: i64) -> (PulsemcpClient, String, Wait) {
     let env = server.session("s1").await;
     let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some(&env.session_id));
     let expires = (start_time() + Duration::seconds(ttl_seconds)).to_rfc3339();
     let body = client.body("req-1", "Which environment?", schema(), "deploy", &expires);
     let id = client.create("req-1", &body).await.expect("created");
-    (env, client, id)
+    let wait = Wait::new(&id, at(0.0), Duration::seconds(5), at(ttl_seconds as f64));
+    (client, id, wait)
+}
+
+/// GETs `url` without credentials (a producer's own URL) and returns the JSON body.
+async fn get_json(server: &TestServer, url: &str) -> Value {
+    server
+        .http
+        .get(url)
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON")
 }
 
 async fn answer(server: &TestServer, id: &str) -> (u16, Value) {
@@ -71,8 +86,7 @@ async fn a_late_answer_after_a_short_ttl_is_refused_and_the_page_says_why(db: Db
     let Some(server) = TestServer::start(db).await else {
         return;
     };
-    let (_, client, id) = ask(&server, 20).await;
-    let mut wait = Wait::new(&id, at(0.0), Duration::seconds(5), at(20.0));
+    let (client, id, mut wait) = ask(&server, 20).await;
     let outcome = wait.run_until(&client, &server.clock, at(29.0)).await;
     assert!(matches!(outcome, Some(Ok(Outcome::Expired))), "{outcome:?}");
     assert_eq!(wait.polls, vec![at(0.0), at(5.0), at(10.0), at(15.0)]);
@@ -104,8 +118,7 @@ async fn an_answer_in_the_last_poll_interval_ends_undelivered_everywhere(db: Db)
         return;
     };
     let mut events = server.state.events.subscribe();
-    let (_, client, id) = ask(&server, 60).await;
-    let mut wait = Wait::new(&id, at(0.0), Duration::seconds(5), at(60.0));
+    let (client, id, mut wait) = ask(&server, 60).await;
     assert!(
         wait.run_until(&client, &server.clock, at(57.2))
             .await
@@ -181,8 +194,7 @@ async fn revoking_the_token_ends_a_pending_question(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
-    let (_, client, id) = ask(&server, 600).await;
-    let mut wait = Wait::new(&id, at(0.0), Duration::seconds(5), at(600.0));
+    let (client, id, mut wait) = ask(&server, 600).await;
     assert!(
         wait.run_until(&client, &server.clock, at(2.0))
             .await
@@ -219,8 +231,7 @@ async fn a_normal_answer_is_delivered_and_nothing_is_lost(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
-    let (_, client, id) = ask(&server, 60).await;
-    let mut wait = Wait::new(&id, at(0.0), Duration::seconds(5), at(60.0));
+    let (client, id, mut wait) = ask(&server, 60).await;
     assert!(
         wait.run_until(&client, &server.clock, at(7.0))
             .await
@@ -249,8 +260,7 @@ async fn the_page_shows_when_the_asker_last_checked(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
-    let (_, client, id) = ask(&server, 600).await;
-    let mut wait = Wait::new(&id, at(0.0), Duration::seconds(5), at(600.0));
+    let (client, _, mut wait) = ask(&server, 600).await;
     assert!(
         wait.run_until(&client, &server.clock, at(8.0))
             .await
@@ -291,15 +301,7 @@ async fn every_reply_reports_exactly_the_stored_record(db: Db) {
         .expect("JSON");
     let expires = created["_meta"]["com.pulsemcp/expires-at"].clone();
     assert_eq!(expires, "2026-03-01T09:30:00.987Z");
-    let polled: Value = server
-        .http
-        .get(format!("{}/req-1", env.poll_url))
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+    let polled = get_json(&server, &format!("{}/req-1", env.poll_url)).await;
     assert_eq!(polled["_meta"]["com.pulsemcp/expires-at"], expires);
 
     server.clock.advance(Duration::nanoseconds(987_654_321));
@@ -314,15 +316,7 @@ async fn every_reply_reports_exactly_the_stored_record(db: Db) {
         .await;
     assert_eq!(round["responded_at"], first["answered_at"]);
     assert_eq!(round["created_at"], "2026-03-01T09:00:00.123Z");
-    let picked: Value = server
-        .http
-        .get(format!("{}/req-1", env.poll_url))
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+    let picked = get_json(&server, &format!("{}/req-1", env.poll_url)).await;
     assert_eq!(
         picked["_meta"]["com.pulsemcp/responded-at"],
         first["answered_at"]
