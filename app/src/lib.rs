@@ -5,7 +5,8 @@
 // Leptos views nest deeply in their types; the session page needs more than the default 128.
 #![recursion_limit = "256"]
 
-pub mod domain;
+/// The domain crate, under the name the app and the server have always used for it.
+pub use anteroom_domain as domain;
 pub mod ui;
 
 #[cfg(feature = "ssr")]

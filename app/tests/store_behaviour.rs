@@ -1298,7 +1298,7 @@ async fn history_pages_newest_first_and_open_rounds_oldest_first(h: &Harness) {
     let last = ids(page(Some(created[1].round_id)).await.expect("page 3"));
     assert_eq!(last, vec![created[0].round_id]);
     assert!(
-        page(Some(RoundId::generate()))
+        page(Some(anteroom_app::store::new_round_id()))
             .await
             .expect("unknown")
             .is_empty(),

@@ -877,7 +877,7 @@ macro_rules! sql_store {
                 let mut tx = self.begin_write().await?;
                 let session = self.fetch_session(&mut tx, &new.session_id).await?;
                 session.accepts_rounds()?;
-                let round = Round::open(new, RoundId::generate(), now, deadlines);
+                let round = Round::open(new, crate::store::new_round_id(), now, deadlines);
                 self.insert_round(&mut tx, &round).await?;
                 self.enqueue(&mut tx, &[WebhookEvent::question_created(&round)], now).await?;
                 self.apply_session_effects(
@@ -1005,7 +1005,7 @@ macro_rules! sql_store {
             }
 
             async fn claim_round(&self, id: RoundId, owner: OwnerId, lease: Duration) -> StoreResult<Lease> {
-                let token = LeaseToken::generate();
+                let token = crate::store::new_lease_token();
                 self.mutate_round(id, move |round, now| round.claim(owner, token, lease, now))
                     .await
                     .map(|(_, lease)| lease)

@@ -9,6 +9,7 @@ mod askers;
 mod engine;
 mod postgres;
 mod records;
+pub mod schemas;
 mod sql;
 mod sqlite;
 pub mod testing;
@@ -25,7 +26,6 @@ use crate::domain::{
     access::{ApiKey, User},
     clock::{Clock, SystemClock},
     expiry::{ExpiryPolicy, stored_precision},
-    form::compiled::SchemaCache,
     gate::{GateChange, GateState},
     ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
     limits::Limits,
@@ -35,6 +35,22 @@ use crate::domain::{
     session::{NewSession, Session},
     webhook::{AttemptOutcome, WebhookDelivery, WebhookEndpoint, WebhookEvent},
 };
+
+use schemas::SchemaCache;
+
+/// A fresh round id: a UUIDv7, so ids sort by creation time.
+pub fn new_round_id() -> RoundId {
+    RoundId(uuid::Uuid::now_v7())
+}
+
+/// A fresh lease token: two random UUIDs (244 random bits).
+fn new_lease_token() -> LeaseToken {
+    LeaseToken::from_secret(format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
 
 /// Which database engine a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,12 +15,12 @@ use super::{
 use crate::{
     domain::{
         ManagedInputError,
-        form::{FieldErrors, FormModel, compiled::RegexPatterns},
+        form::{FieldErrors, FormModel},
         ids::{IdempotencyKey, RoundId, SessionId},
         limits::Limits,
         round::{ElicitationRequest, FailureCode, ResponseAction, Round, RoundStatus, Submission},
     },
-    store::{Store, StoreError, StoreResult},
+    store::{Store, StoreError, StoreResult, schemas::RegexPatterns},
 };
 
 /// What the web app's server functions and form handlers reach: the store, and the host's hook that

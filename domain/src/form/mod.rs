@@ -2,11 +2,9 @@
 //! constraints, shared by the server and the browser so both validate an answer the same way.
 
 pub mod backtracking;
+pub mod examples;
 mod posted;
 mod validate;
-
-#[cfg(feature = "ssr")]
-pub mod compiled;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -438,7 +436,7 @@ fn depth(value: &Value) -> usize {
     }
 }
 
-pub(crate) fn schema_error(property: &str, problem: &str) -> ManagedInputError {
+pub fn schema_error(property: &str, problem: &str) -> ManagedInputError {
     ManagedInputError::validation_with(
         format!("`{property}` {problem}."),
         json!({ "property": property }),

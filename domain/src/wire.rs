@@ -6,7 +6,7 @@ pub mod time {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer};
 
-    use crate::domain::expiry::wire_time;
+    use crate::expiry::wire_time;
 
     pub fn serialize<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&wire_time(*at))
@@ -22,7 +22,7 @@ pub mod time {
         use chrono::{DateTime, Utc};
         use serde::{Deserialize, Deserializer, Serializer};
 
-        use crate::domain::expiry::wire_time;
+        use crate::expiry::wire_time;
 
         pub fn serialize<S: Serializer>(
             at: &Option<DateTime<Utc>>,

@@ -15,9 +15,9 @@ use std::{
 use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value, json};
 
-use super::{FieldErrors, FormModel, PatternMatcher, schema_error};
 use crate::domain::{
     ManagedInputError,
+    form::{FieldErrors, FormModel, PatternMatcher, schema_error},
     limits::{Limits, nul_at},
 };
 
@@ -426,5 +426,220 @@ mod tests {
         assert_eq!((cache.get("a"), cache.get("c")), (None, Some(3)));
         cache.insert("heavy", 4, 10);
         assert_eq!((cache.get("c"), cache.get("heavy")), (None, Some(4)));
+    }
+}
+
+#[cfg(test)]
+mod agreement_with_the_form_model {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    use super::{CompiledSchema, RegexPatterns};
+    use crate::domain::{form::examples::every_field_type_schema, limits::Limits};
+
+    fn compiled() -> CompiledSchema {
+        let mut schema = every_field_type_schema();
+        // The JSON fallback field is checked only by jsonschema; agreement is about the native controls.
+        if let Some(properties) = schema["properties"].as_object_mut() {
+            properties.remove("extra");
+        }
+        CompiledSchema::compile(&schema, &Limits::default()).expect("compiles")
+    }
+
+    /// For each field, values that are clearly valid and clearly invalid for it.
+    fn candidates(field: &str) -> Vec<Value> {
+        match field {
+            "name" => vec![
+                json!("Ada"),
+                json!("Grace Hopper"),
+                json!("A"),
+                json!("x".repeat(21)),
+                json!(5),
+                json!(null),
+            ],
+            "code" => vec![
+                json!("AB"),
+                json!("ABZ"),
+                json!("BA"),
+                json!(""),
+                json!(true),
+            ],
+            "email" => vec![
+                json!("ada@example.com"),
+                json!("a.b+c@mail.example.org"),
+                json!("nope"),
+                json!("a@@b"),
+                json!("@example.com"),
+                json!(1),
+            ],
+            "site" => vec![
+                json!("https://example.com"),
+                json!("mailto:ada@example.com"),
+                json!("example.com"),
+                json!("http://exa mple.com"),
+                json!([]),
+            ],
+            "day" => vec![
+                json!("2026-01-31"),
+                json!("2024-02-29"),
+                json!("2026-02-30"),
+                json!("31/01/2026"),
+                json!("2026-1-1"),
+            ],
+            "at" => vec![
+                json!("2026-01-31T10:00:00Z"),
+                json!("2026-01-31T10:00:00+02:00"),
+                json!("2026-01-31 10:00"),
+                json!("noon"),
+            ],
+            "age" => vec![
+                json!(0),
+                json!(150),
+                json!(42),
+                json!(-1),
+                json!(151),
+                json!(1.5),
+                json!("42"),
+            ],
+            "ratio" => vec![
+                json!(0.5),
+                json!(2.5),
+                json!(1),
+                json!(0.4),
+                json!(2.6),
+                json!("1"),
+            ],
+            "agree" => vec![json!(true), json!(false), json!("true"), json!(0)],
+            "env" => vec![
+                json!("dev"),
+                json!("prod"),
+                json!("Development"),
+                json!(""),
+                json!(null),
+            ],
+            "plain" => vec![json!("a"), json!("b"), json!("c")],
+            "size" => vec![json!("s"), json!("l"), json!("Small"), json!(1)],
+            "tags" => vec![
+                json!(["x"]),
+                json!(["y", "z"]),
+                json!([]),
+                json!(["x", "y", "z"]),
+                json!(["w"]),
+                json!("x"),
+            ],
+            "colours" => vec![
+                json!(["r"]),
+                json!(["r", "g"]),
+                json!(["r", "r"]),
+                json!(["b"]),
+                json!([]),
+            ],
+            _ => vec![],
+        }
+    }
+
+    const FIELDS: [&str; 14] = [
+        "name", "code", "email", "site", "day", "at", "age", "ratio", "agree", "env", "plain",
+        "size", "tags", "colours",
+    ];
+
+    /// An answer: each field absent (index 0) or one of its candidates.
+    fn answers() -> impl Strategy<Value = Map<String, Value>> {
+        let choices: Vec<_> = FIELDS
+            .iter()
+            .map(|field| 0..=candidates(field).len())
+            .collect();
+        choices.prop_map(|picks| {
+            FIELDS
+                .iter()
+                .zip(picks)
+                .filter(|(_, pick)| *pick > 0)
+                .map(|(field, pick)| (field.to_string(), candidates(field)[pick - 1].clone()))
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+
+        #[test]
+        fn form_model_and_jsonschema_agree_on_every_answer(answer in answers()) {
+            let schema = compiled();
+            let by_model = schema.model.validate(&answer, &RegexPatterns).is_ok();
+            let by_jsonschema = schema.field_errors(&answer).is_empty();
+            prop_assert_eq!(by_model, by_jsonschema, "answer {:?}", answer);
+        }
+    }
+
+    #[test]
+    fn single_field_agreement_on_every_candidate() {
+        let schema = compiled();
+        let base = json!({"name": "Ada", "age": 30, "env": "dev"});
+        let mut checked = 0;
+        for field in FIELDS {
+            for value in candidates(field) {
+                let mut answer = base.as_object().cloned().unwrap_or_default();
+                answer.insert(field.to_owned(), value.clone());
+                let by_model = schema.model.validate(&answer, &RegexPatterns).is_ok();
+                let instance = Value::Object(answer.clone());
+                let by_jsonschema = jsonschema::options()
+                    .should_validate_formats(true)
+                    .build(&schema_json())
+                    .map(|v| v.is_valid(&instance))
+                    .unwrap_or(false);
+                assert_eq!(by_model, by_jsonschema, "{field} = {value}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 60);
+    }
+
+    fn schema_json() -> Value {
+        let mut schema = every_field_type_schema();
+        if let Some(properties) = schema["properties"].as_object_mut() {
+            properties.remove("extra");
+        }
+        schema
+    }
+
+    #[test]
+    fn invalid_json_schema_and_remote_refs_are_refused_naming_the_property() {
+        let bad_type = json!({"type": "object", "properties": {"a": {"type": "strung"}}});
+        let error = CompiledSchema::compile(&bad_type, &Limits::default())
+            .err()
+            .expect("invalid schema");
+        assert_eq!(error.code(), "validation_error");
+        assert!(
+            error.message().contains("requestedSchema"),
+            "{}",
+            error.message()
+        );
+
+        let remote = json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/schema.json"}}});
+        assert!(CompiledSchema::compile(&remote, &Limits::default()).is_err());
+    }
+
+    #[test]
+    fn server_validation_reports_per_field_messages() {
+        let error = compiled()
+            .validate(
+                "address",
+                json!({"name": "A", "age": 30, "env": "dev"})
+                    .as_object()
+                    .expect("object"),
+            )
+            .expect_err("too short");
+        assert_eq!(error.code(), "validation_error");
+        assert_eq!(
+            error.details().expect("details")["fields"]["name"][0],
+            "must be at least 2 characters"
+        );
+        assert!(
+            error
+                .message()
+                .contains("name must be at least 2 characters"),
+            "{}",
+            error.message()
+        );
     }
 }

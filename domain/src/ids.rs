@@ -109,12 +109,6 @@ validated_id!(
 pub struct RoundId(pub Uuid);
 
 impl RoundId {
-    /// A fresh id; UUIDv7 puts creation time first.
-    #[cfg(feature = "ssr")]
-    pub fn generate() -> Self {
-        Self(Uuid::now_v7())
-    }
-
     pub fn parse(value: &str) -> Result<Self, ManagedInputError> {
         Uuid::parse_str(value).map(Self).map_err(|_| {
             ManagedInputError::validation(format!("The round id {value:?} is not a UUID."))
@@ -141,16 +135,6 @@ impl From<RoundId> for RequestId {
 pub struct LeaseToken(String);
 
 impl LeaseToken {
-    /// A fresh unguessable token (two random UUIDs: 244 random bits).
-    #[cfg(feature = "ssr")]
-    pub fn generate() -> Self {
-        Self(format!(
-            "{}{}",
-            Uuid::new_v4().simple(),
-            Uuid::new_v4().simple()
-        ))
-    }
-
     pub fn from_secret(value: impl Into<String>) -> Self {
         Self(value.into())
     }

@@ -209,7 +209,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::limits::Limits;
+    use crate::limits::Limits;
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter()

@@ -10,15 +10,13 @@ pub trait Clock: Send + Sync + 'static {
 }
 
 /// The real clock.
-#[cfg(feature = "ssr")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
-#[cfg(feature = "ssr")]
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         // Times are kept to the millisecond, so what is acknowledged is what is stored.
-        crate::domain::expiry::stored_precision(Utc::now())
+        crate::expiry::stored_precision(Utc::now())
     }
 }
 
