@@ -344,12 +344,13 @@ async fn deadlines_follow_how_far_the_asker_is_trusted(h: &Harness) {
     );
 }
 
-async fn operator_minutes_set_the_default_window(_h: &Harness) {
+async fn operator_minutes_set_the_default_window(same_backend: &Harness) {
     // The operator's setting is part of the store's options, so this rule builds its own store.
-    let h = Harness::sqlite_with(ExpiryPolicy {
-        operator_minutes: Some(15),
-    })
-    .await;
+    let h = same_backend
+        .like_with(ExpiryPolicy {
+            operator_minutes: Some(15),
+        })
+        .await;
     let round = ask(&h, "s1").await;
     assert_eq!(
         round.deadline,

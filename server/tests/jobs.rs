@@ -205,10 +205,13 @@ async fn gate_probe_healthy_broken_broken_healthy_opens_exactly_one_incident() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(anteroom_postgres_tests),
+    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
+)]
 async fn an_outage_seen_by_two_instances_opens_one_incident() {
     let Some((a, b)) = TestServer::postgres_pair().await else {
-        eprintln!("skipped: ANTEROOM_TEST_POSTGRES_URL is not set");
-        return;
+        panic!("built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too");
     };
     // Both instances probe an address where nothing listens.
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0")

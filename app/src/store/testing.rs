@@ -15,10 +15,14 @@ pub fn postgres_url() -> Option<String> {
 }
 
 /// A pool whose connections see only a freshly created schema.
+/// Dropped at the end of its test with [`TestSchema::drop_schema`], or — when the test panicked before that — by
+/// its `Drop`, so a failing test leaves no schema behind.
 pub struct TestSchema {
     pub pool: PgPool,
     admin: PgPool,
     name: String,
+    url: String,
+    dropped: bool,
 }
 
 impl TestSchema {
@@ -33,7 +37,13 @@ impl TestSchema {
             .max_connections(12)
             .connect_with(options)
             .await?;
-        Ok(Self { pool, admin, name })
+        Ok(Self {
+            pool,
+            admin,
+            name,
+            url: url.to_owned(),
+            dropped: false,
+        })
     }
 
     /// The schema's name (for a `search_path` in another process's database URL).
@@ -51,11 +61,40 @@ impl TestSchema {
             .await
     }
 
-    pub async fn drop_schema(self) -> Result<(), sqlx::Error> {
+    pub async fn drop_schema(mut self) -> Result<(), sqlx::Error> {
         self.pool.close().await;
         self.admin
             .execute(format!("DROP SCHEMA {} CASCADE", self.name).as_str())
             .await?;
+        self.dropped = true;
         Ok(())
+    }
+}
+
+impl Drop for TestSchema {
+    fn drop(&mut self) {
+        if self.dropped {
+            return;
+        }
+        // The test ended without dropping its schema (it panicked): drop it on a thread of its own, since this
+        // may run inside the test's runtime, which cannot block on its own futures.
+        let (url, name) = (self.url.clone(), self.name.clone());
+        let dropping = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async move {
+                if let Ok(admin) = PgPoolOptions::new().max_connections(1).connect(&url).await {
+                    let _ = admin
+                        .execute(format!("DROP SCHEMA IF EXISTS {name} CASCADE").as_str())
+                        .await;
+                    admin.close().await;
+                }
+            });
+        });
+        let _ = dropping.join();
     }
 }

@@ -106,6 +106,16 @@ impl Harness {
         }
     }
 
+    /// Another store on the same kind of database, built with another expiry policy.
+    pub async fn like_with(&self, expiry: ExpiryPolicy) -> Self {
+        match self.cleanup {
+            Cleanup::Sqlite { .. } => Self::sqlite_with(expiry).await,
+            Cleanup::Postgres(_) => Self::postgres_with(expiry)
+                .await
+                .expect("a PostgreSQL harness exists, so its URL is set"),
+        }
+    }
+
     pub async fn finish(self) {
         if let Cleanup::Postgres(schema) = self.cleanup {
             schema.drop_schema().await.expect("drop test schema");
@@ -130,10 +140,14 @@ macro_rules! on_both_backends {
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    not(anteroom_postgres_tests),
+                    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
+                )]
                 async fn $name() {
-                    let Some(harness) = $crate::support::Harness::postgres().await else {
-                        return;
-                    };
+                    let harness = $crate::support::Harness::postgres().await.expect(
+                        "built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too",
+                    );
                     super::$name(&harness).await;
                     harness.finish().await;
                 }

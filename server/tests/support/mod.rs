@@ -344,10 +344,16 @@ macro_rules! on_both_backends {
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    not(anteroom_postgres_tests),
+                    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
+                )]
                 async fn $name() {
-                    if anteroom_app::store::testing::postgres_url().is_some() {
-                        super::$name($crate::support::Db::Postgres).await;
-                    }
+                    assert!(
+                        anteroom_app::store::testing::postgres_url().is_some(),
+                        "built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too"
+                    );
+                    super::$name($crate::support::Db::Postgres).await;
                 }
             )*
         }
