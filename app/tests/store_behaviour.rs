@@ -1649,7 +1649,7 @@ async fn concurrent_answers_with_different_keys_have_exactly_one_winner(h: &Harn
                         "managed_input_conflict" | "managed_input_state"
                     ),
                     "{error:?}"
-                )
+                );
             }
             Err(other) => panic!("unexpected failure: {other:?}"),
         }
@@ -1676,7 +1676,7 @@ async fn concurrent_claims_grant_exactly_one_lease(h: &Harness) {
         match task.await.expect("task joins") {
             Ok(lease) => leases.push(lease),
             Err(StoreError::Refused(error)) => {
-                assert_eq!(error.code(), "managed_input_conflict", "{error:?}")
+                assert_eq!(error.code(), "managed_input_conflict", "{error:?}");
             }
             Err(other) => panic!("unexpected failure: {other:?}"),
         }

@@ -601,9 +601,9 @@ async fn throughput(urls: Vec<Vec<String>>, method: Method) -> f64 {
                 .pool_max_idle_per_host(1)
                 .build()
                 .expect("client");
-            let mut n: u64 = 0;
+            let mut n: usize = 0;
             while Instant::now() < end {
-                let url = &mine[(n as usize) % mine.len()];
+                let url = &mine[n % mine.len()];
                 let sent = match method {
                     Method::Get => client.get(url).send().await,
                     Method::PostQuestion => {
@@ -701,7 +701,7 @@ async fn bare_inserts(args: &Args, row_bytes: usize) -> f64 {
                 .connect_with(options)
                 .await
                 .expect("SQLite pool");
-            run_on!(pool)
+            run_on!(pool);
         }
     }
     drop_data(data).await;
@@ -714,6 +714,11 @@ fn percentile(samples: &[Duration], p: f64) -> Duration {
     }
     let mut sorted = samples.to_vec();
     sorted.sort();
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a rank between 0 and the last index, rounded"
+    )]
     let index = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
     sorted[index.min(sorted.len() - 1)]
 }

@@ -68,8 +68,8 @@ impl KeyedLimit {
 
     fn bucket(&self, key: &str) -> u32 {
         let hash = self.seed.hash_one(key);
-        // The low bits of a keyed SipHash are uniform.
-        (hash as u32) % BUCKETS
+        // The low bits of a keyed SipHash are uniform; the remainder is below `BUCKETS`, so it fits.
+        u32::try_from(hash % u64::from(BUCKETS)).unwrap_or(0)
     }
 
     /// Takes one cell from `key`'s bucket, or refuses with `rate_limited` and when to try again.

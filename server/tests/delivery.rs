@@ -20,6 +20,10 @@ fn schema() -> Value {
     json!({"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]})
 }
 
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "test times are a few seconds with at most a tenth"
+)]
 fn at(seconds: f64) -> DateTime<Utc> {
     start_time() + Duration::milliseconds((seconds * 1000.0) as i64)
 }

@@ -180,7 +180,7 @@ fn test_everything() -> Result<()> {
     step("unit and integration tests");
     match env::var("ANTEROOM_TEST_POSTGRES_URL") {
         Ok(url) if !url.trim().is_empty() => {
-            println!("xtask: PostgreSQL tests run against ANTEROOM_TEST_POSTGRES_URL")
+            println!("xtask: PostgreSQL tests run against ANTEROOM_TEST_POSTGRES_URL");
         }
         _ => println!(
             "xtask: PostgreSQL tests SKIPPED: ANTEROOM_TEST_POSTGRES_URL is not set \

@@ -93,6 +93,10 @@ impl Default for Live {
     }
 }
 
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "epoch milliseconds are whole and far below 2^53"
+)]
 fn now() -> i64 {
     js_sys::Date::now() as i64
 }
@@ -226,24 +230,25 @@ fn on_key(event: KeyboardEvent) {
     let Ok(links) = document().query_selector_all("[data-queue-link]") else {
         return;
     };
-    let count = links.length() as i32;
+    let count = links.length();
     if count == 0 {
         return;
     }
     let active: Option<JsValue> = document().active_element().map(Into::into);
     let current = (0..count).find(|&i| {
         links
-            .item(i as u32)
+            .item(i)
             .map(JsValue::from)
             .is_some_and(|link| Some(link) == active)
     });
-    let next = match current {
-        Some(i) => (i + step).clamp(0, count - 1),
-        None if step > 0 => 0,
-        None => count - 1,
+    let next = match (current, step > 0) {
+        (Some(i), true) => (i + 1).min(count - 1),
+        (Some(i), false) => i.saturating_sub(1),
+        (None, true) => 0,
+        (None, false) => count - 1,
     };
     if let Some(link) = links
-        .item(next as u32)
+        .item(next)
         .and_then(|link| link.dyn_into::<HtmlElement>().ok())
     {
         event.prevent_default();

@@ -144,6 +144,10 @@ fn parse_number(text: &str, integer: bool) -> Result<Value, String> {
     }
     let number: f64 = text.parse().map_err(|_| "must be a number".to_owned())?;
     if integer && number.fract() == 0.0 && number.abs() < 9.0e15 {
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "a whole number below 2^53 in magnitude converts exactly"
+        )]
         return Ok(Value::from(number as i64));
     }
     Number::from_f64(number)

@@ -45,7 +45,7 @@ pub async fn run(state: AppState) -> Option<GateChange> {
         ),
         GateChange::StillBroken => tracing::warn!(url, "gate probe: still broken"),
         GateChange::IncidentClosed => {
-            tracing::info!(url, "gate probe: incident closed, the gate works again")
+            tracing::info!(url, "gate probe: incident closed, the gate works again");
         }
     }
     Some(change)

@@ -11,7 +11,7 @@ pub async fn run(state: AppState) -> u64 {
         Ok(0) => {}
         Ok(deleted) => tracing::info!(deleted, "purge: expired browser sessions deleted"),
         Err(error) => {
-            tracing::warn!(%error, "purge: browser sessions not purged; the next tick retries")
+            tracing::warn!(%error, "purge: browser sessions not purged; the next tick retries");
         }
     }
     let before = Utc::now() - state.config.retention;

@@ -49,7 +49,7 @@ pub fn services(state: &AppState) -> WebServices {
     WebServices {
         store: state.store.clone(),
         on_answer: Arc::new(move |round| {
-            crate::api::answers::publish_answer(&announcer, round, Submission::Recorded)
+            crate::api::answers::publish_answer(&announcer, round, Submission::Recorded);
         }),
     }
 }
