@@ -1,4 +1,4 @@
-//! The store's behaviour, written once and run against SQLite and PostgreSQL: every rule of SPEC §2, §3 and
+//! The store's behaviour, written once and run against SQLite and PostgreSQL: every rule of docs/lifecycle.md, docs/deadlines.md and
 //! §5.3 by name. Time moves only through the harness's manual clock.
 
 mod support;
@@ -274,7 +274,7 @@ async fn request_id_in_use_is_a_conflict(h: &Harness) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Expiry (SPEC §3)
+// Expiry (docs/deadlines.md)
 
 async fn default_deadline_is_sixty_minutes(h: &Harness) {
     let round = ask(h, "s1").await;
@@ -492,7 +492,7 @@ async fn expiry_keeps_a_failed_session_failed(h: &Harness) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The outward answer (SPEC §2.2)
+// The outward answer (docs/protocol.md#the-outward-answer)
 
 async fn outward_answer_follows_the_table(h: &Harness) {
     let pending = ask(h, "s1").await;
@@ -562,7 +562,7 @@ async fn outward_answer_follows_the_table(h: &Harness) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Session markers (SPEC §2.3)
+// Session markers (docs/lifecycle.md#lost-markers)
 
 async fn answered_round_returns_session_to_running_and_clears_markers(h: &Harness) {
     let round = ask(h, "s1").await;
@@ -659,7 +659,7 @@ async fn sweep_leaves_sessions_with_active_rounds_alone(h: &Harness) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Workers and leases (SPEC §5.3)
+// Workers and leases (docs/lifecycle.md#worker-leases)
 
 async fn claim_grants_one_lease_and_a_second_claim_conflicts(h: &Harness) {
     let round = ask(h, "s1").await;

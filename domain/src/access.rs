@@ -1,4 +1,4 @@
-//! Who may do what: the roles of people and API keys (SPEC §6).
+//! Who may do what: the roles of people and API keys (docs/api.md#roles).
 
 use serde::{Deserialize, Serialize};
 

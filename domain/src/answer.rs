@@ -1,4 +1,4 @@
-//! The outward answer (SPEC §2.2): what a polling producer sees for a round, decided in one place.
+//! The outward answer (docs/protocol.md#the-outward-answer): what a polling producer sees for a round, decided in one place.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

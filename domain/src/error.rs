@@ -1,4 +1,4 @@
-//! The typed errors of the managed-input contract (SPEC §7), each carrying a sentence a person can act on.
+//! The typed errors of the managed-input contract (docs/api.md#errors), each carrying a sentence a person can act on.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -79,7 +79,7 @@ impl ManagedInputError {
         }
     }
 
-    /// The code of SPEC §7 (`validation_error`, `managed_input_conflict`, …).
+    /// The code of docs/api.md#errors (`validation_error`, `managed_input_conflict`, …).
     pub fn code(&self) -> &'static str {
         match self {
             Self::ValidationError { .. } => "validation_error",

@@ -1,4 +1,4 @@
-//! When a question stops waiting (docs/deadlines.md, which replaces SPEC §3's clamp): the deadline sources,
+//! When a question stops waiting (docs/deadlines.md): the deadline sources,
 //! how far each asker is trusted with its own, and the bounds every deadline obeys, in one place.
 
 use chrono::{DateTime, Duration, Utc};

@@ -1,4 +1,4 @@
-//! The gate: whether producers can reach Anteroom (SPEC §8). Any HTTP answer to the probe is healthy; only a
+//! The gate: whether producers can reach Anteroom (docs/operations.md#the-gate-probe). Any HTTP answer to the probe is healthy; only a
 //! transport failure is a broken gate. An outage opens one incident and recovery closes it.
 
 use chrono::{DateTime, Utc};

@@ -7,10 +7,10 @@ use uuid::Uuid;
 
 use super::ManagedInputError;
 
-/// The longest id SPEC §7 allows.
+/// The longest id allowed (docs/api.md#limits).
 pub const MAX_ID_LEN: usize = 128;
 
-/// Checks the id rule of SPEC §7: 1–128 characters of `[A-Za-z0-9._:-]`.
+/// Checks the id rule (docs/api.md#limits): 1–128 characters of `[A-Za-z0-9._:-]`.
 pub fn check_id(what: &str, value: &str) -> Result<(), ManagedInputError> {
     if value.is_empty() {
         return Err(ManagedInputError::validation(format!(

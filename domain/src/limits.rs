@@ -1,4 +1,4 @@
-//! Input limits of SPEC §7 (configurable; these are the defaults), and the characters no input may hold.
+//! Input limits (docs/api.md#limits) (configurable; these are the defaults), and the characters no input may hold.
 
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! Rounds: one pause of an agent for human input, and its lifecycle (SPEC §2.1, §5.3) as pure functions.
+//! Rounds: one pause of an agent for human input, and its lifecycle (docs/lifecycle.md) as pure functions.
 //!
 //! Every method checks the current state, then either changes the round or refuses with a typed error,
 //! leaving it untouched. The store persists what these functions decide.
@@ -257,7 +257,7 @@ pub const RECOVERY_MESSAGE: &str =
 pub const SUMMARY_LIMIT: usize = 300;
 
 impl NewRound {
-    /// Checks everything a round must satisfy before it is stored (SPEC §2, §4, §7).
+    /// Checks everything a round must satisfy before it is stored (docs/lifecycle.md#multi-request-rounds, docs/api.md#limits).
     pub fn validate(&self, limits: &Limits) -> Result<(), ManagedInputError> {
         if self.requests.is_empty() {
             return Err(ManagedInputError::validation(
@@ -482,7 +482,7 @@ impl Round {
         self.status == RoundStatus::Pending && now >= self.deadline
     }
 
-    /// Still waiting for a person (SPEC: "active").
+    /// Still waiting for a person ("active"): pending, and before its deadline.
     pub fn is_active(&self, now: DateTime<Utc>) -> bool {
         self.status == RoundStatus::Pending && now < self.deadline
     }

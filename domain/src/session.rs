@@ -1,4 +1,4 @@
-//! Sessions: one agent run a person may have to attend to, and how rounds move it (SPEC §2, §2.3).
+//! Sessions: one agent run a person may have to attend to, and how rounds move it (docs/lifecycle.md#sessions).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -238,7 +238,7 @@ impl Session {
     }
 }
 
-/// How a round's change moves its session (SPEC §2.3).
+/// How a round's change moves its session (docs/lifecycle.md#how-rounds-move-a-session).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionEffect {
     /// A round became active.

@@ -200,7 +200,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads `ELICITATION_EXPIRATION_MINUTES`: a bad value is logged and ignored, never fatal (SPEC §3).
+/// Reads `ELICITATION_EXPIRATION_MINUTES`: a bad value is logged and ignored, never fatal (docs/operations.md#configuration).
 fn expiry_policy(raw: Option<&str>) -> ExpiryPolicy {
     let parsed = OperatorMinutes::parse(raw);
     if let OperatorMinutes::Ignored { raw, reason } = &parsed {

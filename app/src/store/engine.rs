@@ -273,7 +273,7 @@ macro_rules! sql_store {
                 Ok(counts)
             }
 
-            /// Moves each session by the effects of its rounds' changes (SPEC §2.3), in order.
+            /// Moves each session by the effects of its rounds' changes (docs/lifecycle.md#how-rounds-move-a-session), in order.
             async fn apply_session_effects(
                 &self,
                 tx: &mut Tx,

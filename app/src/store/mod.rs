@@ -82,7 +82,7 @@ impl Backend {
 /// Why a store call did not succeed: the domain refused it, or the database failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The operation was refused with a typed error a caller can show (SPEC §7).
+    /// The operation was refused with a typed error a caller can show (docs/api.md#errors).
     #[error(transparent)]
     Refused(#[from] ManagedInputError),
     #[error("the database URL must start with sqlite: or postgres://")]
@@ -179,7 +179,7 @@ pub struct QueueEntry {
     pub oldest_open_at: Option<DateTime<Utc>>,
 }
 
-/// The store contract shared by both backends. Method names follow the managed-input contract (SPEC §5.3).
+/// The store contract shared by both backends. Method names follow the managed-input contract (docs/lifecycle.md#worker-leases).
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
     fn backend(&self) -> Backend;
@@ -395,10 +395,10 @@ pub trait Store: Send + Sync + 'static {
     // Sweeps (scheduled jobs), each one batch per call.
 
     /// Fails every pending round past its deadline with `expired`, and every answer its asker stopped waiting
-    /// for before picking it up with `undelivered`, and moves the sessions (SPEC §2.3, docs/deadlines.md).
+    /// for before picking it up with `undelivered`, and moves the sessions (docs/lifecycle.md#where-expiry-happens, docs/deadlines.md).
     async fn expire_due_rounds(&self) -> StoreResult<Vec<Round>>;
 
-    /// Clears `blocked_on_elicitation` markers that outlived every active round (SPEC §2.3).
+    /// Clears `blocked_on_elicitation` markers that outlived every active round (docs/lifecycle.md#stranded-markers).
     async fn sweep_stranded(&self) -> StoreResult<Vec<Session>>;
 
     /// Fails rounds whose worker's lease ran out mid-delivery (`recovery_unavailable`), sessions `failed`.

@@ -1,4 +1,4 @@
-//! From an MCP `requestedSchema` to a form (SPEC §4): typed fields with defaults, required flags and
+//! From an MCP `requestedSchema` to a form (docs/protocol.md#form-questions-and-the-schema-subset): typed fields with defaults, required flags and
 //! constraints, shared by the server and the browser so both validate an answer the same way.
 
 pub mod backtracking;
@@ -112,7 +112,7 @@ pub enum FieldKind {
 }
 
 impl FormModel {
-    /// Parses a `requestedSchema`, enforcing the limits of SPEC §7. Errors name the offending property.
+    /// Parses a `requestedSchema`, enforcing the limits of docs/api.md#limits. Errors name the offending property.
     pub fn from_schema(schema: &Value, limits: &Limits) -> Result<Self, ManagedInputError> {
         check_size(schema, limits)?;
         let object = schema

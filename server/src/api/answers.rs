@@ -1,4 +1,4 @@
-//! Answers from people and orchestrators (SPEC §6): the original orchestrator's `respond`, and full response
+//! Answers from people and orchestrators (docs/api.md#answers): the original orchestrator's `respond`, and full response
 //! maps with an idempotency key. First answer wins; the server's validation is authoritative.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Every API error as SPEC §7 JSON — `{"error", "message", "details"?}` — with its status decided here only.
+//! Every API error as the JSON of docs/api.md#errors — `{"error", "message", "details"?}` — with its status decided here only.
 
 use anteroom_app::{domain::ManagedInputError, store::StoreError};
 use axum::{

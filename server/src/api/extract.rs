@@ -1,4 +1,4 @@
-//! Request extractors whose every rejection is a SPEC §7 JSON error: bodies, path segments and callers.
+//! Request extractors whose every rejection is a JSON error (docs/api.md#errors): bodies, path segments and callers.
 
 use anteroom_app::{
     domain::{

@@ -25,16 +25,16 @@ use error::ApiError;
     info(
         title = "Anteroom API",
         description = "Where headless AI agents wait for a human: producers post questions and poll; people and \
-orchestrators answer. Errors are `{\"error\", \"message\", \"details\"?}` with the codes of SPEC §7.",
+orchestrators answer. Errors are `{\"error\", \"message\", \"details\"?}` with the codes listed in docs/api.md#errors.",
     ),
     tags(
-        (name = "producer", description = "pulsemcp-compatible question and poll routes (SPEC §5.1, §5.2)"),
-        (name = "rounds", description = "Multi-request rounds (SPEC §5.3)"),
-        (name = "workers", description = "Worker leases, compare-and-set (SPEC §5.3)"),
-        (name = "sessions", description = "Session management (SPEC §6)"),
-        (name = "answers", description = "Answering questions (SPEC §6)"),
-        (name = "events", description = "Live events (SPEC §6)"),
-        (name = "gate", description = "Gate health (SPEC §8)"),
+        (name = "producer", description = "pulsemcp-compatible question and poll routes (docs/protocol.md)"),
+        (name = "rounds", description = "Multi-request rounds (docs/lifecycle.md#multi-request-rounds)"),
+        (name = "workers", description = "Worker leases, compare-and-set (docs/lifecycle.md#worker-leases)"),
+        (name = "sessions", description = "Session management (docs/api.md#sessions)"),
+        (name = "answers", description = "Answering questions (docs/api.md#answers)"),
+        (name = "events", description = "Live events (docs/api.md#events)"),
+        (name = "gate", description = "Gate health (docs/api.md#the-gate)"),
     )
 )]
 struct ApiDoc;

@@ -1,4 +1,4 @@
-//! The producer API of SPEC §5.1–5.2: unmodified `@pulsemcp/mcp-elicitation` clients post a question and
+//! The producer API (docs/protocol.md): unmodified `@pulsemcp/mcp-elicitation` clients post a question and
 //! poll for its answer, authenticated by the session token in the URL (or an API key on the bare routes).
 
 use std::{collections::BTreeMap, net::SocketAddr, time::Duration as StdDuration};

@@ -1,4 +1,4 @@
-//! Session management (SPEC §6): register, list in attention order, read, resume/finish, cancel, tokens.
+//! Session management (docs/api.md#sessions): register, list in attention order, read, resume/finish, cancel, tokens.
 
 use anteroom_app::domain::{
     expiry::wire_time,

@@ -14,7 +14,7 @@ pub fn round_json(round: &Round) -> Value {
     value
 }
 
-/// The variables an orchestrator writes into an agent's and each stdio MCP server's environment (SPEC §6).
+/// The variables an orchestrator writes into an agent's and each stdio MCP server's environment (docs/api.md#the-environment-block).
 /// `ELICITATION_ENABLED` is deliberately absent: whether to ask is each server's decision.
 pub fn environment_block(
     config: &ApiConfig,

@@ -1,4 +1,4 @@
-//! Rounds and workers (SPEC §5.3) under `/api/v1/s/{token}/`: multi-request rounds, leases as compare-and-set.
+//! Rounds and workers (docs/lifecycle.md#worker-leases) under `/api/v1/s/{token}/`: multi-request rounds, leases as compare-and-set.
 
 use std::collections::BTreeMap;
 

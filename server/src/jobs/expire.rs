@@ -1,4 +1,4 @@
-//! Expire: fail every pending question past its deadline with `expired` and move its session (SPEC §2.3, §3).
+//! Expire: fail every pending question past its deadline with `expired` and move its session (docs/lifecycle.md#where-expiry-happens, docs/deadlines.md).
 
 use crate::AppState;
 

@@ -1,4 +1,4 @@
-//! Scheduled jobs (SPEC §8), run by `tokio-cron-scheduler` inside `anteroom serve`. Each job is a small module
+//! Scheduled jobs (docs/operations.md#scheduled-jobs), run by `tokio-cron-scheduler` inside `anteroom serve`. Each job is a small module
 //! with one `run` function; each is safe on several instances at once, because every effect is a conditional
 //! update in the store (one expiry, one recovery per round, however many instances tick).
 

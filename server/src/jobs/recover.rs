@@ -1,5 +1,5 @@
 //! Recover leases: a round whose worker vanished mid-delivery fails `recovery_unavailable` and its session
-//! `failed` (SPEC §5.3); it never becomes pending again.
+//! `failed` (docs/lifecycle.md#recovery); it never becomes pending again.
 
 use crate::AppState;
 

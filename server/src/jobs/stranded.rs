@@ -1,5 +1,5 @@
 //! Sweep stranded markers: a `blocked_on_elicitation` marker that outlived every active round is cleared,
-//! with a `stranded` explanation on sessions left in `needs_input` (SPEC §2.3).
+//! with a `stranded` explanation on sessions left in `needs_input` (docs/lifecycle.md#stranded-markers).
 
 use crate::AppState;
 

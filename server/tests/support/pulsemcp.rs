@@ -1,4 +1,4 @@
-//! A clean-room client written from SPEC §5.1, behaving exactly like `@pulsemcp/mcp-elicitation`'s HTTP tier:
+//! A clean-room client written from docs/protocol.md, behaving exactly like `@pulsemcp/mcp-elicitation`'s HTTP tier:
 //! only `Content-Type` is sent, only a top-level `requestId` is read, any non-2xx or non-JSON reply fails the
 //! tool call, and an action it does not know reads as a decline.
 

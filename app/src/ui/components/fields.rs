@@ -1,4 +1,4 @@
-//! One native control per form field (SPEC §4): label, help, required mark, default, and its problems.
+//! One native control per form field (docs/protocol.md#form-questions-and-the-schema-subset): label, help, required mark, default, and its problems.
 
 use leptos::prelude::*;
 
