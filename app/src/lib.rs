@@ -9,8 +9,9 @@
 pub use anteroom_domain as domain;
 pub mod ui;
 
+/// The store crate, under the name the app and the server have always used for it.
 #[cfg(feature = "ssr")]
-pub mod store;
+pub use anteroom_store as store;
 
 pub use ui::{App, shell};
 

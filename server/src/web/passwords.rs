@@ -178,8 +178,10 @@ impl HashingPool {
         let slot = self.free.clone().try_acquire_owned().map_err(|_| Busy)?;
         let (reply, answer) = oneshot::channel();
         let job: Job = Box::new(move || {
-            let _ = reply.send(work());
+            let result = work();
+            // Free the thread before answering, so a caller that hashes again at once finds it free.
             drop(slot);
+            let _ = reply.send(result);
         });
         self.jobs.send(job).map_err(|_| Busy)?;
         answer.await.map_err(|_| Busy)

@@ -111,7 +111,7 @@ mod tests {
     #[test]
     fn polls_are_persisted_at_most_every_ten_seconds_with_the_observed_interval() {
         let log = AskerLog::default();
-        let round = crate::store::new_round_id();
+        let round = crate::new_round_id();
         let first = log.record(round, at(0)).expect("first poll is persisted");
         assert_eq!(first.interval_ms, None);
         for second in [5, 9] {
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn overlay_prefers_the_fresher_memory() {
         let log = AskerLog::default();
-        let round_id = crate::store::new_round_id();
+        let round_id = crate::new_round_id();
         log.record(round_id, at(0));
         log.record(round_id, at(5));
         let seen = log.seen.get(&round_id).map(|seen| *seen).expect("kept");

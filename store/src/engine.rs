@@ -27,7 +27,7 @@ macro_rules! sql_store {
             webhook::{AttemptOutcome, MAX_ATTEMPTS, WebhookDelivery, WebhookEvent, retry_delay},
             gate::{GateChange, GateState},
         };
-        use crate::store::{
+        use crate::{
             QueueEntry, Store, StoreError, StoreResult,
             records::{
                 OutboxRow, QueueRow, RoundColumns, RoundRow, SessionColumns, SessionRow, from_ms, to_ms,
@@ -573,7 +573,7 @@ macro_rules! sql_store {
                 self.ctx.now()
             }
 
-            fn backend(&self) -> crate::store::Backend {
+            fn backend(&self) -> crate::Backend {
                 Self::BACKEND
             }
 
@@ -877,7 +877,7 @@ macro_rules! sql_store {
                 let mut tx = self.begin_write().await?;
                 let session = self.fetch_session(&mut tx, &new.session_id).await?;
                 session.accepts_rounds()?;
-                let round = Round::open(new, crate::store::new_round_id(), now, deadlines);
+                let round = Round::open(new, crate::new_round_id(), now, deadlines);
                 self.insert_round(&mut tx, &round).await?;
                 self.enqueue(&mut tx, &[WebhookEvent::question_created(&round)], now).await?;
                 self.apply_session_effects(
@@ -967,14 +967,14 @@ macro_rules! sql_store {
                 Ok(rounds)
             }
 
-            async fn poll_probe(&self, token_hash: &str, request_id: &str) -> StoreResult<Option<crate::store::PollProbe>> {
+            async fn poll_probe(&self, token_hash: &str, request_id: &str) -> StoreResult<Option<crate::PollProbe>> {
                 let row: Option<(String, String, String, i64)> = sqlx::query_as(sql::SELECT_POLL_PROBE)
                     .bind(token_hash)
                     .bind(request_id)
                     .fetch_optional(&self.pool)
                     .await?;
                 row.map(|(session, round, status, deadline)| {
-                    Ok(crate::store::PollProbe {
+                    Ok(crate::PollProbe {
                         session_id: SessionId::parse(session)
                             .map_err(|error| StoreError::Corrupt(error.to_string()))?,
                         round_id: RoundId::parse(&round)
@@ -1005,7 +1005,7 @@ macro_rules! sql_store {
             }
 
             async fn claim_round(&self, id: RoundId, owner: OwnerId, lease: Duration) -> StoreResult<Lease> {
-                let token = crate::store::new_lease_token();
+                let token = crate::new_lease_token();
                 self.mutate_round(id, move |round, now| round.claim(owner, token, lease, now))
                     .await
                     .map(|(_, lease)| lease)

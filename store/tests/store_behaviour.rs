@@ -5,7 +5,8 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use anteroom_app::{
+use anteroom_store::{
+    StoreError,
     domain::{
         ManagedInputError,
         access::{Role, User},
@@ -20,7 +21,6 @@ use anteroom_app::{
         session::{LostReason, NewSession, Session, SessionStatus},
         webhook::AttemptOutcome,
     },
-    store::StoreError,
 };
 use chrono::Duration;
 use serde_json::{Value, json};
@@ -1299,7 +1299,7 @@ async fn history_pages_newest_first_and_open_rounds_oldest_first(h: &Harness) {
     let last = ids(page(Some(created[1].round_id)).await.expect("page 3"));
     assert_eq!(last, vec![created[0].round_id]);
     assert!(
-        page(Some(anteroom_app::store::new_round_id()))
+        page(Some(anteroom_store::new_round_id()))
             .await
             .expect("unknown")
             .is_empty(),
@@ -1407,7 +1407,7 @@ async fn unknown_ids_are_not_found(h: &Harness) {
     assert_eq!(
         refusal(
             h.store
-                .get_round(anteroom_app::domain::ids::RoundId(uuid::Uuid::nil()))
+                .get_round(anteroom_store::domain::ids::RoundId(uuid::Uuid::nil()))
                 .await
         )
         .code(),

@@ -17,7 +17,7 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    const BACKEND: crate::store::Backend = crate::store::Backend::Sqlite;
+    const BACKEND: crate::Backend = crate::Backend::Sqlite;
 
     pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Self> {
         let connect = SqliteConnectOptions::from_str(url)?

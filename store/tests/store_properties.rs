@@ -5,7 +5,8 @@ mod support;
 
 use std::collections::{BTreeMap, HashMap};
 
-use anteroom_app::{
+use anteroom_store::{
+    StoreError,
     domain::{
         clock::Clock,
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestKey, RoundId, SessionId},
@@ -15,7 +16,6 @@ use anteroom_app::{
         },
         session::{NewSession, SessionStatus},
     },
-    store::StoreError,
 };
 use chrono::Duration;
 use proptest::prelude::*;

@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use anteroom_app::{
+use anteroom_store::{
     domain::{clock::ManualClock, expiry::ExpiryPolicy, limits::Limits, webhook::WebhookEndpoint},
-    store::{PostgresStore, SqliteStore, Store, StoreOptions, testing::TestSchema},
+    {PostgresStore, SqliteStore, Store, StoreOptions, testing::TestSchema},
 };
 use chrono::{DateTime, Utc};
 use sqlx::Executor;
 
-pub use anteroom_app::store::testing::postgres_url;
+pub use anteroom_store::testing::postgres_url;
 
 /// A fixed, readable start time for every test.
 pub fn start_time() -> DateTime<Utc> {

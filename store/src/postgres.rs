@@ -14,7 +14,7 @@ pub struct PostgresStore {
 }
 
 impl PostgresStore {
-    const BACKEND: crate::store::Backend = crate::store::Backend::Postgres;
+    const BACKEND: crate::Backend = crate::Backend::Postgres;
 
     pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Self> {
         let pool = PgPoolOptions::new()

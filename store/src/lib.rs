@@ -4,6 +4,12 @@
 //! (`migrations/sqlite`, `migrations/postgres`). The store decides nothing itself: it loads records, lets the
 //! domain's pure functions decide, and writes the result back in one transaction with compare-and-set on the
 //! round's status, owner, lease token and version.
+//!
+//! A crate of its own: it knows the domain and the databases, and nothing of HTTP or the pages. Throwaway test
+//! databases ([`testing`]) exist only with the `testing` feature, which the production binary never enables.
+
+/// The domain this store persists, re-exported for the store's callers.
+pub use anteroom_domain as domain;
 
 mod askers;
 mod engine;
@@ -12,6 +18,7 @@ mod records;
 pub mod schemas;
 mod sql;
 mod sqlite;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 use std::{collections::BTreeMap, sync::Arc};
