@@ -77,6 +77,62 @@ pub struct ApiKey {
     pub role: Role,
 }
 
+/// Whether a principal is a person or an API key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrincipalKind {
+    Person,
+    ApiKey,
+}
+
+/// Who is acting: a person signed in to the web app, or an API key. What they may do follows from the role;
+/// answers they give are recorded under [`Principal::label`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Principal {
+    /// The user's or the key's id.
+    pub id: String,
+    /// The username, or the key's name.
+    pub name: String,
+    pub role: Role,
+    pub kind: PrincipalKind,
+}
+
+impl Principal {
+    pub fn person(user: &User) -> Self {
+        Self {
+            id: user.id.clone(),
+            name: user.username.clone(),
+            role: user.role,
+            kind: PrincipalKind::Person,
+        }
+    }
+
+    pub fn api_key(key: &ApiKey) -> Self {
+        Self {
+            id: key.id.clone(),
+            name: key.name.clone(),
+            role: key.role,
+            kind: PrincipalKind::ApiKey,
+        }
+    }
+
+    /// Who answered, as the history and the API record it: a person by username, a key as "api key NAME".
+    pub fn label(&self) -> String {
+        match self.kind {
+            PrincipalKind::Person => self.name.clone(),
+            PrincipalKind::ApiKey => format!("api key {}", self.name),
+        }
+    }
+
+    /// The bucket a rate limit counts this principal's calls in.
+    pub fn limit_key(&self) -> String {
+        match self.kind {
+            PrincipalKind::Person => format!("user:{}", self.id),
+            PrincipalKind::ApiKey => format!("key:{}", self.id),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

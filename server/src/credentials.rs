@@ -4,6 +4,10 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 /// Prefix of a session's producer token (it travels in the URL path).
+/// A signed-in browser session's CSRF token, as the web layer hands it to the API on each request.
+#[derive(Debug, Clone)]
+pub struct CsrfToken(pub String);
+
 pub const SESSION_TOKEN_PREFIX: &str = "ars_";
 /// Prefix of an API key (it travels in `Authorization: Bearer`).
 pub const API_KEY_PREFIX: &str = "ark_";

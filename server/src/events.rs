@@ -16,24 +16,56 @@ use tokio::sync::{broadcast, watch};
 /// How many recent events a reconnecting client can catch up on.
 const REPLAY: usize = 1024;
 
-/// The kinds of event, as they appear on the wire.
-pub const KINDS: [&str; 6] = [
-    "round.created",
-    "round.answered",
-    "round.expired",
-    "round.undelivered",
-    "round.revoked",
-    "session.changed",
-];
+/// What changed, as an event names it on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    RoundCreated,
+    RoundAnswered,
+    RoundExpired,
+    RoundUndelivered,
+    RoundRevoked,
+    SessionChanged,
+}
+
+impl EventKind {
+    pub const ALL: [Self; 6] = [
+        Self::RoundCreated,
+        Self::RoundAnswered,
+        Self::RoundExpired,
+        Self::RoundUndelivered,
+        Self::RoundRevoked,
+        Self::SessionChanged,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RoundCreated => "round.created",
+            Self::RoundAnswered => "round.answered",
+            Self::RoundExpired => "round.expired",
+            Self::RoundUndelivered => "round.undelivered",
+            Self::RoundRevoked => "round.revoked",
+            Self::SessionChanged => "session.changed",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
 
 /// One change worth telling a watcher about.
 #[derive(Debug, Clone, Serialize)]
 pub struct Event {
     /// Increases by one per event in this instance.
     pub id: u64,
-    /// One of [`KINDS`].
     #[serde(rename = "type")]
-    pub kind: &'static str,
+    pub kind: EventKind,
     pub session_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub round_id: Option<String>,
@@ -82,7 +114,7 @@ impl EventHub {
     /// Publishes a change made by this instance, to local watchers and, through the relay, to other instances.
     pub fn publish(
         &self,
-        kind: &'static str,
+        kind: EventKind,
         session_id: &str,
         round_id: Option<String>,
         request_id: Option<String>,
@@ -112,14 +144,14 @@ impl EventHub {
         round_id: Option<String>,
         request_id: Option<String>,
     ) {
-        if let Some(kind) = KINDS.into_iter().find(|known| *known == kind) {
+        if let Some(kind) = EventKind::parse(kind) {
             self.deliver(kind, session_id, round_id, request_id);
         }
     }
 
     fn deliver(
         &self,
-        kind: &'static str,
+        kind: EventKind,
         session_id: &str,
         round_id: Option<String>,
         request_id: Option<String>,
@@ -198,9 +230,9 @@ impl anteroom_app::store::StoreObserver for EventHub {
                 metrics.record_ended(code.as_str());
             }
             let kind = match code {
-                Some(FailureCode::Undelivered) => "round.undelivered",
-                Some(FailureCode::Revoked) => "round.revoked",
-                _ => "round.expired",
+                Some(FailureCode::Undelivered) => EventKind::RoundUndelivered,
+                Some(FailureCode::Revoked) => EventKind::RoundRevoked,
+                _ => EventKind::RoundExpired,
             };
             self.publish(
                 kind,
@@ -208,7 +240,12 @@ impl anteroom_app::store::StoreObserver for EventHub {
                 Some(round.round_id.to_string()),
                 Some(round.request_id.to_string()),
             );
-            self.publish("session.changed", round.session_id.as_str(), None, None);
+            self.publish(
+                EventKind::SessionChanged,
+                round.session_id.as_str(),
+                None,
+                None,
+            );
         }
     }
 }
@@ -231,12 +268,12 @@ mod tests {
     #[test]
     fn replay_returns_what_a_client_missed() {
         let hub = EventHub::default();
-        hub.publish("round.created", "s1", None, None);
-        hub.publish("round.answered", "s1", None, None);
+        hub.publish(EventKind::RoundCreated, "s1", None, None);
+        hub.publish(EventKind::RoundAnswered, "s1", None, None);
         let missed = hub.since(1).expect("kept");
         assert_eq!(
             missed.iter().map(|e| e.kind).collect::<Vec<_>>(),
-            ["round.answered"]
+            [EventKind::RoundAnswered]
         );
         assert_eq!(hub.since(2).expect("kept").len(), 0);
     }
@@ -244,7 +281,7 @@ mod tests {
     #[test]
     fn last_event_id_at_the_top_of_the_range_asks_for_a_re_read() {
         let hub = EventHub::default();
-        hub.publish("round.created", "s1", None, None);
+        hub.publish(EventKind::RoundCreated, "s1", None, None);
         assert!(hub.since(u64::MAX).is_none());
         assert!(hub.since(u64::MAX - 1).is_none());
     }

@@ -1,6 +1,7 @@
 //! The `anteroom` server: configuration, HTTP routes and the process lifecycle, as a library so that
 //! integration tests can start the real server on a port of their own.
 
+pub mod announce;
 pub mod api;
 pub mod ask;
 pub mod config;

@@ -35,7 +35,7 @@ pub async fn start(hub: &EventHub, pool: PgPool, channel: &str) -> Result<(), sq
         while let Some(event) = pending.recv().await {
             let wire = WireEvent {
                 origin: notify_origin.clone(),
-                kind: event.kind.to_owned(),
+                kind: event.kind.as_str().to_owned(),
                 session_id: event.session_id,
                 round_id: event.round_id,
                 request_id: event.request_id,

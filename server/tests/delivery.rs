@@ -163,7 +163,7 @@ async fn an_answer_in_the_last_poll_interval_ends_undelivered_everywhere(db: Db)
 
     let mut kinds = Vec::new();
     while let Ok(event) = events.try_recv() {
-        kinds.push(event.kind);
+        kinds.push(event.kind.as_str());
     }
     assert!(kinds.contains(&"round.undelivered"), "{kinds:?}");
     let outbox = server

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{
-    access::Role,
+    access::Principal,
     form::{FieldErrors, FormModel, posted_value},
     session::{LostElicitation, SessionStatus},
 };
@@ -13,16 +13,14 @@ use crate::domain::{
 /// The signed-in person, as the pages and server functions see them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Viewer {
-    pub user_id: String,
-    pub username: String,
-    pub role: Role,
+    pub principal: Principal,
     /// The token every form post must carry (CSRF), bound to the browser session.
     pub csrf: String,
 }
 
 impl Viewer {
     pub fn can_answer(&self) -> bool {
-        self.role.can_answer()
+        self.principal.role.can_answer()
     }
 }
 

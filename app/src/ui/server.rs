@@ -299,7 +299,7 @@ pub async fn submit_answer(
             round_id,
             responses,
             idempotency_key,
-            Some(viewer.username.clone()),
+            Some(viewer.principal.label()),
         )
         .await
     {

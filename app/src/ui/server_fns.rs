@@ -71,7 +71,7 @@ pub async fn post_answer(post: AnswerPost) -> Result<AnswerNotice, ServerFnError
 #[server(prefix = "/fn", endpoint = "deliveries")]
 pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
     let (services, viewer) = signed_in()?;
-    if !viewer.role.can_manage() {
+    if !viewer.principal.role.can_manage() {
         return Err(ServerFnError::new(
             "Only admins can read the webhook delivery log.",
         ));

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use anteroom_app::domain::{
     expiry::wire_time,
     ids::{IdempotencyKey, RequestId, RequestKey, RoundId},
-    round::{ElicitationResponse, ResponseAction, Round, Submission},
+    round::{ElicitationResponse, ResponseAction, Submission},
 };
 use axum::{Json, extract::State};
 use serde::Deserialize;
@@ -46,30 +46,6 @@ async fn read_round(
     Ok(Json(round_json(
         &state.store.get_round(round_id(&id)?).await?,
     )))
-}
-
-/// Counts and announces a newly recorded answer (events for pages, pollers and other instances).
-pub(crate) fn publish_answer(state: &AppState, round: &Round, submission: Submission) {
-    if submission == Submission::Recorded {
-        let waited = round
-            .responded_at
-            .map(|at| (at - round.created_at).num_milliseconds() as f64 / 1000.0)
-            .unwrap_or_default();
-        for response in round.responses.iter().flat_map(|r| r.values()) {
-            state
-                .metrics
-                .record_answer(response.action.as_str(), waited);
-        }
-        state.events.publish(
-            "round.answered",
-            round.session_id.as_str(),
-            Some(round.round_id.to_string()),
-            Some(round.request_id.to_string()),
-        );
-        state
-            .events
-            .publish("session.changed", round.session_id.as_str(), None, None);
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,7 +103,7 @@ async fn respond(
             Some(caller.label()),
         )
         .await?;
-    publish_answer(&state, &round, submission);
+    crate::announce::answer_recorded(&state, &round, submission);
     Ok(Json(json!({
         "request_id": round.request_id,
         "round_id": round.round_id,
@@ -169,7 +145,7 @@ async fn submit(
             Some(caller.label()),
         )
         .await?;
-    publish_answer(&state, &round, submission);
+    crate::announce::answer_recorded(&state, &round, submission);
     let mut reply = round_json(&round);
     reply["replayed"] = json!(submission == Submission::Replayed);
     Ok(Json(reply))

@@ -1,11 +1,8 @@
 //! Request extractors whose every rejection is a JSON error (docs/api.md#errors): bodies, path segments and callers.
 
-use anteroom_app::{
-    domain::{
-        access::{ApiKey, Role},
-        limits::nul_at,
-    },
-    ui::model::Viewer,
+use anteroom_app::domain::{
+    access::{Principal, PrincipalKind, Role},
+    limits::nul_at,
 };
 use axum::{
     body::Bytes,
@@ -16,7 +13,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::error::ApiError;
-use crate::{AppState, credentials};
+use crate::{
+    AppState,
+    credentials::{self, CsrfToken},
+};
 
 /// A JSON body: `Content-Type: application/json`, within the body limit, parsed into `T`.
 pub struct ApiJson<T>(pub T);
@@ -137,32 +137,26 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiQuery<T> {
 /// Who is calling the management API: an API key (`Authorization: Bearer <api key>`), or a person signed in
 /// to the web app in this browser.
 #[derive(Debug, Clone)]
-pub struct Caller {
-    pub key: ApiKey,
-    /// A signed-in person rather than an API key.
-    pub person: bool,
-}
+pub struct Caller(pub Principal);
 
 impl Caller {
     /// How answers by this caller are recorded ("who answered").
     pub fn label(&self) -> String {
-        if self.person {
-            self.key.name.clone()
-        } else {
-            format!("api key {}", self.key.name)
-        }
+        self.0.label()
     }
 
     pub fn require(&self, allowed: impl Fn(Role) -> bool, doing: &str) -> Result<(), ApiError> {
-        if allowed(self.key.role) {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden(format!(
-                "The API key {} has the {} role, which may not {doing}.",
-                self.key.name,
-                self.key.role.as_str()
-            )))
+        if allowed(self.0.role) {
+            return Ok(());
         }
+        let who = match self.0.kind {
+            PrincipalKind::Person => format!("{} has", self.0.name),
+            PrincipalKind::ApiKey => format!("The API key {} has", self.0.name),
+        };
+        Err(ApiError::forbidden(format!(
+            "{who} the {} role, which may not {doing}.",
+            self.0.role.as_str()
+        )))
     }
 }
 
@@ -210,7 +204,7 @@ impl FromRequestParts<AppState> for OptionalCaller {
             .api_key_for_hash(&credentials::hash(secret))
             .await?
         {
-            Some(key) => Ok(OptionalCaller(Some(Caller { key, person: false }))),
+            Some(key) => Ok(OptionalCaller(Some(Caller(Principal::api_key(&key))))),
             None => Err(ApiError::unauthorized(
                 "The API key is not valid or was revoked.",
             )),
@@ -221,7 +215,10 @@ impl FromRequestParts<AppState> for OptionalCaller {
 /// The person signed in to the web app, when the request carries their browser session. A browser write needs
 /// the session's CSRF token in `X-CSRF-Token`, so another site cannot make the browser write for them.
 fn browser_caller(parts: &Parts) -> Result<Option<Caller>, ApiError> {
-    let Some(viewer) = parts.extensions.get::<Viewer>() else {
+    let (Some(principal), Some(CsrfToken(csrf))) = (
+        parts.extensions.get::<Principal>(),
+        parts.extensions.get::<CsrfToken>(),
+    ) else {
         return Ok(None);
     };
     let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
@@ -229,17 +226,10 @@ fn browser_caller(parts: &Parts) -> Result<Option<Caller>, ApiError> {
         .headers
         .get("x-csrf-token")
         .and_then(|value| value.to_str().ok());
-    if !safe && token != Some(viewer.csrf.as_str()) {
+    if !safe && token != Some(csrf.as_str()) {
         return Err(ApiError::forbidden(
             "A browser write needs the page's CSRF token in `X-CSRF-Token` (or use an API key).",
         ));
     }
-    Ok(Some(Caller {
-        key: ApiKey {
-            id: format!("user:{}", viewer.user_id),
-            name: viewer.username.clone(),
-            role: viewer.role,
-        },
-        person: true,
-    }))
+    Ok(Some(Caller(principal.clone())))
 }

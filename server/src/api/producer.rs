@@ -247,12 +247,7 @@ async fn create_question(
         asked_through,
     };
     let round = state.store.create_round(new).await?;
-    state.events.publish(
-        "round.created",
-        round.session_id.as_str(),
-        Some(round.round_id.to_string()),
-        Some(round.request_id.to_string()),
-    );
+    crate::announce::round_created(state, &round);
     Ok((StatusCode::CREATED, Json(created_reply(&round, poll_base))).into_response())
 }
 
@@ -476,7 +471,7 @@ async fn poll_by_token_for_server(
 /// The bucket of a bare-route call: per API key, or per address when anonymous.
 fn bare_key(caller: &OptionalCaller, peer: &SocketAddr) -> String {
     match &caller.0 {
-        Some(caller) => format!("key:{}", caller.key.id),
+        Some(caller) => caller.0.limit_key(),
         None => format!("ip:{}", peer.ip()),
     }
 }

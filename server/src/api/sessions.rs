@@ -108,9 +108,7 @@ async fn register(
         .await?;
     let mut reply = issue_token(&state, &id, body.server.as_deref()).await?;
     reply["session"] = json!(session);
-    state
-        .events
-        .publish("session.changed", id.as_str(), None, None);
+    crate::announce::session_changed(&state, &id);
     Ok((StatusCode::CREATED, Json(reply)))
 }
 
@@ -199,9 +197,7 @@ async fn update(
             )));
         }
     };
-    state
-        .events
-        .publish("session.changed", id.as_str(), None, None);
+    crate::announce::session_changed(&state, &id);
     Ok(Json(session))
 }
 
@@ -220,9 +216,7 @@ async fn cancel(
     caller.require(|role| role.can_manage(), "cancel sessions")?;
     let id = session_id(&id)?;
     let session = state.store.cancel_session(&id).await?;
-    state
-        .events
-        .publish("session.changed", id.as_str(), None, None);
+    crate::announce::session_changed(&state, &id);
     Ok(Json(session))
 }
 

@@ -22,9 +22,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 fn to_sse(event: &Event) -> SseEvent {
     SseEvent::default()
         .id(event.id.to_string())
-        .event(event.kind)
+        .event(event.kind.as_str())
         .json_data(event)
-        .unwrap_or_else(|_| SseEvent::default().event(event.kind))
+        .unwrap_or_else(|_| SseEvent::default().event(event.kind.as_str()))
 }
 
 fn resync() -> SseEvent {

@@ -88,12 +88,7 @@ async fn create_round(
             asked_through: AskedThrough::SessionToken,
         })
         .await?;
-    state.events.publish(
-        "round.created",
-        round.session_id.as_str(),
-        Some(round.round_id.to_string()),
-        Some(round.request_id.to_string()),
-    );
+    crate::announce::round_created(&state, &round);
     Ok((StatusCode::CREATED, Json(round_json(&round))))
 }
 
@@ -343,11 +338,6 @@ async fn fail(
             body.message.clone().unwrap_or_default(),
         )
         .await?;
-    state.events.publish(
-        "session.changed",
-        round.session_id.as_str(),
-        Some(round.round_id.to_string()),
-        None,
-    );
+    crate::announce::round_changed(&state, &round);
     Ok(Json(round_json(&round)))
 }

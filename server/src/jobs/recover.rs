@@ -8,12 +8,7 @@ pub async fn run(state: AppState) -> usize {
     match state.store.recover_leases().await {
         Ok(failed) => {
             for round in &failed {
-                state.events.publish(
-                    "session.changed",
-                    round.session_id.as_str(),
-                    Some(round.round_id.to_string()),
-                    Some(round.request_id.to_string()),
-                );
+                crate::announce::round_changed(&state, round);
             }
             if !failed.is_empty() {
                 tracing::warn!(

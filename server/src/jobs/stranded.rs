@@ -8,9 +8,7 @@ pub async fn run(state: AppState) -> usize {
     match state.store.sweep_stranded().await {
         Ok(swept) => {
             for session in &swept {
-                state
-                    .events
-                    .publish("session.changed", session.id.as_str(), None, None);
+                crate::announce::session_changed(&state, &session.id);
             }
             if !swept.is_empty() {
                 tracing::info!(sessions = swept.len(), "sweep: stranded markers cleared");

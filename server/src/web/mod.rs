@@ -8,7 +8,7 @@ use std::{net::SocketAddr, sync::Arc};
 
 use anteroom_app::{
     domain::{
-        access::{Role, User, check_password, check_username, normalise_username},
+        access::{Principal, Role, User, check_password, check_username, normalise_username},
         form::posted_value,
         round::Submission,
     },
@@ -49,7 +49,7 @@ pub fn services(state: &AppState) -> WebServices {
     WebServices {
         store: state.store.clone(),
         on_answer: Arc::new(move |round| {
-            crate::api::answers::publish_answer(&announcer, round, Submission::Recorded);
+            crate::announce::answer_recorded(&announcer, round, Submission::Recorded);
         }),
     }
 }
@@ -99,6 +99,11 @@ pub async fn attach_viewer(
     }
     let viewer = signed_in_viewer(&state, &session).await;
     if let Some(viewer) = viewer {
+        // The API sees who is signed in as a principal and a CSRF token, never as the pages' view model.
+        request.extensions_mut().insert(viewer.principal.clone());
+        request
+            .extensions_mut()
+            .insert(credentials::CsrfToken(viewer.csrf.clone()));
         request.extensions_mut().insert(viewer);
         if request.method() == Method::GET
             && path.starts_with("/sessions/")
@@ -127,9 +132,7 @@ async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer>
     };
     let csrf = session.get::<String>(CSRF_KEY).await.ok().flatten()?;
     Some(Viewer {
-        user_id: user.id,
-        username: user.username,
-        role: user.role,
+        principal: Principal::person(&user),
         csrf,
     })
 }

@@ -50,7 +50,7 @@ pub fn AppHeader() -> impl IntoView {
                             .and_then(Result::ok)
                             .flatten()
                             .map(|viewer| {
-                                let admin = viewer.role.can_manage();
+                                let admin = viewer.principal.role.can_manage();
                                 view! {
                                     <Show when=move || hydrated.get() && !live.notifications.get()>
                                         <button
@@ -70,8 +70,8 @@ pub fn AppHeader() -> impl IntoView {
                                             }
                                         })}
                                     <span class="who" data-testid="signed-in-as">
-                                        {viewer.username.clone()}
-                                        <span class="role">{viewer.role.as_str()}</span>
+                                        {viewer.principal.name.clone()}
+                                        <span class="role">{viewer.principal.role.as_str()}</span>
                                     </span>
                                     <form method="post" action="/logout" class="inline-form">
                                         <input type="hidden" name="csrf" value=viewer.csrf.clone() />
