@@ -90,6 +90,11 @@ impl ManagedInputError {
         }
     }
 
+    /// No such session or round: the one test for "not found".
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+
     pub fn message(&self) -> &str {
         match self {
             Self::ValidationError { message, .. }

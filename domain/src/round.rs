@@ -280,12 +280,8 @@ impl NewRound {
                 )));
             }
         }
-        if let Some(server) = &self.server
-            && (server.is_empty() || server.chars().count() > 128)
-        {
-            return Err(ManagedInputError::validation(
-                "The server name must be 1 to 128 characters.",
-            ));
+        if let Some(server) = &self.server {
+            check_server_name(server)?;
         }
         for (key, request) in &self.requests {
             validate_request(key, request, limits)?;
@@ -313,6 +309,19 @@ impl NewRound {
             .unwrap_or_default();
         let full = format!("{}: {}", self.operation_name, message);
         full.chars().take(SUMMARY_LIMIT).collect()
+    }
+}
+
+/// The one rule for an MCP server's name (in questions, in environment blocks and in the producer URL that
+/// carries it): 1 to 128 characters, no `/` (it is a path segment) and no control characters.
+pub fn check_server_name(name: &str) -> Result<(), ManagedInputError> {
+    let fits = !name.is_empty() && name.chars().count() <= 128;
+    if fits && !name.contains('/') && !name.chars().any(char::is_control) {
+        Ok(())
+    } else {
+        Err(ManagedInputError::validation(
+            "A server name is 1 to 128 characters, without `/` or control characters.",
+        ))
     }
 }
 
@@ -1029,11 +1038,25 @@ impl Round {
     }
 }
 
+/// The one home of the lease bounds: a worker's lease lasts 1 s to 24 h, 60 s when it names none.
+pub const LEASE_DEFAULT: Duration = Duration::seconds(60);
+const LEASE_MIN: Duration = Duration::seconds(1);
+const LEASE_MAX: Duration = Duration::hours(24);
+
+/// A lease of `seconds` (the default when absent), or why not.
+pub fn lease_length(seconds: Option<i64>) -> Result<Duration, ManagedInputError> {
+    let lease = seconds.map_or(LEASE_DEFAULT, Duration::seconds);
+    check_lease_length(lease)?;
+    Ok(lease)
+}
+
 fn check_lease_length(lease: Duration) -> Result<(), ManagedInputError> {
-    if lease < Duration::seconds(1) || lease > Duration::hours(24) {
-        return Err(ManagedInputError::validation(
-            "lease_seconds must be between 1 and 86400.",
-        ));
+    if lease < LEASE_MIN || lease > LEASE_MAX {
+        return Err(ManagedInputError::validation(format!(
+            "`lease_seconds` must be between {} and {}.",
+            LEASE_MIN.num_seconds(),
+            LEASE_MAX.num_seconds()
+        )));
     }
     Ok(())
 }

@@ -137,7 +137,7 @@ mod tests {
             assert!(limit.check("a").is_ok());
         }
         let refusal = limit.check("a").expect_err("over the burst");
-        assert_eq!(refusal.code(), "rate_limited");
+        assert_eq!(refusal.code(), crate::api::error::ErrorCode::RateLimited);
         assert_eq!(refusal.retry_after(), Some(1));
         assert!(limit.check("b").is_ok(), "another key has its own bucket");
     }

@@ -104,6 +104,11 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the store found no such session or round.
+    pub fn is_not_found(&self) -> bool {
+        self.refusal().is_some_and(ManagedInputError::is_not_found)
+    }
+
     /// The typed refusal, if this is one.
     pub fn refusal(&self) -> Option<&ManagedInputError> {
         match self {

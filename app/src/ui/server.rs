@@ -109,7 +109,7 @@ pub async fn session_page(
     };
     let session = match store.get_session(&id).await {
         Ok(session) => session,
-        Err(StoreError::Refused(ManagedInputError::NotFound { .. })) => return Ok(None),
+        Err(error) if error.is_not_found() => return Ok(None),
         Err(error) => return Err(error),
     };
     let before = older.and_then(|older| RoundId::parse(older).ok());
@@ -279,9 +279,8 @@ pub async fn submit_answer(
     let store = services.store.as_ref();
     let round = match store.get_round(round_id).await {
         Ok(round) if round.session_id.as_str() == post.session_id => round,
-        Ok(_) | Err(StoreError::Refused(ManagedInputError::NotFound { .. })) => {
-            return closed("This question does not exist.");
-        }
+        Ok(_) => return closed("This question does not exist."),
+        Err(error) if error.is_not_found() => return closed("This question does not exist."),
         Err(error) => return unavailable(&post, &error),
     };
     if round.status != RoundStatus::Pending

@@ -8,10 +8,71 @@ use axum::{
 };
 use serde_json::{Value, json};
 
+/// What kind of refusal an error is: its code on the wire and, through one exhaustive match, its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    Validation,
+    Conflict,
+    State,
+    Recovery,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    MethodNotAllowed,
+    /// The database could not be reached; nothing was changed.
+    Unavailable,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Validation => "validation_error",
+            Self::Conflict => "managed_input_conflict",
+            Self::State => "managed_input_state",
+            Self::Recovery => "managed_input_recovery",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::RateLimited => "rate_limited",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Unavailable => "unavailable",
+        }
+    }
+
+    /// The one place a code becomes an HTTP status.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::Validation => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Conflict | Self::State | Self::Recovery => StatusCode::CONFLICT,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The code of a domain refusal.
+    pub fn of(refusal: &ManagedInputError) -> Self {
+        match refusal {
+            ManagedInputError::ValidationError { .. } => Self::Validation,
+            ManagedInputError::ManagedInputConflict { .. } => Self::Conflict,
+            ManagedInputError::ManagedInputState { .. } => Self::State,
+            ManagedInputError::ManagedInputRecovery { .. } => Self::Recovery,
+            ManagedInputError::NotFound { .. } => Self::NotFound,
+        }
+    }
+}
+
 /// A refused request.
 #[derive(Debug)]
 pub struct ApiError {
-    code: &'static str,
+    code: ErrorCode,
     message: String,
     details: Option<Value>,
     /// Seconds until a refused caller may try again (`Retry-After`); `u32` keeps the error small.
@@ -21,7 +82,7 @@ pub struct ApiError {
 pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -34,7 +95,7 @@ impl ApiError {
     pub fn rate_limited(seconds: u64, message: impl Into<String>) -> Self {
         Self {
             retry_after: Some(u32::try_from(seconds.max(1)).unwrap_or(u32::MAX)),
-            ..Self::new("rate_limited", message)
+            ..Self::new(ErrorCode::RateLimited, message)
         }
     }
 
@@ -48,47 +109,30 @@ impl ApiError {
     }
 
     pub fn validation(message: impl Into<String>) -> Self {
-        Self::new("validation_error", message)
+        Self::new(ErrorCode::Validation, message)
     }
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        Self::new("unauthorized", message)
+        Self::new(ErrorCode::Unauthorized, message)
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
-        Self::new("forbidden", message)
+        Self::new(ErrorCode::Forbidden, message)
     }
 
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new("not_found", message)
+        Self::new(ErrorCode::NotFound, message)
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         self.code
-    }
-
-    /// The one place a code becomes an HTTP status.
-    fn status(&self) -> StatusCode {
-        match self.code {
-            "validation_error" => StatusCode::UNPROCESSABLE_ENTITY,
-            "managed_input_conflict" | "managed_input_state" | "managed_input_recovery" => {
-                StatusCode::CONFLICT
-            }
-            "unauthorized" => StatusCode::UNAUTHORIZED,
-            "forbidden" => StatusCode::FORBIDDEN,
-            "not_found" => StatusCode::NOT_FOUND,
-            "payload_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
-            "rate_limited" => StatusCode::TOO_MANY_REQUESTS,
-            "method_not_allowed" => StatusCode::METHOD_NOT_ALLOWED,
-            _ => StatusCode::SERVICE_UNAVAILABLE,
-        }
     }
 }
 
 impl From<ManagedInputError> for ApiError {
     fn from(error: ManagedInputError) -> Self {
         Self {
-            code: error.code(),
+            code: ErrorCode::of(&error),
             message: error.message().to_owned(),
             details: error.details().cloned(),
             retry_after: None,
@@ -104,7 +148,7 @@ impl From<StoreError> for ApiError {
                 // Internal detail goes to the log, never to the caller.
                 tracing::error!(error = %other, "store failure");
                 Self::new(
-                    "unavailable",
+                    ErrorCode::Unavailable,
                     "Anteroom could not reach its database; nothing was changed. Try again shortly.",
                 )
             }
@@ -114,8 +158,8 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.status();
-        let mut body = json!({ "error": self.code, "message": self.message });
+        let status = self.code.status();
+        let mut body = json!({ "error": self.code.as_str(), "message": self.message });
         if let Some(details) = self.details {
             body["details"] = details;
         }

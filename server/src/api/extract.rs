@@ -43,7 +43,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
             .map_err(|rejection| {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
-                        "payload_too_large",
+                        super::error::ErrorCode::PayloadTooLarge,
                         format!(
                             "The request body is larger than {} KiB.",
                             state.config.body_limit / 1024

@@ -68,7 +68,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         )
         .method_not_allowed_fallback(|method: Method| async move {
             ApiError::new(
-                "method_not_allowed",
+                error::ErrorCode::MethodNotAllowed,
                 format!("{method} is not allowed on this route."),
             )
         })

@@ -3,16 +3,16 @@
 
 use std::{collections::BTreeMap, net::SocketAddr, time::Duration as StdDuration};
 
-use anteroom_app::{
-    domain::{
-        access::Role,
-        answer::{PollAction, outward_answer},
-        expiry::wire_time,
-        ids::{RequestId, RequestKey, RoundId, SessionId},
-        round::{AskedThrough, ElicitationRequest, NewRound, OperationKind, Round, RoundStatus},
-        session::{NewSession, Session},
+use anteroom_app::domain::{
+    access::Role,
+    answer::{PollAction, outward_answer},
+    expiry::wire_time,
+    ids::{RequestId, RequestKey, RoundId, SessionId},
+    round::{
+        AskedThrough, ElicitationRequest, NewRound, OperationKind, Round, RoundStatus,
+        check_server_name,
     },
-    store::StoreError,
+    session::{NewSession, Session},
 };
 use axum::{
     Json,
@@ -20,12 +20,14 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
 };
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{
     error::{ApiError, ApiResult},
     extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
+    views::producer_collection,
 };
 use crate::{AppState, credentials};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -168,17 +170,29 @@ fn created_reply(round: &Round, poll_base: &str) -> Value {
     })
 }
 
+/// The one shape of a `pending` poll reply (the fast path answers with it too).
+fn pending_reply(request_id: &str, deadline: DateTime<Utc>) -> Value {
+    json!({
+        "action": PollAction::Pending,
+        "content": null,
+        "_meta": {
+            "com.pulsemcp/request-id": request_id,
+            "com.pulsemcp/expires-at": wire_time(deadline),
+        },
+    })
+}
+
 /// What every poll of a known id gets: 200 JSON, the same terminal answer every time.
 fn poll_reply(round: &Round) -> Value {
     let answer = outward_answer(round, round.request_id.as_str());
+    if answer.action == PollAction::Pending {
+        return pending_reply(round.request_id.as_str(), round.deadline);
+    }
     let mut meta = json!({
         "com.pulsemcp/request-id": round.request_id,
         "com.pulsemcp/expires-at": wire_time(round.deadline),
     });
-    if let Some(at) = round
-        .responded_at
-        .filter(|_| answer.action != PollAction::Pending)
-    {
+    if let Some(at) = round.responded_at {
         meta["com.pulsemcp/responded-at"] = json!(wire_time(at));
     }
     if let Some(code) = &answer.failure_code {
@@ -224,7 +238,7 @@ async fn create_question(
                 )))
             };
         }
-        Err(StoreError::Refused(refusal)) if refusal.code() == "not_found" => {}
+        Err(error) if error.is_not_found() => {}
         Err(other) => return Err(other.into()),
     }
     let key = RequestKey::parse(question.request_id.as_str())?;
@@ -316,14 +330,7 @@ async fn poll_through_token(
             .polls
             .check(&format!("{}:{request_id}", probe.session_id))?;
         note_poll_of(state, probe.round_id).await;
-        return Ok(Json(json!({
-            "action": PollAction::Pending,
-            "content": null,
-            "_meta": {
-                "com.pulsemcp/request-id": request_id,
-                "com.pulsemcp/expires-at": wire_time(probe.deadline),
-            },
-        })));
+        return Ok(Json(pending_reply(request_id, probe.deadline)));
     }
     let session = session_for_token(state, token).await?;
     state
@@ -366,19 +373,13 @@ async fn round_in_session(
     match state.store.get_round_by_request_id(&request_id).await {
         Ok(round) if &round.session_id == session => Ok(round),
         Ok(_) => Err(unknown()),
-        Err(StoreError::Refused(refusal)) if refusal.code() == "not_found" => Err(unknown()),
+        Err(error) if error.is_not_found() => Err(unknown()),
         Err(other) => Err(other.into()),
     }
 }
 
 fn token_collection(state: &AppState, token: &str, server: Option<&str>) -> String {
-    match server {
-        Some(server) => format!(
-            "{}/api/v1/s/{token}/servers/{server}/elicitations",
-            state.config.public_url
-        ),
-        None => format!("{}/api/v1/s/{token}/elicitations", state.config.public_url),
-    }
+    producer_collection(&state.config.public_url, token, server)
 }
 
 #[utoipa::path(
@@ -421,11 +422,7 @@ async fn create_by_token_for_server(
 ) -> ApiResult<Response> {
     let session = session_for_token(&state, &token).await?;
     state.limiter.creates.check(session.id.as_str())?;
-    if server.is_empty() || server.chars().count() > 128 {
-        return Err(ApiError::validation(
-            "The server name in the URL must be 1 to 128 characters.",
-        ));
-    }
+    check_server_name(&server)?;
     let base = token_collection(&state, &token, Some(&server));
     create_question(
         &state,

@@ -3,6 +3,7 @@
 use anteroom_app::domain::{
     expiry::wire_time,
     ids::SessionId,
+    round::check_server_name,
     session::{NewSession, Session},
 };
 use axum::{Json, extract::State, http::StatusCode};
@@ -62,12 +63,7 @@ pub async fn issue_token(
 }
 
 fn check_server(server: Option<&str>) -> ApiResult<()> {
-    match server {
-        Some(name) if name.is_empty() || name.len() > 128 || name.contains('/') => Err(
-            ApiError::validation("`server` must be 1 to 128 characters without a slash."),
-        ),
-        _ => Ok(()),
-    }
+    server.map_or(Ok(()), |name| Ok(check_server_name(name)?))
 }
 
 #[utoipa::path(
@@ -95,7 +91,7 @@ async fn register(
                 })),
             ));
         }
-        Err(error) if error.refusal().is_some_and(|r| r.code() == "not_found") => {}
+        Err(error) if error.is_not_found() => {}
         Err(error) => return Err(error.into()),
     }
     let session = state

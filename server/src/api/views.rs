@@ -14,6 +14,14 @@ pub fn round_json(round: &Round) -> Value {
     value
 }
 
+/// The one shape of a producer's URL: where its session's questions are posted and polled.
+pub fn producer_collection(public_url: &str, token: &str, server: Option<&str>) -> String {
+    match server {
+        Some(server) => format!("{public_url}/api/v1/s/{token}/servers/{server}/elicitations"),
+        None => format!("{public_url}/api/v1/s/{token}/elicitations"),
+    }
+}
+
 /// The variables an orchestrator writes into an agent's and each stdio MCP server's environment (docs/api.md#the-environment-block).
 /// `ELICITATION_ENABLED` is deliberately absent: whether to ask is each server's decision.
 pub fn environment_block(
@@ -22,13 +30,7 @@ pub fn environment_block(
     token: &str,
     server: Option<&str>,
 ) -> Vec<(&'static str, String)> {
-    let url = match server {
-        Some(server) => format!(
-            "{}/api/v1/s/{token}/servers/{server}/elicitations",
-            config.public_url
-        ),
-        None => format!("{}/api/v1/s/{token}/elicitations", config.public_url),
-    };
+    let url = producer_collection(&config.public_url, token, server);
     vec![
         ("ELICITATION_REQUEST_URL", url.clone()),
         ("ELICITATION_POLL_URL", url),

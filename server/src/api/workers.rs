@@ -155,13 +155,7 @@ async fn redacted(
 }
 
 fn lease_length(seconds: Option<i64>) -> ApiResult<Duration> {
-    let seconds = seconds.unwrap_or(60);
-    if !(1..=86_400).contains(&seconds) {
-        return Err(ApiError::validation(
-            "`lease_seconds` must be between 1 and 86400.",
-        ));
-    }
-    Ok(Duration::seconds(seconds))
+    Ok(anteroom_app::domain::round::lease_length(seconds)?)
 }
 
 #[derive(Debug, Deserialize)]
