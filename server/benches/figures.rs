@@ -26,7 +26,7 @@ use anteroom_app::{
     },
     store::{PostgresStore, SqliteStore, Store, StoreObserver, StoreOptions, testing::TestSchema},
 };
-use anteroom_server::{ApiConfig, AppState, credentials, events::EventHub, web::add_user};
+use anteroom_server::{ApiConfig, AppState, credentials, events::EventHub, pages::add_user};
 use axum::{Json, Router, routing::get};
 use leptos::config::LeptosOptions;
 use serde_json::{Value, json};

@@ -7,13 +7,13 @@ pub mod ask;
 pub mod config;
 pub mod credentials;
 pub mod events;
-pub mod http;
 pub mod jobs;
 pub mod metrics;
+pub mod pages;
 pub mod rate_limit;
 pub mod relay;
+pub mod router;
 pub mod state;
-pub mod web;
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -44,7 +44,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let events = state.events.clone();
     let limits = state.config.connections;
-    let router = http::router(state);
+    let router = router::router(state);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     // HTTP/1.1 only: browsers speak HTTP/2 only over TLS, which a proxy in front terminates, and a cleartext

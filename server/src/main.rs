@@ -166,7 +166,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         store.backend().name(),
         config.public_url
     );
-    anteroom_server::web::announce_first_run(store.as_ref(), &config.public_url)
+    anteroom_server::pages::announce_first_run(store.as_ref(), &config.public_url)
         .await
         .context("cannot prepare the first-run sign-in link")?;
     let state = AppState::new(leptos_options, store, config, events);
@@ -264,7 +264,7 @@ async fn add_user(username: &str, role: &str, database: &DatabaseArgs) -> anyhow
         }
     };
     let store = open_store(database, StoreOptions::default()).await?;
-    let user = anteroom_server::web::add_user(store.as_ref(), username, &password, role).await?;
+    let user = anteroom_server::pages::add_user(store.as_ref(), username, &password, role).await?;
     eprintln!("added {} ({})", user.username, user.role.as_str());
     Ok(())
 }

@@ -7,7 +7,7 @@ use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 
 use crate::{
-    events::EventHub, metrics::Metrics, rate_limit::RateLimiter, web::passwords::HashingPool,
+    events::EventHub, metrics::Metrics, pages::passwords::HashingPool, rate_limit::RateLimiter,
 };
 
 /// Shared, cheaply clonable application state.

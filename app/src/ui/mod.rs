@@ -4,9 +4,9 @@ pub mod answer;
 pub mod browser;
 pub mod components;
 pub mod model;
-pub mod pages;
 #[cfg(feature = "ssr")]
-pub mod server;
+pub mod page_data;
+pub mod pages;
 pub mod server_fns;
 
 use leptos::prelude::*;

@@ -5,7 +5,7 @@ use leptos::{prelude::*, server_fn::codec::Json};
 
 use super::model::{AnswerNotice, AnswerPost, DeliveryRow, QueueView, SessionPage};
 #[cfg(feature = "ssr")]
-use super::{model::Viewer, server::WebServices};
+use super::{model::Viewer, page_data::WebServices};
 
 /// An answer posted without JavaScript, handed by the host to the page rendered after the redirect.
 #[cfg(feature = "ssr")]
@@ -36,7 +36,7 @@ fn unavailable(error: crate::store::StoreError) -> ServerFnError {
 #[server(prefix = "/fn", endpoint = "queue")]
 pub async fn load_queue() -> Result<QueueView, ServerFnError> {
     let (services, _viewer) = signed_in()?;
-    super::server::queue_view(services.store.as_ref())
+    super::page_data::queue_view(services.store.as_ref())
         .await
         .map_err(unavailable)
 }
@@ -49,7 +49,7 @@ pub async fn load_session(
 ) -> Result<Option<SessionPage>, ServerFnError> {
     let (services, viewer) = signed_in()?;
     let notice = from_request::<FlashNotice>().map(|flash| flash.0);
-    super::server::session_page(
+    super::page_data::session_page(
         services.store.as_ref(),
         &id,
         viewer,
@@ -64,7 +64,7 @@ pub async fn load_session(
 #[server(prefix = "/fn", endpoint = "answer", input = Json)]
 pub async fn post_answer(post: AnswerPost) -> Result<AnswerNotice, ServerFnError> {
     let (services, viewer) = signed_in()?;
-    Ok(super::server::submit_answer(&services, &viewer, post).await)
+    Ok(super::page_data::submit_answer(&services, &viewer, post).await)
 }
 
 /// The most recent webhook deliveries (admins only).

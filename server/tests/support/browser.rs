@@ -2,7 +2,7 @@
 //! the session cookie, redirects shown rather than followed.
 
 use anteroom_app::domain::access::Role;
-use anteroom_server::web::add_user;
+use anteroom_server::pages::add_user;
 use reqwest::{StatusCode, header};
 
 use super::TestServer;

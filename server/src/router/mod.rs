@@ -49,16 +49,16 @@ fn page_policy_with_nonce() {
 /// Builds the whole router for one server instance.
 pub fn router(state: AppState) -> Router {
     let leptos_routes = generate_route_list(App);
-    let services = crate::web::services(&state);
+    let services = crate::pages::services(&state);
     let options = state.leptos_options.clone();
-    let sessions = crate::web::session_layer(state.store.clone(), state.config.secure_cookies);
+    let sessions = crate::pages::session_layer(state.store.clone(), state.config.secure_cookies);
 
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(crate::api::router(&state))
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
-        .merge(crate::web::routes())
+        .merge(crate::pages::routes())
         .leptos_routes_with_context(
             &state,
             leptos_routes,
@@ -76,7 +76,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            crate::web::attach_viewer,
+            crate::pages::attach_viewer,
         ))
         .layer(sessions)
         .layer(SetResponseHeaderLayer::if_not_present(

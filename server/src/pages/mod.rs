@@ -15,7 +15,7 @@ use anteroom_app::{
     store::Store,
     ui::{
         model::{AnswerNotice, AnswerPost, Viewer},
-        server::{WebServices, submit_answer},
+        page_data::{WebServices, submit_answer},
         server_fns::FlashNotice,
     },
 };
