@@ -1,0 +1,45 @@
+//! `anteroom session create`: registers a session and prints the environment block its MCP servers need.
+
+use anteroom_app::{
+    domain::{ids::SessionId, session::NewSession},
+    store::StoreOptions,
+};
+use anteroom_server::{
+    ApiConfig,
+    api::views::environment_block,
+    config::{DatabaseArgs, PublicArgs},
+    credentials,
+};
+
+use super::{expiry_policy, open_store};
+
+pub async fn create(
+    id: String,
+    title: Option<String>,
+    agent: Option<String>,
+    server: Option<String>,
+    public: &PublicArgs,
+    database: &DatabaseArgs,
+) -> anyhow::Result<()> {
+    let store = open_store(database, StoreOptions::default()).await?;
+    let id = SessionId::parse(id)?;
+    store
+        .register_session(NewSession {
+            id: id.clone(),
+            title,
+            agent,
+        })
+        .await?;
+    let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
+    store
+        .set_producer_token(&id, Some(&credentials::hash(&token)))
+        .await?;
+    let mut config = ApiConfig::new(&public.public_url());
+    config.default_window_ms = expiry_policy(public.expiration_minutes.as_deref())
+        .default_window()
+        .num_milliseconds();
+    for (key, value) in environment_block(&config, id.as_str(), &token, server.as_deref()) {
+        println!("{key}={value}");
+    }
+    Ok(())
+}

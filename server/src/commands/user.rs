@@ -1,0 +1,28 @@
+//! `anteroom user add`: a person who signs in to the web app, with the password from `ANTEROOM_PASSWORD` or
+//! standard input.
+
+use anteroom_app::{domain::access::Role, store::StoreOptions};
+use anteroom_server::config::DatabaseArgs;
+use anyhow::{Context, bail};
+
+use super::open_store;
+
+pub async fn add(username: &str, role: &str, database: &DatabaseArgs) -> anyhow::Result<()> {
+    let Some(role) = Role::parse(role) else {
+        bail!("--role must be admin, responder or viewer");
+    };
+    let password = match std::env::var("ANTEROOM_PASSWORD") {
+        Ok(password) => password,
+        Err(_) => {
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .context("cannot read the password from standard input")?;
+            line.trim_end_matches(['\r', '\n']).to_owned()
+        }
+    };
+    let store = open_store(database, StoreOptions::default()).await?;
+    let user = anteroom_server::pages::add_user(store.as_ref(), username, &password, role).await?;
+    eprintln!("added {} ({})", user.username, user.role.as_str());
+    Ok(())
+}
