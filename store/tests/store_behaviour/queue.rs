@@ -1,0 +1,142 @@
+//! Sessions from the outside: cancelling, finishing, looking up, and the attention queue.
+
+use anteroom_store::domain::{
+    answer::{PollAction, outward_answer},
+    ids::RequestId,
+    round::{FailureCode, ResponseAction},
+    session::{LostReason, SessionStatus},
+};
+use chrono::Duration;
+use serde_json::json;
+
+use crate::fixtures::*;
+use crate::support::{self, Harness};
+
+async fn cancelling_a_session_fails_its_open_rounds(h: &Harness) {
+    let round = ask(h, "s1").await;
+    let s = h.store.cancel_session(&sid("s1")).await.expect("cancel");
+    assert_eq!(s.status, SessionStatus::Cancelled);
+    let read = h.store.get_round(round.round_id).await.expect("read");
+    assert_eq!(
+        read.failure.as_ref().map(|f| f.code.clone()),
+        Some(FailureCode::Cancelled)
+    );
+    let a = outward_answer(&read, "address");
+    assert_eq!(
+        (a.action, a.failure_code.as_deref()),
+        (PollAction::Cancel, Some("cancelled"))
+    );
+}
+
+async fn finishing_is_refused_while_questions_are_open(h: &Harness) {
+    let round = ask(h, "s1").await;
+    assert_eq!(
+        refusal(h.store.finish_session(&sid("s1")).await).code(),
+        "managed_input_state"
+    );
+    answer(h, &round, accept(json!({"city": "Pune"})), "k1")
+        .await
+        .expect("answer");
+    assert_eq!(
+        h.store
+            .finish_session(&sid("s1"))
+            .await
+            .expect("finish")
+            .status,
+        SessionStatus::Finished
+    );
+}
+
+async fn unknown_ids_are_not_found(h: &Harness) {
+    assert_eq!(
+        refusal(h.store.get_session(&sid("ghost")).await).code(),
+        "not_found"
+    );
+    assert_eq!(
+        refusal(
+            h.store
+                .get_round(anteroom_store::domain::ids::RoundId(uuid::Uuid::nil()))
+                .await
+        )
+        .code(),
+        "not_found"
+    );
+    assert_eq!(
+        refusal(
+            h.store
+                .get_round_by_request_id(&RequestId::parse("nope").expect("id"))
+                .await
+        )
+        .code(),
+        "not_found"
+    );
+    assert_eq!(
+        refusal(h.store.resume_session(&sid("ghost")).await).code(),
+        "not_found"
+    );
+}
+
+async fn attention_queue_puts_open_questions_first_then_lost_then_the_rest(h: &Harness) {
+    register(h, "quiet").await;
+    register(h, "lost").await;
+    let mut short = new_round("lost", vec![("address", form("Quick?", None))]);
+    short.deadline = Some(support::start_time() + Duration::minutes(5));
+    h.store.create_round(short).await.expect("short round");
+    h.clock.advance(Duration::seconds(1));
+    ask(h, "older").await;
+    h.clock.advance(Duration::seconds(1));
+    ask(h, "newer").await;
+    h.clock.advance(Duration::minutes(5));
+
+    let queue = h.store.list_sessions(100).await.expect("queue");
+    let order: Vec<&str> = queue.iter().map(|e| e.session.id.as_str()).collect();
+    assert_eq!(
+        order,
+        vec!["older", "newer", "lost", "quiet"],
+        "oldest wait first, then lost, then the rest"
+    );
+    assert_eq!(queue[0].open_rounds, 1);
+    assert!(queue[0].oldest_open_at < queue[1].oldest_open_at);
+    assert_eq!(queue[2].open_rounds, 0);
+    assert_eq!(
+        queue[2].session.lost_elicitation.as_ref().map(|l| l.reason),
+        Some(LostReason::AskerStopped),
+        "the deadline was the asker's own"
+    );
+    assert_eq!(h.store.list_sessions(2).await.expect("limited").len(), 2);
+}
+
+async fn the_queue_gets_each_waiting_sessions_oldest_question(h: &Harness) {
+    let first = ask(h, "oldest-a").await;
+    h.clock.advance(Duration::seconds(5));
+    ask_again(h, "oldest-a").await;
+    let other = ask(h, "oldest-b").await;
+    h.clock.advance(Duration::seconds(5));
+    let answered = ask_again(h, "oldest-b").await;
+    answer(h, &answered, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    register(h, "oldest-c").await;
+    let oldest = h
+        .store
+        .oldest_open_rounds(&[sid("oldest-a"), sid("oldest-b"), sid("oldest-c")])
+        .await
+        .expect("read");
+    let ids: Vec<_> = oldest.iter().map(|round| round.round_id).collect();
+    assert_eq!(ids, vec![first.round_id, other.round_id]);
+    assert!(
+        h.store
+            .oldest_open_rounds(&[])
+            .await
+            .expect("read")
+            .is_empty()
+    );
+}
+
+crate::on_both_backends!(
+    cancelling_a_session_fails_its_open_rounds,
+    finishing_is_refused_while_questions_are_open,
+    unknown_ids_are_not_found,
+    attention_queue_puts_open_questions_first_then_lost_then_the_rest,
+    the_queue_gets_each_waiting_sessions_oldest_question,
+);
