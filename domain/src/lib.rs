@@ -27,7 +27,6 @@ macro_rules! text_names {
 }
 
 pub mod access;
-pub mod answer;
 pub mod clock;
 pub mod consent_url;
 pub mod error;
@@ -36,6 +35,7 @@ pub mod form;
 pub mod gate;
 pub mod ids;
 pub mod limits;
+pub mod outward;
 pub mod round;
 pub mod session;
 pub mod webhook;

@@ -1,12 +1,12 @@
 //! The web app's document shell, router and route table.
 
-pub mod answer;
 pub mod browser;
 pub mod components;
 pub mod model;
 #[cfg(feature = "ssr")]
 pub mod page_data;
 pub mod pages;
+pub mod posted_answer;
 pub mod server_fns;
 
 use leptos::prelude::*;

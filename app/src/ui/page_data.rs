@@ -5,12 +5,12 @@ use std::{collections::HashMap, sync::Arc};
 use chrono::{DateTime, Utc};
 
 use super::{
-    answer::read_answer,
     model::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, HISTORY_PAGE, HistoryEntry,
         OPEN_ROUNDS_SHOWN, Outcome, QuestionPreview, QueueItem, QueueView, RequestBody,
         RequestView, SessionPage, Viewer, control_name,
     },
+    posted_answer::read_answer,
 };
 use crate::{
     domain::{

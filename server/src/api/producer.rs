@@ -5,9 +5,9 @@ use std::{collections::BTreeMap, net::SocketAddr, time::Duration as StdDuration}
 
 use anteroom_app::domain::{
     access::Role,
-    answer::{PollAction, outward_answer},
     expiry::wire_time,
     ids::{RequestId, RequestKey, RoundId, SessionId},
+    outward::{PollAction, outward_answer},
     round::{
         AskedThrough, ElicitationRequest, NewRound, OperationKind, Round, RoundStatus,
         check_server_name,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use anteroom_store::domain::{
-    answer::{PollAction, outward_answer},
+    outward::{PollAction, outward_answer},
     round::{ElicitationRequest, ElicitationResponse, ResponseAction, RoundStatus, Submission},
 };
 use serde_json::json;

@@ -2,8 +2,8 @@
 
 use anteroom_store::domain::{
     ManagedInputError,
-    answer::{PollAction, outward_answer},
     expiry::ExpiryPolicy,
+    outward::{PollAction, outward_answer},
     round::{AskedThrough, FailureCode, RoundStatus},
     session::{LostReason, SessionStatus},
 };

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use anteroom_store::domain::{
-    answer::{PollAction, outward_answer},
     ids::RoundId,
+    outward::{PollAction, outward_answer},
     round::{AskedThrough, FailureCode, ResponseAction, Round, RoundStatus, Submission},
     session::LostReason,
 };

@@ -1,7 +1,7 @@
 //! The outward answer (docs/protocol.md#the-outward-answer) for every way a round can end.
 
 use anteroom_store::domain::{
-    answer::{PollAction, outward_answer},
+    outward::{PollAction, outward_answer},
     round::{FailureCode, ResponseAction},
 };
 use chrono::Duration;

@@ -1,8 +1,8 @@
 //! Sessions from the outside: cancelling, finishing, looking up, and the attention queue.
 
 use anteroom_store::domain::{
-    answer::{PollAction, outward_answer},
     ids::RequestId,
+    outward::{PollAction, outward_answer},
     round::{FailureCode, ResponseAction},
     session::{LostReason, SessionStatus},
 };

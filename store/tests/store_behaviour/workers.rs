@@ -1,8 +1,8 @@
 //! Workers and leases (docs/lifecycle.md#worker-leases): who may write to a round, and when.
 
 use anteroom_store::domain::{
-    answer::{PollAction, outward_answer},
     ids::LeaseToken,
+    outward::{PollAction, outward_answer},
     round::{FailureCode, RoundStatus},
     session::SessionStatus,
 };

@@ -8,12 +8,12 @@ use super::{countdown::Countdown, fields::FieldControl};
 use crate::{
     domain::{form::FieldErrors, round::ResponseAction},
     ui::{
-        answer::{control_problems, read_answer},
         browser::{BrowserPatterns, Live, focus_first_invalid, form_pairs},
         model::{
             ActiveRound, AnswerNotice, AnswerPost, AskerSeenView, RequestBody, RequestView,
             control_name,
         },
+        posted_answer::{control_problems, read_answer},
         server_fns::post_answer,
     },
 };
