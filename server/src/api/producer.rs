@@ -276,6 +276,8 @@ async fn answer_poll(
     round: Round,
     options: &PollOptions,
 ) -> ApiResult<Json<Value>> {
+    // Noted when the poll arrives, so a long-poll's bookkeeping is done before it waits, never after the answer.
+    note_poll(state, &round).await;
     let mut round = round;
     let wait = StdDuration::from_secs(options.wait.unwrap_or(0).min(30));
     if outward_answer(&round, round.request_id.as_str()).action == PollAction::Pending
@@ -295,7 +297,6 @@ async fn answer_poll(
             }
         }
     }
-    note_poll(state, &round).await;
     let answer = outward_answer(&round, round.request_id.as_str());
     if matches!(
         answer.action,
