@@ -4,7 +4,10 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::state::ConnectionLimits;
+use crate::{
+    jobs::default_schedule,
+    state::{ConnectionLimits, DEFAULT_BODY_LIMIT_KIB, DEFAULT_RETENTION_DAYS},
+};
 
 /// Anteroom: where headless AI agents wait for a human.
 #[derive(Debug, Parser)]
@@ -192,7 +195,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "ANTEROOM_EXPIRE_SCHEDULE",
-        default_value = "*/15 * * * * *"
+        default_value = default_schedule::EXPIRE
     )]
     pub expire_schedule: String,
 
@@ -200,32 +203,32 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "ANTEROOM_STRANDED_SCHEDULE",
-        default_value = "0 */5 * * * *"
+        default_value = default_schedule::SWEEP_STRANDED
     )]
     pub stranded_schedule: String,
 
     /// Schedule of lease recovery.
-    #[arg(long, env = "ANTEROOM_RECOVER_SCHEDULE", default_value = "0 * * * * *")]
+    #[arg(long, env = "ANTEROOM_RECOVER_SCHEDULE", default_value = default_schedule::RECOVER_LEASES)]
     pub recover_schedule: String,
 
     /// Schedule of the gate probe.
-    #[arg(long, env = "ANTEROOM_PROBE_SCHEDULE", default_value = "0 */5 * * * *")]
+    #[arg(long, env = "ANTEROOM_PROBE_SCHEDULE", default_value = default_schedule::PROBE_GATE)]
     pub probe_schedule: String,
 
     /// Schedule of webhook delivery.
     #[arg(
         long,
         env = "ANTEROOM_WEBHOOK_SCHEDULE",
-        default_value = "*/10 * * * * *"
+        default_value = default_schedule::DELIVER_WEBHOOKS
     )]
     pub webhook_schedule: String,
 
     /// Schedule of the purge of old finished rounds.
-    #[arg(long, env = "ANTEROOM_PURGE_SCHEDULE", default_value = "0 0 3 * * *")]
+    #[arg(long, env = "ANTEROOM_PURGE_SCHEDULE", default_value = default_schedule::PURGE)]
     pub purge_schedule: String,
 
     /// Days resolved and failed rounds are kept.
-    #[arg(long, env = "ANTEROOM_RETENTION_DAYS", default_value_t = 30)]
+    #[arg(long, env = "ANTEROOM_RETENTION_DAYS", default_value_t = DEFAULT_RETENTION_DAYS)]
     pub retention_days: u32,
 
     /// Webhook receivers, comma-separated: `https://…` gets generic JSON, `slack:https://…` a Slack `{"text"}`.
@@ -237,7 +240,7 @@ pub struct ServeArgs {
     pub webhook_secret: Option<String>,
 
     /// Largest request body, in KiB.
-    #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = 256)]
+    #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = DEFAULT_BODY_LIMIT_KIB)]
     pub body_limit_kib: usize,
 
     /// Connections open at once (more wait in the listen queue); kept below the process's file-descriptor

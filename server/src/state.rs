@@ -89,15 +89,20 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// Largest request body by default, in KiB (the one home of this default).
+pub const DEFAULT_BODY_LIMIT_KIB: usize = 256;
+/// How long finished rounds are kept by default, in days.
+pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+
 impl ApiConfig {
     pub fn new(public_url: &str) -> Self {
         Self {
             public_url: public_url.trim_end_matches('/').to_owned(),
             allow_unauthenticated_producers: false,
             default_window_ms: 60 * 60 * 1000,
-            body_limit: 256 * 1024,
+            body_limit: DEFAULT_BODY_LIMIT_KIB * 1024,
             webhook_secret: None,
-            retention: chrono::Duration::days(30),
+            retention: chrono::Duration::days(i64::from(DEFAULT_RETENTION_DAYS)),
             secure_cookies: true,
             connections: ConnectionLimits::default(),
             metrics_token: None,

@@ -15,6 +15,16 @@ use tokio_cron_scheduler::{Job, JobScheduler, JobSchedulerError};
 
 use crate::AppState;
 
+/// The default schedules: the one home of each, read by [`Schedules::default`] and by the command line.
+pub mod default_schedule {
+    pub const EXPIRE: &str = "*/15 * * * * *";
+    pub const SWEEP_STRANDED: &str = "0 */5 * * * *";
+    pub const RECOVER_LEASES: &str = "0 * * * * *";
+    pub const PROBE_GATE: &str = "0 */5 * * * *";
+    pub const DELIVER_WEBHOOKS: &str = "*/10 * * * * *";
+    pub const PURGE: &str = "0 0 3 * * *";
+}
+
 /// Cron schedules (six fields, seconds first) of the jobs.
 #[derive(Debug, Clone)]
 pub struct Schedules {
@@ -29,12 +39,12 @@ pub struct Schedules {
 impl Default for Schedules {
     fn default() -> Self {
         Self {
-            expire: "*/15 * * * * *".to_owned(),
-            sweep_stranded: "0 */5 * * * *".to_owned(),
-            recover_leases: "0 * * * * *".to_owned(),
-            probe_gate: "0 */5 * * * *".to_owned(),
-            deliver_webhooks: "*/10 * * * * *".to_owned(),
-            purge: "0 0 3 * * *".to_owned(),
+            expire: default_schedule::EXPIRE.to_owned(),
+            sweep_stranded: default_schedule::SWEEP_STRANDED.to_owned(),
+            recover_leases: default_schedule::RECOVER_LEASES.to_owned(),
+            probe_gate: default_schedule::PROBE_GATE.to_owned(),
+            deliver_webhooks: default_schedule::DELIVER_WEBHOOKS.to_owned(),
+            purge: default_schedule::PURGE.to_owned(),
         }
     }
 }
