@@ -13,6 +13,8 @@ pub const PASSWORD: &str = "a long enough password";
 pub fn browser() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        // A page that never finishes fails its test instead of hanging the run.
+        .timeout(std::time::Duration::from_secs(60))
         .build()
         .expect("client")
 }

@@ -243,7 +243,11 @@ impl TestServer {
             admin_key,
             responder_key,
             viewer_key,
-            http: reqwest::Client::new(),
+            // A request that hangs fails the test instead of the whole run.
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(60))
+                .build()
+                .expect("client"),
             stop,
             task,
             data,

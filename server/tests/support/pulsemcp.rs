@@ -31,7 +31,10 @@ impl PulsemcpClient {
             request_url: request_url.to_owned(),
             poll_url: poll_url.to_owned(),
             session_id: session_id.map(str::to_owned),
-            http: reqwest::Client::new(),
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(60))
+                .build()
+                .expect("client"),
         }
     }
 

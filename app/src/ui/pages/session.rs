@@ -100,6 +100,8 @@ fn session_view(
     };
     let active = move || current.with(|page| page.active.clone());
     // Askers' polls announce no event: while any banner shows them, the page fetches its data now and then.
+    // Browser only: the server renders the page once and has nothing to refresh.
+    #[cfg(feature = "hydrate")]
     if let Some(live) = use_context::<crate::ui::browser::Live>() {
         Effect::new(move |_| {
             let shows =
