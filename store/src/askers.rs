@@ -3,6 +3,8 @@
 //!
 //! Another instance sees the persisted value, so there it may lag by up to [`PERSIST_EVERY`].
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use chrono::{DateTime, Duration, Utc};
 use dashmap::DashMap;
 
@@ -16,9 +18,11 @@ pub const PERSIST_EVERY: Duration = Duration::seconds(10);
 /// Polls closer together than this are one check (a retry, or two tabs of the same client).
 const SAME_CHECK: Duration = Duration::milliseconds(250);
 /// Rounds remembered at once; beyond it, entries not seen for [`FORGET_AFTER`] are dropped first, and a poll
-/// that still finds no room is only persisted.
+/// that still finds no room is neither kept nor persisted.
 const CAPACITY: usize = 100_000;
 const FORGET_AFTER: Duration = Duration::minutes(10);
+/// How often a full log may be swept for forgotten rounds.
+const SWEEP_EVERY: Duration = Duration::seconds(10);
 
 #[derive(Debug, Clone, Copy)]
 struct Seen {
@@ -31,15 +35,35 @@ struct Seen {
 #[derive(Default)]
 pub struct AskerLog {
     seen: DashMap<RoundId, Seen>,
+    /// When a full log was last swept (epoch milliseconds).
+    swept_at_ms: AtomicI64,
 }
 
 impl AskerLog {
     /// Notes a poll of `round` at `now`; returns what to persist when the last write is old enough.
     pub fn record(&self, round: RoundId, now: DateTime<Utc>) -> Option<AskerSeen> {
         if self.seen.len() >= CAPACITY && !self.seen.contains_key(&round) {
-            self.seen.retain(|_, seen| now - seen.last < FORGET_AFTER);
+            // A full log is swept at most once per `SWEEP_EVERY`: a flood of new rounds' polls must not make
+            // every poll scan the whole map.
+            let last = self.swept_at_ms.load(Ordering::Relaxed);
+            if now.timestamp_millis() - last >= SWEEP_EVERY.num_milliseconds()
+                && self
+                    .swept_at_ms
+                    .compare_exchange(
+                        last,
+                        now.timestamp_millis(),
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            {
+                self.seen.retain(|_, seen| now - seen.last < FORGET_AFTER);
+            }
         }
-        let remembered = self.seen.len() < CAPACITY || self.seen.contains_key(&round);
+        if self.seen.len() >= CAPACITY && !self.seen.contains_key(&round) {
+            // No room: this round's presence is not kept, and not written on every poll either.
+            return None;
+        }
         let previous = self.seen.get(&round).map(|seen| *seen);
         let mut next = match previous {
             Some(seen) if now - seen.last < SAME_CHECK => return None,
@@ -61,9 +85,7 @@ impl AskerLog {
         if due {
             next.persisted = Some(now);
         }
-        if remembered {
-            self.seen.insert(round, next);
-        }
+        self.seen.insert(round, next);
         due.then_some(AskerSeen {
             last_poll_at: next.last,
             interval_ms: next.interval_ms,
@@ -123,6 +145,30 @@ mod tests {
             (3_000..=5_000).contains(&later.interval_ms.expect("interval")),
             "{later:?}"
         );
+    }
+
+    #[test]
+    fn a_full_log_keeps_and_writes_nothing_more_until_old_rounds_are_forgotten() {
+        let log = AskerLog::default();
+        for n in 0..CAPACITY {
+            log.seen.insert(
+                RoundId(uuid::Uuid::from_u128(n as u128)),
+                Seen {
+                    last: at(0),
+                    interval_ms: None,
+                    persisted: Some(at(0)),
+                },
+            );
+        }
+        let newcomer = crate::new_round_id();
+        assert_eq!(log.record(newcomer, at(1)), None, "no room, no write");
+        assert_eq!(log.seen.len(), CAPACITY);
+        let later = at(0) + FORGET_AFTER + Duration::seconds(1);
+        assert!(
+            log.record(newcomer, later).is_some(),
+            "old rounds forgotten"
+        );
+        assert_eq!(log.seen.len(), 1);
     }
 
     #[test]
