@@ -133,15 +133,14 @@ pub fn router(state: AppState) -> Router {
 pub fn redacted_path(path: &str) -> String {
     path.split('/')
         .map(|segment| {
-            let decoded = segment.to_ascii_lowercase();
+            // Compared as a client could have sent it: any case, `_` possibly percent-encoded.
+            let normalised = segment.to_ascii_lowercase().replace("%5f", "_");
             [
                 credentials::SESSION_TOKEN_PREFIX,
                 credentials::API_KEY_PREFIX,
             ]
             .into_iter()
-            .find(|prefix| {
-                decoded.starts_with(prefix) || decoded.contains(&prefix.replace('_', "%5f"))
-            })
+            .find(|prefix| normalised.starts_with(prefix))
             .map_or_else(|| segment.to_owned(), |prefix| format!("{prefix}…"))
         })
         .collect::<Vec<_>>()
