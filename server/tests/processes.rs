@@ -16,7 +16,7 @@ use anteroom_app::{
         webhook::WebhookEndpoint,
     },
     store::{
-        PostgresStore, Store, StoreOptions,
+        PostgresStore, RoundStore, SessionStore, Store, StoreOptions,
         testing::{TestSchema, postgres_url},
     },
 };

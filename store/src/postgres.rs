@@ -2,20 +2,68 @@
 
 use std::{sync::Arc, time::Duration as StdDuration};
 
-use sqlx::{PgPool, Postgres, postgres::PgPoolOptions};
+use sqlx::{
+    PgConnection, PgPool, Postgres, Transaction, migrate::MigrateError, postgres::PgPoolOptions,
+};
 
-use super::{StoreContext, StoreOptions, engine::sql_store};
+use crate::{
+    Backend, StoreContext, StoreOptions, StoreResult,
+    dialect::{Dialect, Record, Statement, arguments},
+    engine::SqlStore,
+};
 
-/// The PostgreSQL implementation of [`Store`].
-#[derive(Clone)]
-pub struct PostgresStore {
-    pool: PgPool,
-    ctx: Arc<StoreContext>,
+/// PostgreSQL's way of running the store.
+pub struct PostgresDialect;
+
+/// The store on PostgreSQL.
+pub type PostgresStore = SqlStore<PostgresDialect>;
+
+impl Dialect for PostgresDialect {
+    type Db = Postgres;
+
+    const BACKEND: Backend = Backend::Postgres;
+
+    /// Rows read for writing are locked, so concurrent writers queue per round.
+    const ROW_LOCK: &'static str = " FOR UPDATE";
+
+    async fn begin_write(pool: &PgPool) -> sqlx::Result<Transaction<'static, Postgres>> {
+        pool.begin().await
+    }
+
+    async fn execute(connection: &mut PgConnection, statement: Statement) -> sqlx::Result<u64> {
+        let (sql, params) = statement.into_parts();
+        let done = sqlx::query_with::<Postgres, _>(&sql, arguments::<Postgres>(params)?)
+            .execute(connection)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn fetch_all<R: Record>(
+        connection: &mut PgConnection,
+        statement: Statement,
+    ) -> sqlx::Result<Vec<R>> {
+        let (sql, params) = statement.into_parts();
+        sqlx::query_as_with::<Postgres, R, _>(&sql, arguments::<Postgres>(params)?)
+            .fetch_all(connection)
+            .await
+    }
+
+    async fn fetch_optional<R: Record>(
+        connection: &mut PgConnection,
+        statement: Statement,
+    ) -> sqlx::Result<Option<R>> {
+        let (sql, params) = statement.into_parts();
+        sqlx::query_as_with::<Postgres, R, _>(&sql, arguments::<Postgres>(params)?)
+            .fetch_optional(connection)
+            .await
+    }
+
+    async fn migrate(pool: &PgPool) -> Result<(), MigrateError> {
+        sqlx::migrate!("../migrations/postgres").run(pool).await
+    }
 }
 
 impl PostgresStore {
-    const BACKEND: crate::Backend = crate::Backend::Postgres;
-
     pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(16)
@@ -27,27 +75,6 @@ impl PostgresStore {
 
     /// Wraps an existing pool (tests use this to point a store at a schema of their own).
     pub fn from_pool(pool: PgPool, options: StoreOptions) -> Self {
-        Self {
-            pool,
-            ctx: Arc::new(StoreContext::new(options)),
-        }
-    }
-
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
-    async fn run_migrations(&self) -> StoreResult<()> {
-        sqlx::migrate!("../migrations/postgres")
-            .run(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Rows read for writing are locked with `FOR UPDATE`, so concurrent writers queue per round.
-    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
-        Ok(self.pool.begin().await?)
+        Self::with_pool(pool, Arc::new(StoreContext::new(options)))
     }
 }
-
-sql_store!(PostgresStore, Postgres, lock = " FOR UPDATE");

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::StoreError;
+use crate::dialect::Param;
 use crate::domain::{
     ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
     round::{
@@ -35,20 +36,76 @@ fn corrupt(what: &str, error: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("{what}: {error}"))
 }
 
-#[derive(Debug, sqlx::FromRow)]
-pub struct SessionRow {
-    pub id: String,
-    pub title: String,
-    pub agent: Option<String>,
-    pub status: String,
-    pub blocked_on_elicitation: bool,
-    pub lost_reason: Option<String>,
-    pub lost_at_ms: Option<i64>,
-    pub lost_request_id: Option<String>,
-    pub lost_summary: Option<String>,
-    pub lost_detail: Option<String>,
-    pub created_at_ms: i64,
-    pub updated_at_ms: i64,
+/// When a column is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// By the INSERT only: the record's identity and what never changes.
+    Once,
+    /// By the INSERT and by every UPDATE of the whole record.
+    Always,
+    /// By neither: a statement of its own keeps it.
+    Never,
+}
+
+/// Declares a table's row type and its column list from one list, so the row mapping (`FromRow`, by name),
+/// the INSERT and the UPDATE (built from the list in [`crate::sql`]) cannot drift apart.
+macro_rules! columns {
+    ($(#[$doc:meta])* $row:ident, $list:ident { $($column:ident : $ty:ty = $written:ident),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, sqlx::FromRow)]
+        pub struct $row {
+            $(pub $column: $ty,)*
+        }
+
+        /// Every column of the row, in one order, with when it is written.
+        pub const $list: &[(&str, Written)] = &[$((stringify!($column), Written::$written),)*];
+
+        impl $row {
+            /// The row's values in the order of its column list.
+            pub fn params(self) -> Vec<Param> {
+                vec![$(Param::from(self.$column),)*]
+            }
+
+            /// The values of the columns an INSERT (`insert`) or an UPDATE writes, in list order.
+            pub fn params_written(self, insert: bool) -> Vec<Param> {
+                self.params()
+                    .into_iter()
+                    .zip($list)
+                    .filter(|(_, (_, written))| written.by(insert))
+                    .map(|(param, _)| param)
+                    .collect()
+            }
+        }
+    };
+}
+
+impl Written {
+    /// Whether an INSERT (`insert`) or an UPDATE writes the column.
+    pub fn by(self, insert: bool) -> bool {
+        match self {
+            Self::Once => insert,
+            Self::Always => true,
+            Self::Never => false,
+        }
+    }
+}
+
+columns! {
+    /// A row of `sessions`.
+    SessionRow, SESSION_COLUMNS {
+        id: String = Once,
+        title: String = Always,
+        agent: Option<String> = Always,
+        status: String = Always,
+        blocked_on_elicitation: bool = Always,
+        lost_reason: Option<String> = Always,
+        lost_at_ms: Option<i64> = Always,
+        lost_request_id: Option<String> = Always,
+        lost_summary: Option<String> = Always,
+        lost_detail: Option<String> = Always,
+        created_at_ms: i64 = Once,
+        updated_at_ms: i64 = Always,
+    }
 }
 
 impl SessionRow {
@@ -84,43 +141,46 @@ impl SessionRow {
     }
 }
 
-#[derive(Debug, sqlx::FromRow)]
-pub struct RoundRow {
-    pub round_id: String,
-    pub session_id: String,
-    pub request_id: String,
-    pub logical_operation_id: String,
-    pub server: Option<String>,
-    pub operation_kind: String,
-    pub operation_name: String,
-    pub requests: String,
-    pub request_state: Option<String>,
-    pub round_index: i64,
-    pub round_limit: i64,
-    pub status: String,
-    pub created_at_ms: i64,
-    pub deadline_ms: i64,
-    pub updated_at_ms: i64,
-    pub lease_owner: Option<String>,
-    pub lease_token: Option<String>,
-    pub lease_expires_at_ms: Option<i64>,
-    pub responses: Option<String>,
-    pub idempotency_key: Option<String>,
-    pub responded_at_ms: Option<i64>,
-    pub responded_by: Option<String>,
-    pub delivery_attempts: i64,
-    pub delivered_at_ms: Option<i64>,
-    pub resolved_at_ms: Option<i64>,
-    pub failure_code: Option<String>,
-    pub failure_message: Option<String>,
-    pub failed_at_ms: Option<i64>,
-    pub summary: String,
-    pub version: i64,
-    pub fingerprint: Option<String>,
-    pub asker_deadline_ms: Option<i64>,
-    pub asked_through: String,
-    pub asker_polled_at_ms: Option<i64>,
-    pub asker_poll_interval_ms: Option<i64>,
+columns! {
+    /// A row of `rounds`. A round's identity and question are written once; its progress on every change;
+    /// the asker's polls only by [`crate::sql::RECORD_ASKER_POLL`], which moves neither version nor `updated_at`.
+    RoundRow, ROUND_COLUMNS {
+        round_id: String = Once,
+        session_id: String = Once,
+        request_id: String = Once,
+        logical_operation_id: String = Once,
+        server: Option<String> = Once,
+        operation_kind: String = Once,
+        operation_name: String = Once,
+        requests: String = Once,
+        request_state: Option<String> = Once,
+        round_index: i64 = Once,
+        round_limit: i64 = Once,
+        status: String = Always,
+        created_at_ms: i64 = Once,
+        deadline_ms: i64 = Once,
+        updated_at_ms: i64 = Always,
+        lease_owner: Option<String> = Always,
+        lease_token: Option<String> = Always,
+        lease_expires_at_ms: Option<i64> = Always,
+        responses: Option<String> = Always,
+        idempotency_key: Option<String> = Always,
+        responded_at_ms: Option<i64> = Always,
+        responded_by: Option<String> = Always,
+        delivery_attempts: i64 = Always,
+        delivered_at_ms: Option<i64> = Always,
+        resolved_at_ms: Option<i64> = Always,
+        failure_code: Option<String> = Always,
+        failure_message: Option<String> = Always,
+        failed_at_ms: Option<i64> = Always,
+        summary: String = Once,
+        version: i64 = Always,
+        fingerprint: Option<String> = Once,
+        asker_deadline_ms: Option<i64> = Once,
+        asked_through: String = Once,
+        asker_polled_at_ms: Option<i64> = Never,
+        asker_poll_interval_ms: Option<i64> = Never,
+    }
 }
 
 impl RoundRow {
@@ -198,48 +258,30 @@ impl RoundRow {
     }
 }
 
-/// A round's columns as they are written.
-pub struct RoundColumns {
-    pub round_id: String,
-    pub session_id: String,
-    pub request_id: String,
-    pub requests: String,
-    pub status: &'static str,
-    pub created_at_ms: i64,
-    pub deadline_ms: i64,
-    pub asker_deadline_ms: Option<i64>,
-    pub updated_at_ms: i64,
-    pub lease_owner: Option<String>,
-    pub lease_token: Option<String>,
-    pub lease_expires_at_ms: Option<i64>,
-    pub responses: Option<String>,
-    pub idempotency_key: Option<String>,
-    pub responded_at_ms: Option<i64>,
-    pub delivered_at_ms: Option<i64>,
-    pub resolved_at_ms: Option<i64>,
-    pub failure_code: Option<String>,
-    pub failure_message: Option<String>,
-    pub failed_at_ms: Option<i64>,
-}
-
-impl RoundColumns {
+impl RoundRow {
+    /// The row that stores `round`.
     pub fn of(round: &Round) -> Result<Self, StoreError> {
+        let lease = round.lease.as_ref();
+        let failure = round.failure.as_ref();
         Ok(Self {
             round_id: round.round_id.to_string(),
             session_id: round.session_id.to_string(),
             request_id: round.request_id.to_string(),
+            logical_operation_id: round.logical_operation_id.clone(),
+            server: round.server.clone(),
+            operation_kind: round.operation_kind.as_str().to_owned(),
+            operation_name: round.operation_name.clone(),
             requests: serde_json::to_string(&round.requests).map_err(|e| corrupt("requests", e))?,
-            status: round.status.as_str(),
+            request_state: round.request_state.clone(),
+            round_index: i64::from(round.round_index),
+            round_limit: i64::from(round.round_limit),
+            status: round.status.as_str().to_owned(),
             created_at_ms: to_ms(round.created_at),
             deadline_ms: to_ms(round.deadline),
-            asker_deadline_ms: round.asker_deadline.map(to_ms),
             updated_at_ms: to_ms(round.updated_at),
-            lease_owner: round.lease.as_ref().map(|l| l.owner_id.to_string()),
-            lease_token: round
-                .lease
-                .as_ref()
-                .map(|l| l.lease_token.expose().to_owned()),
-            lease_expires_at_ms: round.lease.as_ref().map(|l| to_ms(l.expires_at)),
+            lease_owner: lease.map(|l| l.owner_id.to_string()),
+            lease_token: lease.map(|l| l.lease_token.expose().to_owned()),
+            lease_expires_at_ms: lease.map(|l| to_ms(l.expires_at)),
             responses: round
                 .responses
                 .as_ref()
@@ -248,41 +290,38 @@ impl RoundColumns {
                 .map_err(|e| corrupt("responses", e))?,
             idempotency_key: round.idempotency_key.as_ref().map(ToString::to_string),
             responded_at_ms: round.responded_at.map(to_ms),
+            responded_by: round.responded_by.clone(),
+            delivery_attempts: i64::from(round.delivery_attempts),
             delivered_at_ms: round.delivered_at.map(to_ms),
             resolved_at_ms: round.resolved_at.map(to_ms),
-            failure_code: round.failure.as_ref().map(|f| f.code.as_str().to_owned()),
-            failure_message: round.failure.as_ref().map(|f| f.message.clone()),
-            failed_at_ms: round.failure.as_ref().map(|f| to_ms(f.at)),
+            failure_code: failure.map(|f| f.code.as_str().to_owned()),
+            failure_message: failure.map(|f| f.message.clone()),
+            failed_at_ms: failure.map(|f| to_ms(f.at)),
+            summary: round.summary.clone(),
+            version: round.version,
+            fingerprint: round.fingerprint.clone(),
+            asker_deadline_ms: round.asker_deadline.map(to_ms),
+            asked_through: round.asked_through.as_str().to_owned(),
+            asker_polled_at_ms: round
+                .asker_seen
+                .as_ref()
+                .map(|seen| to_ms(seen.last_poll_at)),
+            asker_poll_interval_ms: round.asker_seen.as_ref().and_then(|seen| seen.interval_ms),
         })
     }
 }
 
-/// A session's columns as they are written.
-pub struct SessionColumns {
-    pub id: String,
-    pub title: String,
-    pub agent: Option<String>,
-    pub status: &'static str,
-    pub blocked_on_elicitation: bool,
-    pub lost_reason: Option<&'static str>,
-    pub lost_at_ms: Option<i64>,
-    pub lost_request_id: Option<String>,
-    pub lost_summary: Option<String>,
-    pub lost_detail: Option<String>,
-    pub created_at_ms: i64,
-    pub updated_at_ms: i64,
-}
-
-impl SessionColumns {
+impl SessionRow {
+    /// The row that stores `session`.
     pub fn of(session: &Session) -> Self {
         let lost = session.lost_elicitation.as_ref();
         Self {
             id: session.id.to_string(),
             title: session.title.clone(),
             agent: session.agent.clone(),
-            status: session.status.as_str(),
+            status: session.status.as_str().to_owned(),
             blocked_on_elicitation: session.blocked_on_elicitation,
-            lost_reason: lost.map(|l| l.reason.as_str()),
+            lost_reason: lost.map(|l| l.reason.as_str().to_owned()),
             lost_at_ms: lost.map(|l| to_ms(l.at)),
             lost_request_id: lost.map(|l| l.request_id.to_string()),
             lost_summary: lost.map(|l| l.summary.clone()),

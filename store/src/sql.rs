@@ -1,5 +1,31 @@
 //! The store's SQL, written once: both SQLite and PostgreSQL accept `$N` parameters, `RETURNING` and
-//! `ON CONFLICT`, and every column is text, a 64-bit integer or a boolean.
+//! `ON CONFLICT`, and every column is text, a 64-bit integer or a boolean. Statements over a round's or a
+//! session's whole record are built from the one column list in [`crate::records`].
+
+use std::sync::LazyLock;
+
+use crate::{
+    dialect::{placeholders, value_rows},
+    records::{ROUND_COLUMNS, SESSION_COLUMNS, Written},
+};
+
+/// The columns of `list` an INSERT (`insert`) or an UPDATE writes, in list order.
+fn written_by(list: &[(&'static str, Written)], insert: bool) -> Vec<&'static str> {
+    list.iter()
+        .filter(|(_, written)| written.by(insert))
+        .map(|(column, _)| *column)
+        .collect()
+}
+
+/// `INSERT INTO table (…) VALUES ($1, …)` over the columns an insert writes.
+fn insert(table: &str, list: &[(&'static str, Written)]) -> String {
+    let columns = written_by(list, true);
+    format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        columns.join(", "),
+        placeholders(1, columns.len())
+    )
+}
 
 pub const SELECT_ROUND: &str = "SELECT * FROM rounds WHERE round_id = $1";
 
@@ -23,29 +49,70 @@ pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id =
 pub const SELECT_POLL_PROBE: &str = "SELECT s.id, r.round_id, r.status, r.deadline_ms FROM sessions s \
      JOIN rounds r ON r.session_id = s.id WHERE s.producer_token_hash = $1 AND r.request_id = $2";
 
-/// Each listed session's oldest pending round; the session ids follow as a bound list, then `)`.
-pub const SELECT_OLDEST_OPEN_HEAD: &str = "SELECT r.* FROM rounds r WHERE r.status = 'pending' \
-     AND r.created_at_ms = (SELECT MIN(o.created_at_ms) FROM rounds o \
-     WHERE o.session_id = r.session_id AND o.status = 'pending') AND r.session_id IN (";
+/// Each of `sessions` listed sessions' oldest pending round.
+pub fn select_oldest_open(sessions: usize) -> String {
+    format!(
+        "SELECT r.* FROM rounds r WHERE r.status = 'pending' \
+         AND r.created_at_ms = (SELECT MIN(o.created_at_ms) FROM rounds o \
+         WHERE o.session_id = r.session_id AND o.status = 'pending') AND r.session_id IN ({}) \
+         ORDER BY r.created_at_ms, r.round_id",
+        placeholders(1, sessions)
+    )
+}
+
+/// `sessions` listed sessions, each row read for writing (`lock` is the dialect's row lock).
+pub fn select_sessions(sessions: usize, lock: &str) -> String {
+    format!(
+        "SELECT * FROM sessions WHERE id IN ({}){lock}",
+        placeholders(1, sessions)
+    )
+}
+
+/// How many questions of each of `sessions` listed sessions wait for a person ($1 is now).
+pub fn count_open_by_session(sessions: usize) -> String {
+    format!(
+        "SELECT session_id, COUNT(*) FROM rounds WHERE status = 'pending' AND deadline_ms > $1 \
+         AND session_id IN ({}) GROUP BY session_id",
+        placeholders(2, sessions)
+    )
+}
+
+/// The latest round of each of `sessions` listed sessions: its session, request id and summary.
+pub fn select_latest_rounds(sessions: usize) -> String {
+    format!(
+        "SELECT r.session_id, r.request_id, r.summary FROM rounds r WHERE r.session_id IN ({}) \
+         AND r.created_at_ms = (SELECT MAX(r2.created_at_ms) FROM rounds r2 WHERE r2.session_id = r.session_id)",
+        placeholders(1, sessions)
+    )
+}
 
 pub const SELECT_UNFINISHED_ROUNDS: &str =
     "SELECT * FROM rounds WHERE session_id = $1 AND status NOT IN ('resolved', 'failed')";
 
-pub const INSERT_ROUND: &str = "INSERT INTO rounds (round_id, session_id, request_id, \
-     logical_operation_id, server, operation_kind, operation_name, requests, request_state, round_index, \
-     round_limit, status, created_at_ms, deadline_ms, updated_at_ms, lease_owner, lease_token, \
-     lease_expires_at_ms, responses, idempotency_key, responded_at_ms, responded_by, delivery_attempts, \
-     delivered_at_ms, resolved_at_ms, failure_code, failure_message, failed_at_ms, summary, version, \
-     fingerprint, asker_deadline_ms, asked_through) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-     $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)";
+/// A new round: every column written [`Written::Once`] or [`Written::Always`].
+pub static INSERT_ROUND: LazyLock<String> = LazyLock::new(|| insert("rounds", ROUND_COLUMNS));
 
 /// Compare-and-set: the write lands only if status, lease owner, lease token and version are unchanged.
-pub const UPDATE_ROUND: &str = "UPDATE rounds SET status = $1, updated_at_ms = $2, lease_owner = $3, \
-     lease_token = $4, lease_expires_at_ms = $5, responses = $6, idempotency_key = $7, \
-     responded_at_ms = $8, responded_by = $9, delivery_attempts = $10, delivered_at_ms = $11, \
-     resolved_at_ms = $12, failure_code = $13, failure_message = $14, failed_at_ms = $15, version = $16 \
-     WHERE round_id = $17 AND version = $18 AND status = $19 \
-     AND COALESCE(lease_owner, '') = $20 AND COALESCE(lease_token, '') = $21";
+/// Binds the [`Written::Always`] columns, then the round id and the old version, status, owner and token.
+pub static UPDATE_ROUND: LazyLock<String> = LazyLock::new(|| {
+    let written = written_by(ROUND_COLUMNS, false);
+    let set: Vec<String> = written
+        .iter()
+        .enumerate()
+        .map(|(i, column)| format!("{column} = ${}", i + 1))
+        .collect();
+    let next = written.len() + 1;
+    format!(
+        "UPDATE rounds SET {} WHERE round_id = ${} AND version = ${} AND status = ${} \
+         AND COALESCE(lease_owner, '') = ${} AND COALESCE(lease_token, '') = ${}",
+        set.join(", "),
+        next,
+        next + 1,
+        next + 2,
+        next + 3,
+        next + 4
+    )
+});
 
 /// The set-based form of `Round::expire_if_due` (pending and past the deadline → failed / expired).
 pub const EXPIRE_DUE: &str = "UPDATE rounds SET status = 'failed', failure_code = 'expired', \
@@ -107,22 +174,27 @@ pub const SELECT_API_KEY_BY_HASH: &str =
 
 pub const SELECT_SESSION: &str = "SELECT * FROM sessions WHERE id = $1";
 
-pub const INSERT_SESSION_IF_NEW: &str = "INSERT INTO sessions (id, title, agent, status, \
-     blocked_on_elicitation, lost_reason, lost_at_ms, lost_request_id, lost_summary, lost_detail, \
-     created_at_ms, updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-     ON CONFLICT (id) DO NOTHING";
+pub static INSERT_SESSION_IF_NEW: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} ON CONFLICT (id) DO NOTHING",
+        insert("sessions", SESSION_COLUMNS)
+    )
+});
 
-/// Prefix of a multi-row session write; the values are appended by a query builder.
-pub const UPSERT_SESSIONS_HEAD: &str = "INSERT INTO sessions (id, title, agent, status, \
-     blocked_on_elicitation, lost_reason, lost_at_ms, lost_request_id, lost_summary, lost_detail, \
-     created_at_ms, updated_at_ms) ";
-
-pub const UPSERT_SESSIONS_TAIL: &str = " ON CONFLICT (id) DO UPDATE SET title = excluded.title, \
-     agent = excluded.agent, status = excluded.status, \
-     blocked_on_elicitation = excluded.blocked_on_elicitation, lost_reason = excluded.lost_reason, \
-     lost_at_ms = excluded.lost_at_ms, lost_request_id = excluded.lost_request_id, \
-     lost_summary = excluded.lost_summary, lost_detail = excluded.lost_detail, \
-     updated_at_ms = excluded.updated_at_ms";
+/// Writes `rows` whole sessions in one statement: new ones are inserted, known ones updated.
+pub fn upsert_sessions(rows: usize) -> String {
+    let columns = written_by(SESSION_COLUMNS, true);
+    let set: Vec<String> = written_by(SESSION_COLUMNS, false)
+        .iter()
+        .map(|column| format!("{column} = excluded.{column}"))
+        .collect();
+    format!(
+        "INSERT INTO sessions ({}) VALUES {} ON CONFLICT (id) DO UPDATE SET {}",
+        columns.join(", "),
+        value_rows(rows, columns.len()),
+        set.join(", ")
+    )
+}
 
 /// Sessions still marked blocked although nothing of theirs is waiting any more.
 pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_elicitation = $2 \
@@ -141,10 +213,17 @@ pub const SELECT_QUEUE: &str = "SELECT * FROM (SELECT s.*, COALESCE(p.open_round
 /// Rows per multi-row statement: well under both backends' parameter limits.
 pub const BATCH: usize = 500;
 
-pub const OUTBOX_INSERT_HEAD: &str = "INSERT INTO webhook_outbox (id, endpoint, format, event, dedupe_key, \
-     payload, status, attempts, next_attempt_at_ms, created_at_ms) ";
+/// Values per outbox row in [`insert_outbox`].
+pub const OUTBOX_COLUMNS: usize = 10;
 
-pub const OUTBOX_INSERT_TAIL: &str = " ON CONFLICT (dedupe_key) DO NOTHING";
+/// Queues `rows` webhook deliveries; a delivery already queued (same dedupe key) is kept as it is.
+pub fn insert_outbox(rows: usize) -> String {
+    format!(
+        "INSERT INTO webhook_outbox (id, endpoint, format, event, dedupe_key, payload, status, attempts, \
+         next_attempt_at_ms, created_at_ms) VALUES {} ON CONFLICT (dedupe_key) DO NOTHING",
+        value_rows(rows, OUTBOX_COLUMNS)
+    )
+}
 
 /// Claims due deliveries for one attempt; the outer conditions are re-checked on a row another instance just
 /// claimed, so each delivery is attempted by one instance at a time.

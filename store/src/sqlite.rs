@@ -3,22 +3,71 @@
 use std::{str::FromStr, sync::Arc, time::Duration as StdDuration};
 
 use sqlx::{
-    Sqlite, SqlitePool,
+    Sqlite, SqliteConnection, SqlitePool, Transaction,
+    migrate::MigrateError,
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
 
-use super::{StoreContext, StoreOptions, engine::sql_store};
+use crate::{
+    Backend, StoreContext, StoreOptions, StoreResult,
+    dialect::{Dialect, Record, Statement, arguments},
+    engine::SqlStore,
+};
 
-/// The SQLite implementation of [`Store`]. One instance per database file.
-#[derive(Clone)]
-pub struct SqliteStore {
-    pool: SqlitePool,
-    ctx: Arc<StoreContext>,
+/// SQLite's way of running the store.
+pub struct SqliteDialect;
+
+/// The store on SQLite. One instance per database file.
+pub type SqliteStore = SqlStore<SqliteDialect>;
+
+impl Dialect for SqliteDialect {
+    type Db = Sqlite;
+
+    const BACKEND: Backend = Backend::Sqlite;
+
+    /// SQLite's write transaction already excludes every other writer.
+    const ROW_LOCK: &'static str = "";
+
+    /// Takes the write lock up front: a deferred transaction that reads and then writes can fail with
+    /// "database is locked" when another writer got there in between.
+    async fn begin_write(pool: &SqlitePool) -> sqlx::Result<Transaction<'static, Sqlite>> {
+        pool.begin_with("BEGIN IMMEDIATE").await
+    }
+
+    async fn execute(connection: &mut SqliteConnection, statement: Statement) -> sqlx::Result<u64> {
+        let (sql, params) = statement.into_parts();
+        let done = sqlx::query_with::<Sqlite, _>(&sql, arguments::<Sqlite>(params)?)
+            .execute(connection)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn fetch_all<R: Record>(
+        connection: &mut SqliteConnection,
+        statement: Statement,
+    ) -> sqlx::Result<Vec<R>> {
+        let (sql, params) = statement.into_parts();
+        sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments::<Sqlite>(params)?)
+            .fetch_all(connection)
+            .await
+    }
+
+    async fn fetch_optional<R: Record>(
+        connection: &mut SqliteConnection,
+        statement: Statement,
+    ) -> sqlx::Result<Option<R>> {
+        let (sql, params) = statement.into_parts();
+        sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments::<Sqlite>(params)?)
+            .fetch_optional(connection)
+            .await
+    }
+
+    async fn migrate(pool: &SqlitePool) -> Result<(), MigrateError> {
+        sqlx::migrate!("../migrations/sqlite").run(pool).await
+    }
 }
 
 impl SqliteStore {
-    const BACKEND: crate::Backend = crate::Backend::Sqlite;
-
     pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Self> {
         let connect = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
@@ -34,28 +83,6 @@ impl SqliteStore {
             .max_connections(3)
             .connect_with(connect)
             .await?;
-        Ok(Self {
-            pool,
-            ctx: Arc::new(StoreContext::new(options)),
-        })
-    }
-
-    pub fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
-
-    async fn run_migrations(&self) -> StoreResult<()> {
-        sqlx::migrate!("../migrations/sqlite")
-            .run(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Takes the write lock up front: a deferred transaction that reads and then writes can fail with
-    /// "database is locked" when another writer got there in between.
-    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+        Ok(Self::with_pool(pool, Arc::new(StoreContext::new(options))))
     }
 }
-
-sql_store!(SqliteStore, Sqlite, lock = "");

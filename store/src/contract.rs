@@ -1,0 +1,311 @@
+//! The store's contract, one trait per concern; [`Store`] is all of them on one database.
+//!
+//! Method names follow the managed-input contract (docs/lifecycle.md#worker-leases). Callers import the traits
+//! they use, or all of them with `use anteroom_store::prelude::*`.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::{
+    Backend, PollProbe, QueueEntry, StoreResult,
+    domain::{
+        access::{ApiKey, User},
+        gate::{GateChange, GateState},
+        ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+        round::{
+            ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
+        },
+        session::{NewSession, Session},
+        webhook::{AttemptOutcome, WebhookDelivery, WebhookEvent},
+    },
+};
+
+/// Sessions and the producer token that asks in each.
+#[async_trait::async_trait]
+pub trait SessionStore: Send + Sync {
+    /// Creates the session, or returns it unchanged if it exists.
+    async fn register_session(&self, new: NewSession) -> StoreResult<Session>;
+
+    /// Reads a session, expiring its overdue rounds first.
+    async fn get_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    /// Sessions in attention-queue order: open questions first (oldest wait first), then lost
+    /// elicitations, then the rest (most recently changed first). Expires overdue rounds first.
+    async fn list_sessions(&self, limit: u32) -> StoreResult<Vec<QueueEntry>>;
+
+    /// A person or orchestrator resumed the session: markers cleared.
+    async fn resume_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    /// The agent run finished (refused while questions are open).
+    async fn finish_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    /// Cancels the session and fails its unfinished rounds with `cancelled`.
+    async fn cancel_session(&self, id: &SessionId) -> StoreResult<Session>;
+
+    /// Sets (or with `None` revokes) the session's producer token. Replacing or revoking a token ends the
+    /// questions asked through the old one (pending ones `revoked`, answers not yet picked up `undelivered`);
+    /// returns those rounds.
+    async fn set_producer_token(
+        &self,
+        id: &SessionId,
+        token_hash: Option<&str>,
+    ) -> StoreResult<Vec<Round>>;
+
+    /// The session a producer token belongs to.
+    async fn session_for_token(&self, token_hash: &str) -> StoreResult<Option<Session>>;
+}
+
+/// Questions: asking, reading, answering, and the asker's polls.
+#[async_trait::async_trait]
+pub trait RoundStore: Send + Sync {
+    /// Stores a new pending round (deadline decided by the domain) and parks its session in `needs_input`.
+    async fn create_round(&self, new: NewRound) -> StoreResult<Round>;
+
+    /// Reads a round, expiring it first if its deadline has passed.
+    async fn get_round(&self, id: RoundId) -> StoreResult<Round>;
+
+    /// Reads a round by the id its producer polls with, expiring it first if due.
+    async fn get_round_by_request_id(&self, id: &RequestId) -> StoreResult<Round>;
+
+    /// The session's rounds, newest first (overdue ones expired first).
+    async fn list_rounds(&self, session: &SessionId) -> StoreResult<Vec<Round>>;
+
+    /// At most `limit` of the session's rounds, newest first, older than round `before` when given (a page of
+    /// its history; an unknown `before` gives an empty page). Read as stored: call it after
+    /// [`SessionStore::get_session`], which expires the session's overdue rounds first.
+    async fn list_rounds_page(
+        &self,
+        session: &SessionId,
+        before: Option<RoundId>,
+        limit: u32,
+    ) -> StoreResult<Vec<Round>>;
+
+    /// At most `limit` of the session's pending rounds, oldest first; read as stored, like
+    /// [`RoundStore::list_rounds_page`].
+    async fn open_rounds(&self, session: &SessionId, limit: u32) -> StoreResult<Vec<Round>>;
+
+    /// The oldest pending round of each of `sessions` that has one (the attention queue's questions).
+    async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>>;
+
+    /// The session (by its producer token's hash) and state of the question `request_id` in it, in one
+    /// light query: the hot path of a producer polling a question nobody has answered yet.
+    async fn poll_probe(
+        &self,
+        token_hash: &str,
+        request_id: &str,
+    ) -> StoreResult<Option<PollProbe>>;
+
+    /// The session's single pending round; `managed_input_state` when storage holds more than one.
+    async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>>;
+
+    /// Validates and records an answer (`pending -> response_validated`) in one transaction.
+    async fn submit_responses(
+        &self,
+        id: RoundId,
+        responses: BTreeMap<RequestKey, ElicitationResponse>,
+        idempotency_key: IdempotencyKey,
+        answered_by: Option<String>,
+    ) -> StoreResult<(Round, Submission)>;
+
+    /// The asker of round `id` polled just now: remembered in memory, persisted at most every ~10 s.
+    async fn record_asker_poll(&self, id: RoundId) -> StoreResult<()>;
+
+    /// A pulsemcp poll picked up the answer: counts a delivery and marks the round delivered.
+    async fn record_poll_delivery(&self, id: RoundId) -> StoreResult<Round>;
+
+    /// Keys, actions and field names of the answer; never values.
+    async fn redacted_responses(&self, id: RoundId) -> StoreResult<RedactedResponses>;
+
+    /// How many questions are waiting for a person right now (for `/metrics`).
+    async fn open_round_count(&self) -> StoreResult<i64>;
+}
+
+/// A worker's lease on a round, from claim to resolution (docs/lifecycle.md#worker-leases).
+#[async_trait::async_trait]
+pub trait WorkerStore: Send + Sync {
+    async fn claim_round(&self, id: RoundId, owner: OwnerId, lease: Duration)
+    -> StoreResult<Lease>;
+
+    async fn renew(
+        &self,
+        id: RoundId,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        lease: Duration,
+    ) -> StoreResult<Lease>;
+
+    async fn start_delivery(
+        &self,
+        id: RoundId,
+        owner: &OwnerId,
+        token: &LeaseToken,
+    ) -> StoreResult<Round>;
+
+    async fn mark_delivered(
+        &self,
+        id: RoundId,
+        owner: &OwnerId,
+        token: &LeaseToken,
+    ) -> StoreResult<Round>;
+
+    async fn resolve(&self, id: RoundId, owner: &OwnerId, token: &LeaseToken)
+    -> StoreResult<Round>;
+
+    async fn fail(
+        &self,
+        id: RoundId,
+        owner: &OwnerId,
+        token: &LeaseToken,
+        code: FailureCode,
+        message: String,
+    ) -> StoreResult<Round>;
+
+    /// Marks a round whose worker vanished mid-delivery `failed / recovery_unavailable`, session `failed`.
+    async fn fail_recovery(&self, id: RoundId) -> StoreResult<Round>;
+}
+
+/// API keys, people, first-run sign-in links and browser sessions; credentials only as hashes.
+#[async_trait::async_trait]
+pub trait AccountStore: Send + Sync {
+    async fn create_api_key(&self, key: &ApiKey, key_hash: &str) -> StoreResult<()>;
+
+    /// The live (not revoked) API key with this hash.
+    async fn api_key_for_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
+
+    /// Adds a person; a taken username is a `managed_input_conflict`.
+    async fn create_user(&self, user: &User, password_hash: &str) -> StoreResult<()>;
+
+    /// The person with this username and their password hash, for signing in.
+    async fn user_with_password(&self, username: &str) -> StoreResult<Option<(User, String)>>;
+
+    async fn get_user(&self, id: &str) -> StoreResult<Option<User>>;
+
+    async fn count_users(&self) -> StoreResult<i64>;
+
+    /// Stores a one-time sign-in link (its hash) that works until `expires_at`.
+    async fn create_sign_in_link(
+        &self,
+        token_hash: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+
+    /// Uses up the link and creates `user` in one transaction: true only the first time, only before the
+    /// link expires, and only while no person exists (an admin made meanwhile by `anteroom user add` ends
+    /// the link's use).
+    async fn create_first_admin(
+        &self,
+        token_hash: &str,
+        user: &User,
+        password_hash: &str,
+    ) -> StoreResult<bool>;
+
+    /// Writes a browser session's data (JSON) and expiry, replacing what was there.
+    async fn save_web_session(
+        &self,
+        id: &str,
+        data: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+
+    /// Writes a browser session only if its id is new; false if the id was taken.
+    async fn create_web_session(
+        &self,
+        id: &str,
+        data: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<bool>;
+
+    /// A browser session's data and expiry, unless it has expired.
+    async fn load_web_session(&self, id: &str) -> StoreResult<Option<(String, DateTime<Utc>)>>;
+
+    async fn delete_web_session(&self, id: &str) -> StoreResult<()>;
+
+    /// Deletes expired browser sessions; returns how many.
+    async fn purge_web_sessions(&self) -> StoreResult<u64>;
+}
+
+/// The webhook outbox: queued in the transaction of the change it announces, delivered at least once.
+#[async_trait::async_trait]
+pub trait OutboxStore: Send + Sync {
+    /// Queues events that no round or session change carries (gate incidents), once per endpoint.
+    async fn enqueue_webhooks(&self, events: &[WebhookEvent]) -> StoreResult<()>;
+
+    /// Claims up to `limit` due deliveries for one attempt each, hidden from other claimers for `lock`.
+    async fn claim_webhook_deliveries(
+        &self,
+        limit: u32,
+        lock: Duration,
+    ) -> StoreResult<Vec<WebhookDelivery>>;
+
+    /// Records how an attempt went: delivered, retried later with backoff, or given up.
+    async fn finish_webhook_delivery(
+        &self,
+        delivery: &WebhookDelivery,
+        outcome: AttemptOutcome,
+    ) -> StoreResult<()>;
+
+    /// The most recent deliveries, newest first (the admins' delivery log).
+    async fn list_webhook_deliveries(&self, limit: u32) -> StoreResult<Vec<WebhookDelivery>>;
+}
+
+/// The gate, shared by every instance.
+#[async_trait::async_trait]
+pub trait GateStore: Send + Sync {
+    /// The gate's state (healthy since the first read when never probed).
+    async fn gate_state(&self) -> StoreResult<GateState>;
+
+    /// Records a probe of `probe_url`; the instance whose probe flips the gate queues the incident webhook, in
+    /// the same transaction, so one outage is one incident however many instances probe.
+    async fn record_gate_probe(
+        &self,
+        healthy: bool,
+        probe_url: &str,
+    ) -> StoreResult<(GateChange, GateState)>;
+}
+
+/// The scheduled jobs' work, each one batch per call.
+#[async_trait::async_trait]
+pub trait SweepStore: Send + Sync {
+    /// Fails every pending round past its deadline with `expired`, and every answer its asker stopped waiting
+    /// for before picking it up with `undelivered`, and moves the sessions (docs/lifecycle.md#where-expiry-happens, docs/deadlines.md).
+    async fn expire_due_rounds(&self) -> StoreResult<Vec<Round>>;
+
+    /// Clears `blocked_on_elicitation` markers that outlived every active round (docs/lifecycle.md#stranded-markers).
+    async fn sweep_stranded(&self) -> StoreResult<Vec<Session>>;
+
+    /// Fails rounds whose worker's lease ran out mid-delivery (`recovery_unavailable`), sessions `failed`.
+    async fn recover_leases(&self) -> StoreResult<Vec<Round>>;
+
+    /// Deletes resolved and failed rounds last changed before `before`; returns how many.
+    async fn purge_terminal_rounds(&self, before: DateTime<Utc>) -> StoreResult<u64>;
+}
+
+/// The whole store on one database.
+#[async_trait::async_trait]
+pub trait Store:
+    SessionStore
+    + RoundStore
+    + WorkerStore
+    + AccountStore
+    + OutboxStore
+    + GateStore
+    + SweepStore
+    + Send
+    + Sync
+    + 'static
+{
+    fn backend(&self) -> Backend;
+
+    /// The store's clock (the injected one in tests), so views and the store agree on "now".
+    fn now(&self) -> DateTime<Utc>;
+
+    /// Applies every migration not yet applied; running it again is a no-op.
+    async fn migrate(&self) -> StoreResult<()>;
+
+    /// A cheap round trip proving the database answers (for `/readyz`).
+    async fn ping(&self) -> StoreResult<()>;
+
+    /// How many migrations the database has recorded as applied.
+    async fn applied_migrations(&self) -> StoreResult<i64>;
+}

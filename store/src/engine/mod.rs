@@ -1,0 +1,184 @@
+//! The store's behaviour, written once for every [`Dialect`]: each call loads records, lets the domain decide,
+//! and writes the outcome back in one transaction.
+//!
+//! One file per concern of the contract ([`crate::contract`]); `rows` holds the record reads and writes they
+//! share, `transitions` the way a change to a round or session is applied and its consequences recorded.
+
+mod accounts;
+mod gate;
+mod outbox;
+mod rounds;
+mod rows;
+mod sessions;
+mod sweeps;
+mod transitions;
+mod workers;
+
+use std::{fmt, marker::PhantomData, sync::Arc};
+
+use chrono::{DateTime, Utc};
+use sqlx::{Pool, Transaction};
+
+use crate::{
+    Backend, Store, StoreContext, StoreError, StoreResult,
+    dialect::{Dialect, Record, Statement},
+    domain::{ManagedInputError, ids::SessionId},
+};
+
+/// The store on the database of dialect `D` ([`crate::SqliteStore`], [`crate::PostgresStore`]).
+pub struct SqlStore<D: Dialect> {
+    pool: Pool<D::Db>,
+    ctx: Arc<StoreContext>,
+    dialect: PhantomData<D>,
+}
+
+impl<D: Dialect> Clone for SqlStore<D> {
+    fn clone(&self) -> Self {
+        Self {
+            pool: self.pool.clone(),
+            ctx: Arc::clone(&self.ctx),
+            dialect: PhantomData,
+        }
+    }
+}
+
+impl<D: Dialect> fmt::Debug for SqlStore<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("backend", &D::BACKEND)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A transaction that may write, opened the dialect's way.
+pub(crate) struct WriteTx<D: Dialect>(Transaction<'static, D::Db>);
+
+impl<D: Dialect> WriteTx<D> {
+    pub async fn execute(&mut self, statement: Statement) -> StoreResult<u64> {
+        Ok(D::execute(&mut self.0, statement).await?)
+    }
+
+    pub async fn all<R: Record>(&mut self, statement: Statement) -> StoreResult<Vec<R>> {
+        Ok(D::fetch_all(&mut self.0, statement).await?)
+    }
+
+    pub async fn optional<R: Record>(&mut self, statement: Statement) -> StoreResult<Option<R>> {
+        Ok(D::fetch_optional(&mut self.0, statement).await?)
+    }
+
+    pub async fn one<R: Record>(&mut self, statement: Statement) -> StoreResult<R> {
+        self.optional(statement)
+            .await?
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))
+    }
+
+    pub async fn commit(self) -> StoreResult<()> {
+        Ok(self.0.commit().await?)
+    }
+
+    pub async fn rollback(self) -> StoreResult<()> {
+        Ok(self.0.rollback().await?)
+    }
+}
+
+impl<D: Dialect> SqlStore<D> {
+    pub(crate) fn with_pool(pool: Pool<D::Db>, ctx: Arc<StoreContext>) -> Self {
+        Self {
+            pool,
+            ctx,
+            dialect: PhantomData,
+        }
+    }
+
+    /// The connection pool (tests reach the database through it).
+    pub fn pool(&self) -> &Pool<D::Db> {
+        &self.pool
+    }
+
+    fn clock_now(&self) -> DateTime<Utc> {
+        self.ctx.now()
+    }
+
+    async fn begin_write(&self) -> StoreResult<WriteTx<D>> {
+        Ok(WriteTx(D::begin_write(&self.pool).await?))
+    }
+
+    /// `sql` as a read that precedes a write in the same transaction.
+    fn locked(sql: &str) -> String {
+        format!("{sql}{}", D::ROW_LOCK)
+    }
+
+    async fn execute(&self, statement: Statement) -> StoreResult<u64> {
+        let mut connection = self.pool.acquire().await?;
+        Ok(D::execute(&mut connection, statement).await?)
+    }
+
+    async fn all<R: Record>(&self, statement: Statement) -> StoreResult<Vec<R>> {
+        let mut connection = self.pool.acquire().await?;
+        Ok(D::fetch_all(&mut connection, statement).await?)
+    }
+
+    async fn optional<R: Record>(&self, statement: Statement) -> StoreResult<Option<R>> {
+        let mut connection = self.pool.acquire().await?;
+        Ok(D::fetch_optional(&mut connection, statement).await?)
+    }
+
+    async fn one<R: Record>(&self, statement: Statement) -> StoreResult<R> {
+        self.optional(statement)
+            .await?
+            .ok_or(StoreError::Database(sqlx::Error::RowNotFound))
+    }
+}
+
+fn round_not_found(id: impl fmt::Display) -> StoreError {
+    ManagedInputError::not_found(format!("No round {id} exists.")).into()
+}
+
+fn session_not_found(id: &SessionId) -> StoreError {
+    ManagedInputError::not_found(format!(
+        "No session {id} exists; register it first (POST /api/v1/sessions)."
+    ))
+    .into()
+}
+
+/// A unique-key violation becomes `conflict` with `message`; every other failure passes through.
+fn conflict_on_unique(
+    result: StoreResult<u64>,
+    message: impl FnOnce() -> String,
+) -> StoreResult<u64> {
+    match result {
+        Err(StoreError::Database(sqlx::Error::Database(error))) if error.is_unique_violation() => {
+            Err(ManagedInputError::conflict(message()).into())
+        }
+        other => other,
+    }
+}
+
+#[async_trait::async_trait]
+impl<D: Dialect> Store for SqlStore<D> {
+    fn backend(&self) -> Backend {
+        D::BACKEND
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.clock_now()
+    }
+
+    async fn migrate(&self) -> StoreResult<()> {
+        Ok(D::migrate(&self.pool).await?)
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        self.execute(Statement::new("SELECT 1")).await?;
+        Ok(())
+    }
+
+    async fn applied_migrations(&self) -> StoreResult<i64> {
+        let (count,): (i64,) = self
+            .one(Statement::new(
+                "SELECT COUNT(*) FROM _sqlx_migrations WHERE success",
+            ))
+            .await?;
+        Ok(count)
+    }
+}

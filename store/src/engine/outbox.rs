@@ -1,0 +1,124 @@
+//! The webhook outbox: queued in the transaction of the change it announces, delivered at least once.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::{SqlStore, WriteTx};
+use crate::{
+    OutboxStore, StoreResult,
+    dialect::{Dialect, Param, Statement},
+    domain::webhook::{
+        AttemptOutcome, MAX_ATTEMPTS, WebhookDelivery, WebhookEndpoint, WebhookEvent, retry_delay,
+    },
+    records::{OutboxRow, to_ms},
+    sql,
+};
+
+/// The values of one outbox row, in [`sql::insert_outbox`] order.
+fn outbox_params(
+    event: &WebhookEvent,
+    endpoint: &WebhookEndpoint,
+    now: DateTime<Utc>,
+) -> [Param; sql::OUTBOX_COLUMNS] {
+    [
+        uuid::Uuid::now_v7().to_string().into(),
+        endpoint.url.as_str().into(),
+        endpoint.format.as_str().into(),
+        event.event.into(),
+        format!("{}|{}", event.key, endpoint.url).into(),
+        event.payload(endpoint.format, now).to_string().into(),
+        "pending".into(),
+        0_i64.into(),
+        to_ms(now).into(),
+        to_ms(now).into(),
+    ]
+}
+
+impl<D: Dialect> SqlStore<D> {
+    /// Queues `events` for every configured endpoint, in the caller's transaction.
+    pub(super) async fn enqueue(
+        &self,
+        tx: &mut WriteTx<D>,
+        events: &[WebhookEvent],
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let endpoints = &self.ctx.options.webhooks;
+        if endpoints.is_empty() || events.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(&WebhookEvent, &WebhookEndpoint)> = events
+            .iter()
+            .flat_map(|event| endpoints.iter().map(move |endpoint| (event, endpoint)))
+            .collect();
+        for chunk in rows.chunks(sql::BATCH) {
+            let statement = Statement::new(sql::insert_outbox(chunk.len())).bind_all(
+                chunk
+                    .iter()
+                    .flat_map(|(event, endpoint)| outbox_params(event, endpoint, now)),
+            );
+            tx.execute(statement).await?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl<D: Dialect> OutboxStore for SqlStore<D> {
+    async fn enqueue_webhooks(&self, events: &[WebhookEvent]) -> StoreResult<()> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        self.enqueue(&mut tx, events, now).await?;
+        tx.commit().await
+    }
+
+    async fn claim_webhook_deliveries(
+        &self,
+        limit: u32,
+        lock: Duration,
+    ) -> StoreResult<Vec<WebhookDelivery>> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let rows = tx
+            .all::<OutboxRow>(
+                Statement::new(sql::OUTBOX_CLAIM)
+                    .bind(to_ms(now))
+                    .bind(to_ms(now + lock))
+                    .bind(i64::from(limit)),
+            )
+            .await?;
+        tx.commit().await?;
+        rows.into_iter().map(OutboxRow::into_delivery).collect()
+    }
+
+    async fn finish_webhook_delivery(
+        &self,
+        delivery: &WebhookDelivery,
+        outcome: AttemptOutcome,
+    ) -> StoreResult<()> {
+        let now = self.clock_now();
+        let statement = match outcome {
+            AttemptOutcome::Delivered { status } => Statement::new(sql::OUTBOX_DELIVERED)
+                .bind(&delivery.id)
+                .bind(to_ms(now))
+                .bind(i64::from(status)),
+            AttemptOutcome::Failed { status, error } => {
+                let given_up = delivery.attempts >= MAX_ATTEMPTS;
+                Statement::new(sql::OUTBOX_RETRY)
+                    .bind(&delivery.id)
+                    .bind(if given_up { "failed" } else { "pending" })
+                    .bind(to_ms(now + retry_delay(delivery.attempts)))
+                    .bind(status.map(i64::from))
+                    .bind(error.chars().take(500).collect::<String>())
+            }
+        };
+        self.execute(statement).await?;
+        Ok(())
+    }
+
+    async fn list_webhook_deliveries(&self, limit: u32) -> StoreResult<Vec<WebhookDelivery>> {
+        self.all::<OutboxRow>(Statement::new(sql::OUTBOX_LIST).bind(i64::from(limit)))
+            .await?
+            .into_iter()
+            .map(OutboxRow::into_delivery)
+            .collect()
+    }
+}

@@ -1,0 +1,140 @@
+//! Sessions and their producer tokens.
+
+use super::{SqlStore, rows::rows_to_rounds, session_not_found};
+use crate::{
+    QueueEntry, SessionStore, StoreResult,
+    dialect::{Dialect, Statement},
+    domain::{
+        ids::SessionId,
+        round::Round,
+        session::{NewSession, Session},
+    },
+    records::{QueueRow, RoundRow, SessionRow, from_ms, to_ms},
+    sql,
+};
+
+#[async_trait::async_trait]
+impl<D: Dialect> SessionStore for SqlStore<D> {
+    async fn register_session(&self, new: NewSession) -> StoreResult<Session> {
+        new.validate()?;
+        let id = new.id.clone();
+        let row = SessionRow::of(&Session::new(new, self.clock_now()));
+        self.execute(
+            Statement::new(sql::INSERT_SESSION_IF_NEW.as_str()).bind_all(row.params_written(true)),
+        )
+        .await?;
+        self.get_session(&id).await
+    }
+
+    async fn get_session(&self, id: &SessionId) -> StoreResult<Session> {
+        self.expire_lazily(Some(id)).await?;
+        self.optional::<SessionRow>(Statement::new(sql::SELECT_SESSION).bind(id.to_string()))
+            .await?
+            .ok_or_else(|| session_not_found(id))?
+            .into_session()
+    }
+
+    async fn list_sessions(&self, limit: u32) -> StoreResult<Vec<QueueEntry>> {
+        self.expire_lazily(None).await?;
+        let rows = self
+            .all::<QueueRow>(Statement::new(sql::SELECT_QUEUE).bind(i64::from(limit)))
+            .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(QueueEntry {
+                    session: row.session.into_session()?,
+                    open_rounds: u32::try_from(row.open_rounds).unwrap_or(u32::MAX),
+                    oldest_open_at: row.oldest_open_ms.map(from_ms).transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    async fn resume_session(&self, id: &SessionId) -> StoreResult<Session> {
+        self.mutate_session(id, |session, open, now| {
+            session.resume(open > 0, now);
+            Ok(())
+        })
+        .await
+    }
+
+    async fn finish_session(&self, id: &SessionId) -> StoreResult<Session> {
+        self.mutate_session(id, |session, open, now| session.finish(open, now))
+            .await
+    }
+
+    async fn cancel_session(&self, id: &SessionId) -> StoreResult<Session> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let mut session = self.fetch_session(&mut tx, id).await?;
+        let unfinished = tx
+            .all::<RoundRow>(
+                Statement::new(Self::locked(sql::SELECT_UNFINISHED_ROUNDS)).bind(id.to_string()),
+            )
+            .await?;
+        for before in rows_to_rounds(unfinished)? {
+            let mut round = before.clone();
+            if round.cancel(now) {
+                self.save_round(&mut tx, &before, &round).await?;
+            }
+        }
+        session.cancel(now);
+        self.save_sessions(&mut tx, &[&session]).await?;
+        tx.commit().await?;
+        Ok(session)
+    }
+
+    async fn set_producer_token(
+        &self,
+        id: &SessionId,
+        token_hash: Option<&str>,
+    ) -> StoreResult<Vec<Round>> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let previous = tx
+            .optional::<(Option<String>,)>(
+                Statement::new(Self::locked(sql::SELECT_PRODUCER_TOKEN)).bind(id.to_string()),
+            )
+            .await?;
+        let Some((previous,)) = previous else {
+            return Err(session_not_found(id));
+        };
+        tx.execute(
+            Statement::new(sql::SET_PRODUCER_TOKEN)
+                .bind(id.to_string())
+                .bind(token_hash)
+                .bind(to_ms(now)),
+        )
+        .await?;
+        let replaced = previous.is_some() && previous.as_deref() != token_hash;
+        if !replaced {
+            tx.commit().await?;
+            return Ok(Vec::new());
+        }
+        // A question already past its deadline expired before the token changed: say so, not "revoked".
+        let mut ended = self.expire_due_in(&mut tx, now, Some(id)).await?;
+        let open = tx
+            .all::<RoundRow>(
+                Statement::new(Self::locked(sql::SELECT_TOKEN_ROUNDS_OPEN)).bind(id.to_string()),
+            )
+            .await?;
+        let mut revoked = Vec::new();
+        for before in rows_to_rounds(open)? {
+            let mut round = before.clone();
+            if round.end_for_revoked_token(now) {
+                self.save_round(&mut tx, &before, &round).await?;
+                revoked.push((before.status, round));
+            }
+        }
+        ended.extend(self.announce_ended(&mut tx, revoked, now).await?);
+        tx.commit().await?;
+        Ok(ended)
+    }
+
+    async fn session_for_token(&self, token_hash: &str) -> StoreResult<Option<Session>> {
+        self.optional::<SessionRow>(Statement::new(sql::SELECT_SESSION_BY_TOKEN).bind(token_hash))
+            .await?
+            .map(SessionRow::into_session)
+            .transpose()
+    }
+}
