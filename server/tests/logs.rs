@@ -3,7 +3,7 @@
 //! answering through the page, a worker driving a managed round with its lease, API keys on the management
 //! API, a setup-link token in a query string — and then searched for each secret used.
 
-mod support;
+use anteroom_testkit::{self as support, on_both_backends};
 
 use std::{
     io::Write,

@@ -98,3 +98,51 @@ impl Drop for TestSchema {
         let _ = dropping.join();
     }
 }
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestBackend {
+    Sqlite,
+    Postgres,
+}
+
+/// Declares each listed test function twice, as `sqlite::name` and `postgres::name`, each running `$run` with
+/// `$backend` bound to its [`TestBackend`] and `$test` to the function. The PostgreSQL twin is reported as
+/// ignored (skipped, never passed) when the crate was built without `ANTEROOM_TEST_POSTGRES_URL` (the
+/// `anteroom_postgres_tests` cfg of `store/build.rs`), and fails when the URL was there at build time but not
+/// at run time.
+///
+/// Each suite wraps it once, e.g. `on_both_backends!(|backend, test| test(&Harness::new(backend).await).await; a, b)`.
+#[macro_export]
+macro_rules! on_both_backends {
+    (|$backend:ident, $test:ident| $run:expr; $($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let $backend = $crate::testing::TestBackend::Sqlite;
+                    let $test = super::$name;
+                    $run;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    not(anteroom_postgres_tests),
+                    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
+                )]
+                async fn $name() {
+                    assert!(
+                        $crate::testing::postgres_url().is_some(),
+                        "built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too"
+                    );
+                    let $backend = $crate::testing::TestBackend::Postgres;
+                    let $test = super::$name;
+                    $run;
+                }
+            )*
+        }
+    };
+}

@@ -1,4 +1,4 @@
-//! The JSON API: producers (§5), rounds and workers (§5.3), management and answers (§6), live events.
+//! The JSON API: producers (docs/protocol.md), rounds and workers (docs/lifecycle.md), management and answers (docs/api.md), live events.
 
 pub mod answers;
 pub mod error;

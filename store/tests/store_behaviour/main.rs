@@ -1,5 +1,6 @@
-//! The store's behaviour, written once and run against SQLite and PostgreSQL: every rule of docs/lifecycle.md, docs/deadlines.md and
-//! §5.3 by name. Time moves only through the harness's manual clock.
+//! The store's behaviour, written once and run against SQLite and PostgreSQL: every rule of docs/lifecycle.md and docs/deadlines.md
+//! by name, plus migrations and property tests over random operation sequences. Time moves only through
+//! the harness's manual clock. One test binary, so the store and its support are linked once.
 
 mod answers;
 mod credentials;
@@ -7,7 +8,9 @@ mod deadlines;
 mod delivery;
 mod fixtures;
 mod markers;
+mod migrations;
 mod outward;
+mod properties;
 mod queue;
 mod races;
 mod recovery;

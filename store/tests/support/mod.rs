@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use anteroom_store::{
     domain::{clock::ManualClock, expiry::ExpiryPolicy, limits::Limits, webhook::WebhookEndpoint},
-    {PostgresStore, SqliteStore, Store, StoreOptions, testing::TestSchema},
+    {
+        PostgresStore, SqliteStore, Store, StoreOptions,
+        testing::{TestBackend, TestSchema},
+    },
 };
 use chrono::{DateTime, Utc};
 use sqlx::Executor;
@@ -50,6 +53,16 @@ fn options(clock: &ManualClock, expiry: ExpiryPolicy) -> StoreOptions {
 }
 
 impl Harness {
+    /// A store on `backend`; PostgreSQL needs `ANTEROOM_TEST_POSTGRES_URL`.
+    pub async fn new(backend: TestBackend) -> Self {
+        match backend {
+            TestBackend::Sqlite => Self::sqlite().await,
+            TestBackend::Postgres => Self::postgres()
+                .await
+                .expect("built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too"),
+        }
+    }
+
     pub async fn sqlite() -> Self {
         Self::sqlite_with(ExpiryPolicy::default()).await
     }
@@ -123,35 +136,15 @@ impl Harness {
     }
 }
 
-/// Declares each listed `async fn name(h: &Harness)` as a test on SQLite and on PostgreSQL.
+/// Declares each listed `async fn name(h: &Harness)` as a test on SQLite and on PostgreSQL
+/// (see `anteroom_store::on_both_backends!`).
 #[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let harness = $crate::support::Harness::sqlite().await;
-                    super::$name(&harness).await;
-                    harness.finish().await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(
-                    not(anteroom_postgres_tests),
-                    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
-                )]
-                async fn $name() {
-                    let harness = $crate::support::Harness::postgres().await.expect(
-                        "built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too",
-                    );
-                    super::$name(&harness).await;
-                    harness.finish().await;
-                }
-            )*
-        }
+        anteroom_store::on_both_backends!(|backend, test| {
+            let harness = $crate::support::Harness::new(backend).await;
+            test(&harness).await;
+            harness.finish().await;
+        }; $($name),*);
     };
 }

@@ -1,10 +1,9 @@
 //! Property tests over random operation sequences, on both backends: a terminal round never changes, at most
 //! one answer is ever stored, and a session needs input exactly when it has an active round.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 
+use crate::support::Harness;
 use anteroom_store::{
     StoreError,
     domain::{
@@ -20,7 +19,6 @@ use anteroom_store::{
 use chrono::Duration;
 use proptest::prelude::*;
 use serde_json::json;
-use support::Harness;
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use crate::helpers::{ask, expires_in_an_hour, json_of, schema};
-use crate::support::{
+use anteroom_testkit::requests::{ask, expires_in_an_hour, json_of, schema};
+use anteroom_testkit::{
     Db, Options, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
@@ -221,7 +221,7 @@ async fn anonymous_bare_routes_only_when_the_operator_opts_in(db: Db) {
     server.stop().await;
 }
 
-crate::on_both_backends!(
+anteroom_testkit::on_both_backends!(
     producer_and_management_auth_rules,
     bare_routes_take_a_producer_key_and_register_the_session,
     responder_key_cannot_register_sessions_on_the_bare_route,

@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::json_of;
-use crate::support::{Db, TestServer};
+use anteroom_testkit::requests::json_of;
+use anteroom_testkit::{Db, TestServer};
 
 async fn managed_rounds_and_worker_leases_over_http(db: Db) {
     let Some(server) = TestServer::start(db).await else {
@@ -115,4 +115,4 @@ async fn managed_rounds_and_worker_leases_over_http(db: Db) {
     server.stop().await;
 }
 
-crate::on_both_backends!(managed_rounds_and_worker_leases_over_http);
+anteroom_testkit::on_both_backends!(managed_rounds_and_worker_leases_over_http);

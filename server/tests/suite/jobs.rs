@@ -1,7 +1,7 @@
 //! The scheduled jobs, each tick driven directly with the server's manual clock (no sleeping): due questions
 //! expire and others do not, vanished workers' rounds fail, and the gate probe opens one incident per outage.
 
-mod support;
+use anteroom_testkit::{self as support, on_both_backends};
 
 use anteroom_app::domain::gate::GateChange;
 use anteroom_server::{

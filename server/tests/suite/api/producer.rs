@@ -3,9 +3,9 @@
 use chrono::Duration;
 use serde_json::{Value, json};
 
-use crate::helpers::{ask, expires_in_an_hour, json_of, schema};
-use crate::support::{
-    self, Db, TestServer,
+use anteroom_testkit::requests::{ask, expires_in_an_hour, json_of, schema};
+use anteroom_testkit::{
+    self as support, Db, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
@@ -224,7 +224,7 @@ async fn expired_question_polls_expired_and_the_late_answer_is_refused(db: Db) {
     server.stop().await;
 }
 
-crate::on_both_backends!(
+anteroom_testkit::on_both_backends!(
     pulsemcp_round_trip_accept_reaches_the_poller_every_time,
     create_reply_has_201_request_id_poll_url_and_the_askers_deadline,
     decline_and_dismiss_with_content_return_no_content,

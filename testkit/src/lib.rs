@@ -1,26 +1,27 @@
 //! A real `anteroom` server for tests: started on port 0 over a real database (a temporary SQLite file or
-//! a PostgreSQL schema of its own), with a manual clock and one API key per role.
-
-#![allow(dead_code)]
+//! a PostgreSQL schema of its own), with a manual clock and one API key per role; request helpers, a browser
+//! and a pulsemcp-style client. A dev-dependency only: the production binary never compiles it.
 
 pub mod browser;
 pub mod pulsemcp;
+pub mod requests;
+
+/// The store crate, for [`on_both_backends!`].
+pub use anteroom_store;
 
 use std::sync::Arc;
 
-use anteroom_app::{
+use anteroom_server::{
+    ApiConfig, AppState, credentials, events::EventHub, state::ConnectionLimits,
+};
+use anteroom_store::{
+    PostgresStore, SqliteStore, Store, StoreOptions,
     domain::{
         access::{ApiKey, Role},
         clock::ManualClock,
         webhook::WebhookEndpoint,
     },
-    store::{
-        PostgresStore, SqliteStore, Store, StoreOptions,
-        testing::{TestSchema, postgres_url},
-    },
-};
-use anteroom_server::{
-    ApiConfig, AppState, credentials, events::EventHub, state::ConnectionLimits,
+    testing::{TestBackend, TestSchema, postgres_url},
 };
 use chrono::{DateTime, Utc};
 use leptos::config::LeptosOptions;
@@ -39,8 +40,20 @@ pub enum Db {
     Postgres,
 }
 
+impl From<TestBackend> for Db {
+    fn from(backend: TestBackend) -> Self {
+        match backend {
+            TestBackend::Sqlite => Self::Sqlite,
+            TestBackend::Postgres => Self::Postgres,
+        }
+    }
+}
+
 enum Data {
-    Sqlite(tempfile::TempDir),
+    /// The database file's directory, removed when the server is dropped.
+    Sqlite {
+        _dir: tempfile::TempDir,
+    },
     Postgres(TestSchema),
     /// Another instance owns the database.
     Shared,
@@ -68,7 +81,7 @@ async fn open_store(
             let store = SqliteStore::connect(&url, store_options(clock, events, options))
                 .await
                 .expect("open SQLite");
-            (Arc::new(store), Data::Sqlite(dir))
+            (Arc::new(store), Data::Sqlite { _dir: dir })
         }
         Db::Postgres => {
             let url = postgres_url()?;
@@ -333,33 +346,11 @@ pub struct Environment {
     pub body: Value,
 }
 
-/// Declares each listed `async fn name(db: Db)` as a test on SQLite and on PostgreSQL.
+/// Declares each listed `async fn name(db: Db)` as a test on SQLite and on PostgreSQL
+/// (see `anteroom_store::on_both_backends!`).
 #[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name($crate::support::Db::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(
-                    not(anteroom_postgres_tests),
-                    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
-                )]
-                async fn $name() {
-                    assert!(
-                        anteroom_app::store::testing::postgres_url().is_some(),
-                        "built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too"
-                    );
-                    super::$name($crate::support::Db::Postgres).await;
-                }
-            )*
-        }
+        $crate::anteroom_store::on_both_backends!(|backend, test| test($crate::Db::from(backend)).await; $($name),*);
     };
 }

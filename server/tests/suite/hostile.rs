@@ -2,7 +2,7 @@
 //! (named after it) and checks what must hold afterwards — no stall, no unbounded memory, no script run, no
 //! 5xx.
 
-mod support;
+use anteroom_testkit::{self as support, on_both_backends};
 
 use std::time::{Duration as StdDuration, Instant};
 

@@ -1,8 +1,8 @@
 //! A browser over real HTTP for tests: people made with the real `add_user`, the sign-in form, pages read with
 //! the session cookie, redirects shown rather than followed.
 
-use anteroom_app::domain::access::Role;
 use anteroom_server::pages::add_user;
+use anteroom_store::domain::access::Role;
 use reqwest::{StatusCode, header};
 
 use super::TestServer;

@@ -147,10 +147,10 @@ impl Wait {
     pub async fn run_until(
         &mut self,
         client: &PulsemcpClient,
-        clock: &anteroom_app::domain::clock::ManualClock,
+        clock: &anteroom_store::domain::clock::ManualClock,
         until: chrono::DateTime<chrono::Utc>,
     ) -> Option<Result<Outcome, ToolCallFailed>> {
-        use anteroom_app::domain::clock::Clock;
+        use anteroom_store::domain::clock::Clock;
         while self.next_poll < self.deadline && self.next_poll <= until {
             clock.advance(self.next_poll - clock.now());
             self.polls.push(self.next_poll);

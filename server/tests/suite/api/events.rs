@@ -5,8 +5,8 @@ use std::time::Duration as StdDuration;
 use chrono::Duration;
 use serde_json::json;
 
-use crate::helpers::{expires_in_an_hour, schema};
-use crate::support::{
+use anteroom_testkit::requests::{expires_in_an_hour, schema};
+use anteroom_testkit::{
     Db, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
@@ -71,4 +71,4 @@ async fn event_stream_shows_created_and_answered_within_a_second(db: Db) {
     server.stop().await;
 }
 
-crate::on_both_backends!(event_stream_shows_created_and_answered_within_a_second);
+anteroom_testkit::on_both_backends!(event_stream_shows_created_and_answered_within_a_second);

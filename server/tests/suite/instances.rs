@@ -1,7 +1,7 @@
 //! Several instances on one PostgreSQL: an answer given on instance A reaches a poller and an event stream
 //! on instance B (events travel by LISTEN/NOTIFY).
 
-mod support;
+use anteroom_testkit as support;
 
 use std::time::Duration as StdDuration;
 

@@ -5,10 +5,7 @@ mod answers;
 mod auth;
 mod bad_input;
 mod events;
-mod helpers;
 mod introspection;
 mod producer;
 mod rounds;
 mod sessions;
-#[path = "../support/mod.rs"]
-mod support;

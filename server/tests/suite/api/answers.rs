@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use crate::helpers::{ask, json_of};
-use crate::support::{Db, TestServer};
+use anteroom_testkit::requests::{ask, json_of};
+use anteroom_testkit::{Db, TestServer};
 
 async fn second_answer_gets_409_naming_the_winner(db: Db) {
     let Some(server) = TestServer::start(db).await else {
@@ -71,7 +71,7 @@ async fn invalid_answer_gets_per_field_errors(db: Db) {
     server.stop().await;
 }
 
-crate::on_both_backends!(
+anteroom_testkit::on_both_backends!(
     second_answer_gets_409_naming_the_winner,
     invalid_answer_gets_per_field_errors,
 );

@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use crate::helpers::{ask, json_of};
-use crate::support::{Db, TestServer};
+use anteroom_testkit::requests::{ask, json_of};
+use anteroom_testkit::{Db, TestServer};
 
 async fn metrics_show_requests_open_questions_and_answers(db: Db) {
     let Some(server) = TestServer::start(db).await else {
@@ -100,7 +100,7 @@ async fn openapi_document_describes_every_route(db: Db) {
     server.stop().await;
 }
 
-crate::on_both_backends!(
+anteroom_testkit::on_both_backends!(
     openapi_document_describes_every_route,
     metrics_show_requests_open_questions_and_answers,
 );

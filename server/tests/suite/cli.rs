@@ -1,7 +1,7 @@
 //! The `anteroom` command line, run as a real process: `apikey create`, `session create`, and `ask` with its
 //! exit status per outcome.
 
-mod support;
+use anteroom_testkit as support;
 
 use std::time::Duration as StdDuration;
 

@@ -2,7 +2,7 @@
 //! event even when the receiver is slow and two instances tick at once; and on PostgreSQL, 200 due questions on
 //! two instances give 200 expiries and 200 expiry webhooks, not 400.
 
-mod support;
+use anteroom_testkit::{self as support, on_both_backends};
 
 use std::{
     sync::{Arc, Mutex, OnceLock},

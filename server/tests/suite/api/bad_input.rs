@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{ask, expires_in_an_hour, schema};
-use crate::support::{
+use anteroom_testkit::requests::{ask, expires_in_an_hour, schema};
+use anteroom_testkit::{
     Db, Options, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
@@ -302,7 +302,7 @@ async fn floods_are_rate_limited_but_steady_polling_never_is(db: Db) {
     server.stop().await;
 }
 
-crate::on_both_backends!(
+anteroom_testkit::on_both_backends!(
     floods_are_rate_limited_but_steady_polling_never_is,
     malformed_requests_get_json_4xx_and_the_server_keeps_working,
 );

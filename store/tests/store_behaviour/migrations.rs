@@ -1,8 +1,6 @@
 //! Both backends migrate at start and treat a second migration as a no-op.
 
-mod support;
-
-use support::Harness;
+use crate::support::Harness;
 
 async fn migrating_again_is_a_no_op(h: &Harness) {
     let applied = h
@@ -23,4 +21,4 @@ async fn migrating_again_is_a_no_op(h: &Harness) {
     h.store.ping().await.expect("ping after migrating");
 }
 
-on_both_backends!(migrating_again_is_a_no_op);
+crate::on_both_backends!(migrating_again_is_a_no_op);

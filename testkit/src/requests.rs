@@ -3,9 +3,9 @@
 use chrono::Duration;
 use serde_json::{Value, json};
 
-use crate::support::{self, TestServer, pulsemcp::PulsemcpClient};
+use crate::{self as support, TestServer, pulsemcp::PulsemcpClient};
 
-pub(crate) fn schema() -> Value {
+pub fn schema() -> Value {
     json!({
         "type": "object",
         "properties": {"env": {"type": "string", "enum": ["dev", "prod"]}, "note": {"type": "string"}},
@@ -13,15 +13,11 @@ pub(crate) fn schema() -> Value {
     })
 }
 
-pub(crate) fn expires_in_an_hour() -> String {
+pub fn expires_in_an_hour() -> String {
     (support::start_time() + Duration::hours(1)).to_rfc3339()
 }
 
-pub(crate) async fn ask(
-    server: &TestServer,
-    session: &str,
-    request_id: &str,
-) -> (PulsemcpClient, String) {
+pub async fn ask(server: &TestServer, session: &str, request_id: &str) -> (PulsemcpClient, String) {
     let env = server.session(session).await;
     let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some(&env.session_id));
     let body = client.body(
@@ -38,7 +34,7 @@ pub(crate) async fn ask(
     (client, id)
 }
 
-pub(crate) async fn json_of(response: reqwest::Response) -> (u16, Value) {
+pub async fn json_of(response: reqwest::Response) -> (u16, Value) {
     let status = response.status().as_u16();
     let text = response.text().await.expect("body");
     let json =

@@ -3,7 +3,7 @@
 //! answers early, late or in the last poll interval. An answer counts as delivered only when a poll carries it;
 //! every other ending is said plainly in the API, the page, the event stream, the webhooks and the metrics.
 
-mod support;
+use anteroom_testkit::{self as support, on_both_backends};
 
 use anteroom_app::domain::{access::Role, webhook::WebhookEndpoint};
 use anteroom_server::jobs::expire;

@@ -2,8 +2,8 @@
 
 use serde_json::json;
 
-use crate::helpers::{ask, expires_in_an_hour, json_of, schema};
-use crate::support::{
+use anteroom_testkit::requests::{ask, expires_in_an_hour, json_of, schema};
+use anteroom_testkit::{
     Db, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
@@ -140,7 +140,7 @@ async fn attention_queue_and_session_actions(db: Db) {
     server.stop().await;
 }
 
-crate::on_both_backends!(
+anteroom_testkit::on_both_backends!(
     session_create_returns_token_once_and_the_environment_block,
     server_route_names_the_asking_server,
     attention_queue_and_session_actions,

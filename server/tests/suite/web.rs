@@ -1,7 +1,7 @@
 //! The browser side over real HTTP, on SQLite and PostgreSQL: signing in (sessions kept in the database),
 //! cross-site posts refused, answering by plain form post, and the API and event stream for a signed-in person.
 
-mod support;
+use anteroom_testkit::{self as support, on_both_backends};
 
 use anteroom_app::domain::access::Role;
 use reqwest::{StatusCode, header};

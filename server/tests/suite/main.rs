@@ -1,0 +1,15 @@
+//! The server's integration tests, in one test binary (one link, one copy of the test kit): the HTTP API, the
+//! pages, delivery truth, hostile input, the scheduled jobs, webhooks, several instances, and the command line —
+//! each over real HTTP against SQLite and PostgreSQL. (`logs.rs` is a binary of its own: it captures the whole
+//! process's log.)
+
+mod api;
+mod cli;
+mod delivery;
+mod hostile;
+mod http_smoke;
+mod instances;
+mod jobs;
+mod processes;
+mod web;
+mod webhooks;
