@@ -8,6 +8,7 @@
 
 use std::{
     collections::BTreeMap,
+    net::SocketAddr,
     path::PathBuf,
     sync::{
         Arc,
@@ -16,19 +17,20 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anteroom_app::{
-    domain::{
-        access::{ApiKey, Role},
-        clock::{Clock, ManualClock, SystemClock},
-        ids::{RequestId, RequestKey, SessionId},
-        round::{ElicitationRequest, NewRound, OperationKind},
-        session::NewSession,
-    },
-    store::{PostgresStore, SqliteStore, Store, StoreObserver, StoreOptions, testing::TestSchema},
+use anteroom_domain::{
+    access::{ApiKey, Role},
+    clock::{Clock, ManualClock, SystemClock},
+    ids::{RequestId, RequestKey, SessionId},
+    round::{ElicitationRequest, NewRound, OperationKind},
+    session::NewSession,
 };
-use anteroom_server::{ApiConfig, AppState, credentials, events::EventHub, pages::add_user};
+use anteroom_server::{
+    credentials,
+    instance::{Database, Instance, Settings},
+    pages::add_user,
+};
+use anteroom_store::{PostgresStore, SqliteStore, Store, StoreOptions, testing::TestSchema};
 use axum::{Json, Router, routing::get};
-use leptos::config::LeptosOptions;
 use serde_json::{Value, json};
 use tokio::{net::TcpListener, sync::oneshot};
 
@@ -191,14 +193,29 @@ enum Data {
     Postgres(TestSchema),
 }
 
-async fn open_store(
-    args: &Args,
-    clock: Arc<dyn Clock>,
-    events: Option<&EventHub>,
-) -> (Arc<dyn Store>, Data) {
+/// A throwaway database: a PostgreSQL schema of its own (`--postgres`) or a SQLite file.
+async fn throwaway_database(args: &Args) -> (Database, Data) {
+    match &args.postgres {
+        Some(url) => {
+            let schema = TestSchema::create(url).await.expect("PostgreSQL schema");
+            let database = Database::Postgres {
+                store: schema.pool.clone(),
+                relay: None,
+            };
+            (database, Data::Postgres(schema))
+        }
+        None => {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let url = format!("sqlite://{}", dir.path().join("bench.sqlite3").display());
+            (Database::Url(url), Data::Sqlite(dir))
+        }
+    }
+}
+
+/// A store alone (no server) on a throwaway database.
+async fn open_store(args: &Args, clock: Arc<dyn Clock>) -> (Arc<dyn Store>, Data) {
     let options = StoreOptions {
         clock,
-        observer: events.map(|events| -> Arc<dyn StoreObserver> { Arc::new(events.clone()) }),
         ..StoreOptions::default()
     };
     let (store, data): (Arc<dyn Store>, Data) = match &args.postgres {
@@ -306,8 +323,20 @@ async fn sessions_with_tokens(store: &dyn Store, prefix: &str, n: usize) -> Vec<
 
 impl Bench {
     async fn start(args: &Args, clock: Arc<dyn Clock>) -> Self {
-        let events = EventHub::default();
-        let (store, data) = open_store(args, clock, Some(&events)).await;
+        let (database, data) = throwaway_database(args).await;
+        let instance = Instance::build(Settings {
+            database,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            site_root: args.site.clone(),
+            development: true,
+            schedules: None,
+            clock,
+            ..Settings::default()
+        })
+        .await
+        .expect("build the instance");
+        let store = instance.state.store.clone();
+        let base = format!("http://{}", instance.local_addr);
         let secret = credentials::generate(credentials::API_KEY_PREFIX);
         store
             .create_api_key(
@@ -321,20 +350,8 @@ impl Bench {
             .await
             .expect("api key");
 
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("port");
-        let addr = listener.local_addr().expect("address");
-        let base = format!("http://{addr}");
-        let leptos_options = LeptosOptions::builder()
-            .output_name("anteroom")
-            .site_root(args.site.to_string_lossy().into_owned())
-            .site_pkg_dir("pkg")
-            .site_addr(addr)
-            .build();
-        let mut config = ApiConfig::new(&base);
-        config.secure_cookies = false;
-        let state = AppState::new(leptos_options, store.clone(), config, events);
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(anteroom_server::serve(listener, state, async move {
+        tokio::spawn(instance.run(async move {
             let _ = stopped.await;
         }));
 
@@ -649,7 +666,7 @@ async fn throughput(urls: Vec<Vec<String>>, method: Method) -> f64 {
 /// Single-row insert transactions of `row_bytes` from [`CONNECTIONS`] tasks, on a fresh database with the
 /// store's own connection settings.
 async fn bare_inserts(args: &Args, row_bytes: usize) -> f64 {
-    let (store, data) = open_store(args, Arc::new(SystemClock), None).await;
+    let (store, data) = open_store(args, Arc::new(SystemClock)).await;
     drop(store);
     let payload = "x".repeat(row_bytes);
     let done = Arc::new(AtomicU64::new(0));
@@ -876,7 +893,7 @@ async fn queue_render(args: &Args) -> Figure {
 async fn expiry_sweep(args: &Args) -> Figure {
     eprintln!("bench: expiry sweep of 100k due questions");
     let clock = ManualClock::new(chrono::Utc::now());
-    let (store, data) = open_store(args, Arc::new(clock.clone()), None).await;
+    let (store, data) = open_store(args, Arc::new(clock.clone())).await;
     populate(store.as_ref(), 10_000, 100_000, "x").await;
     clock.advance(chrono::Duration::hours(2));
     let started = Instant::now();

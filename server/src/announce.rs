@@ -2,7 +2,7 @@
 //! instances, and metrics. Every web, API and job path announces through here; changes the store makes on its
 //! own (expiry, undelivered answers, revoked tokens) reach [`crate::events::EventHub`] as the store's observer.
 
-use anteroom_app::domain::{
+use anteroom_domain::{
     ids::SessionId,
     round::{Round, Submission},
 };

@@ -74,7 +74,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<u8> {
     let deadline = Utc::now() + window;
     let mut meta = json!({
         "com.pulsemcp/request-id": request_id,
-        "com.pulsemcp/expires-at": anteroom_app::domain::expiry::wire_time(deadline),
+        "com.pulsemcp/expires-at": anteroom_domain::expiry::wire_time(deadline),
         "com.pulsemcp/tool-name": args.tool_name,
     });
     if let Some(session_id) = &session_id {
@@ -110,7 +110,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<u8> {
         .to_owned();
     eprintln!(
         "Asked; waiting for a person (until {}).",
-        anteroom_app::domain::expiry::wire_time(deadline)
+        anteroom_domain::expiry::wire_time(deadline)
     );
 
     loop {

@@ -4,10 +4,7 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::{
-    jobs::default_schedule,
-    state::{ConnectionLimits, DEFAULT_BODY_LIMIT_KIB, DEFAULT_RETENTION_DAYS},
-};
+use crate::{instance::defaults, jobs::Schedules};
 
 /// Anteroom: where headless AI agents wait for a human.
 #[derive(Debug, Parser)]
@@ -116,7 +113,7 @@ pub struct DatabaseArgs {
     #[arg(
         long,
         env = "DATABASE_URL",
-        default_value = "sqlite://anteroom.sqlite3"
+        default_value_t = defaults().database_url().unwrap_or_default().to_owned()
     )]
     pub database_url: String,
 }
@@ -129,7 +126,7 @@ pub struct PublicArgs {
     pub public_url: Option<String>,
 
     /// Address and port to listen on.
-    #[arg(long, env = "ANTEROOM_ADDR", default_value = "127.0.0.1:3000")]
+    #[arg(long, env = "ANTEROOM_ADDR", default_value_t = defaults().addr)]
     pub addr: SocketAddr,
 
     /// Default window of a question, in minutes, when its producer names no deadline (default 60).
@@ -157,14 +154,14 @@ pub struct ServeArgs {
     pub database: DatabaseArgs,
 
     /// Folder holding the built browser bundle (`pkg/`) and public files.
-    #[arg(long, env = "ANTEROOM_SITE_ROOT", default_value = "target/site")]
+    #[arg(long, env = "ANTEROOM_SITE_ROOT", default_value_os_t = defaults().site_root.clone())]
     pub site_root: PathBuf,
 
     /// Accept anonymous producers on the bare /api/v1/elicitations routes (the original, insecure behaviour).
     #[arg(
         long,
         env = "ANTEROOM_ALLOW_UNAUTHENTICATED_PRODUCERS",
-        default_value_t = false,
+        default_value_t = defaults().allow_unauthenticated_producers,
         action = clap::ArgAction::Set,
         num_args = 0..=1,
         default_missing_value = "true"
@@ -175,7 +172,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "ANTEROOM_EVENT_CHANNEL",
-        default_value = "anteroom_events"
+        default_value_t = defaults().event_channel.clone()
     )]
     pub event_channel: String,
 
@@ -184,7 +181,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "ANTEROOM_DEVELOPMENT",
-        default_value_t = false,
+        default_value_t = defaults().development,
         action = clap::ArgAction::Set,
         num_args = 0..=1,
         default_missing_value = "true"
@@ -195,7 +192,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "ANTEROOM_EXPIRE_SCHEDULE",
-        default_value = default_schedule::EXPIRE
+        default_value_t = default_schedules().expire
     )]
     pub expire_schedule: String,
 
@@ -203,32 +200,32 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "ANTEROOM_STRANDED_SCHEDULE",
-        default_value = default_schedule::SWEEP_STRANDED
+        default_value_t = default_schedules().sweep_stranded
     )]
     pub stranded_schedule: String,
 
     /// Schedule of lease recovery.
-    #[arg(long, env = "ANTEROOM_RECOVER_SCHEDULE", default_value = default_schedule::RECOVER_LEASES)]
+    #[arg(long, env = "ANTEROOM_RECOVER_SCHEDULE", default_value_t = default_schedules().recover_leases)]
     pub recover_schedule: String,
 
     /// Schedule of the gate probe.
-    #[arg(long, env = "ANTEROOM_PROBE_SCHEDULE", default_value = default_schedule::PROBE_GATE)]
+    #[arg(long, env = "ANTEROOM_PROBE_SCHEDULE", default_value_t = default_schedules().probe_gate)]
     pub probe_schedule: String,
 
     /// Schedule of webhook delivery.
     #[arg(
         long,
         env = "ANTEROOM_WEBHOOK_SCHEDULE",
-        default_value = default_schedule::DELIVER_WEBHOOKS
+        default_value_t = default_schedules().deliver_webhooks
     )]
     pub webhook_schedule: String,
 
     /// Schedule of the purge of old finished rounds.
-    #[arg(long, env = "ANTEROOM_PURGE_SCHEDULE", default_value = default_schedule::PURGE)]
+    #[arg(long, env = "ANTEROOM_PURGE_SCHEDULE", default_value_t = default_schedules().purge)]
     pub purge_schedule: String,
 
     /// Days resolved and failed rounds are kept.
-    #[arg(long, env = "ANTEROOM_RETENTION_DAYS", default_value_t = DEFAULT_RETENTION_DAYS)]
+    #[arg(long, env = "ANTEROOM_RETENTION_DAYS", default_value_t = defaults().retention_days)]
     pub retention_days: u32,
 
     /// Webhook receivers, comma-separated: `https://…` gets generic JSON, `slack:https://…` a Slack `{"text"}`.
@@ -240,19 +237,19 @@ pub struct ServeArgs {
     pub webhook_secret: Option<String>,
 
     /// Largest request body, in KiB.
-    #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = DEFAULT_BODY_LIMIT_KIB)]
+    #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = defaults().body_limit_kib)]
     pub body_limit_kib: usize,
 
     /// Connections open at once (more wait in the listen queue); kept below the process's file-descriptor
     /// limit.
-    #[arg(long, env = "ANTEROOM_MAX_CONNECTIONS", default_value_t = ConnectionLimits::default().max_connections)]
+    #[arg(long, env = "ANTEROOM_MAX_CONNECTIONS", default_value_t = defaults().connections.max_connections)]
     pub max_connections: usize,
 
     /// Seconds a client has to send a request's headers (and an idle keep-alive connection its next request).
     #[arg(
         long,
         env = "ANTEROOM_HEADER_READ_TIMEOUT_SECS",
-        default_value_t = ConnectionLimits::default().header_read_timeout.as_secs()
+        default_value_t = defaults().connections.header_read_timeout.as_secs()
     )]
     pub header_read_timeout_secs: u64,
 
@@ -264,4 +261,63 @@ pub struct ServeArgs {
     /// Log filter, in `tracing` env-filter syntax.
     #[arg(long, env = "RUST_LOG", default_value = "info")]
     pub log: String,
+}
+
+/// The default job schedules, from [`crate::instance::Settings::default`].
+fn default_schedules() -> Schedules {
+    defaults().schedules.clone().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::{Cli, defaults};
+
+    /// The README's configuration table, as (environment variable, default) pairs.
+    fn documented_defaults() -> Vec<(String, String)> {
+        include_str!("../../README.md")
+            .lines()
+            .filter(|line| line.starts_with("| `--"))
+            .filter_map(|line| {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                let env = cells.get(2)?.trim_matches('`').to_owned();
+                let default = cells.get(3)?.trim_matches('`').to_owned();
+                Some((env, default))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_documented_defaults_are_the_settings_defaults() {
+        let command = Cli::command();
+        let serve = command
+            .find_subcommand("serve")
+            .expect("a serve sub-command");
+        let documented = documented_defaults();
+        assert!(documented.len() >= 20, "the README's table was found");
+        for (env, default) in documented {
+            let arg = serve
+                .get_arguments()
+                .find(|arg| arg.get_env().is_some_and(|name| name == env.as_str()))
+                .unwrap_or_else(|| panic!("{env} is documented but is not a setting of `serve`"));
+            let actual: Vec<String> = arg
+                .get_default_values()
+                .iter()
+                .map(|value| value.to_string_lossy().into_owned())
+                .collect();
+            match env.as_str() {
+                // Derived at start-up, not a fixed default.
+                "ANTEROOM_PUBLIC_URL" => assert_eq!(default, "http://ADDR"),
+                "ELICITATION_EXPIRATION_MINUTES" => assert_eq!(
+                    default,
+                    defaults().expiry.default_window().num_minutes().to_string()
+                ),
+                _ if default == "none" => {
+                    assert!(actual.is_empty(), "{env} has a default: {actual:?}")
+                }
+                _ => assert_eq!(actual, [default.clone()], "{env}: README says {default}"),
+            }
+        }
+    }
 }

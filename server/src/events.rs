@@ -71,7 +71,7 @@ pub struct Event {
     pub round_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
-    #[serde(with = "anteroom_app::domain::wire::time")]
+    #[serde(with = "anteroom_domain::wire::time")]
     pub at: DateTime<Utc>,
 }
 
@@ -221,9 +221,9 @@ impl EventHub {
     }
 }
 
-impl anteroom_app::store::StoreObserver for EventHub {
-    fn rounds_ended(&self, rounds: &[anteroom_app::domain::round::Round]) {
-        use anteroom_app::domain::round::FailureCode;
+impl anteroom_store::StoreObserver for EventHub {
+    fn rounds_ended(&self, rounds: &[anteroom_domain::round::Round]) {
+        use anteroom_domain::round::FailureCode;
         for round in rounds {
             let code = round.failure.as_ref().map(|failure| &failure.code);
             if let (Some(metrics), Some(code)) = (self.inner.metrics.get(), code) {

@@ -7,6 +7,7 @@ pub mod ask;
 pub mod config;
 pub mod credentials;
 pub mod events;
+pub mod instance;
 pub mod jobs;
 pub mod metrics;
 pub mod pages;

@@ -5,11 +5,11 @@ mod commands;
 
 use std::process::ExitCode;
 
-use anteroom_app::store::StoreOptions;
 use anteroom_server::{
     ask,
     config::{ApikeyCommand, Cli, Command, SessionCommand, UserCommand},
 };
+use anteroom_store::StoreOptions;
 use clap::Parser;
 
 #[tokio::main]

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use anteroom_app::store::Store;
+use anteroom_store::Store;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 
@@ -45,7 +45,7 @@ impl AppState {
     }
 }
 
-/// The API's settings.
+/// What the API and the pages read at run time; made from [`crate::instance::Settings`].
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
     /// Where producers and browsers reach this instance, without a trailing slash.
@@ -85,27 +85,6 @@ impl Default for ConnectionLimits {
             // hyper's one timer covers idle keep-alive too, so it must outlast a producer's poll interval
             // (often 5 s): at 5 s a client reusing its connection raced the close and lost the request.
             header_read_timeout: std::time::Duration::from_secs(20),
-        }
-    }
-}
-
-/// Largest request body by default, in KiB (the one home of this default).
-pub const DEFAULT_BODY_LIMIT_KIB: usize = 256;
-/// How long finished rounds are kept by default, in days.
-pub const DEFAULT_RETENTION_DAYS: u32 = 30;
-
-impl ApiConfig {
-    pub fn new(public_url: &str) -> Self {
-        Self {
-            public_url: public_url.trim_end_matches('/').to_owned(),
-            allow_unauthenticated_producers: false,
-            default_window_ms: 60 * 60 * 1000,
-            body_limit: DEFAULT_BODY_LIMIT_KIB * 1024,
-            webhook_secret: None,
-            retention: chrono::Duration::days(i64::from(DEFAULT_RETENTION_DAYS)),
-            secure_cookies: true,
-            connections: ConnectionLimits::default(),
-            metrics_token: None,
         }
     }
 }

@@ -10,7 +10,7 @@ use std::{
     sync::{Arc, Mutex, OnceLock},
 };
 
-use anteroom_app::domain::access::Role;
+use anteroom_domain::access::Role;
 use reqwest::header;
 use serde_json::{Value, json};
 use support::{

@@ -9,24 +9,26 @@ pub mod requests;
 /// The store crate, for [`on_both_backends!`].
 pub use anteroom_store;
 
-use std::sync::Arc;
+/// What a test may set of the instance it starts (the kit chooses the database, port, clock and jobs).
+pub use anteroom_server::instance::Settings;
+
+use std::{net::SocketAddr, sync::Arc};
 
 use anteroom_server::{
-    ApiConfig, AppState, credentials, events::EventHub, state::ConnectionLimits,
+    AppState, credentials,
+    instance::{Database, Instance},
 };
 use anteroom_store::{
-    PostgresStore, SqliteStore, Store, StoreOptions,
+    Store,
     domain::{
         access::{ApiKey, Role},
         clock::ManualClock,
-        webhook::WebhookEndpoint,
     },
     testing::{TestBackend, TestSchema, postgres_url},
 };
 use chrono::{DateTime, Utc};
-use leptos::config::LeptosOptions;
 use serde_json::{Value, json};
-use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use tokio::{sync::oneshot, task::JoinHandle};
 
 pub fn start_time() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-03-01T09:00:00Z")
@@ -57,44 +59,6 @@ enum Data {
     Postgres(TestSchema),
     /// Another instance owns the database.
     Shared,
-}
-
-fn store_options(clock: &ManualClock, events: &EventHub, options: &Options) -> StoreOptions {
-    StoreOptions {
-        clock: Arc::new(clock.clone()),
-        observer: Some(Arc::new(events.clone())),
-        webhooks: options.webhooks.clone(),
-        ..StoreOptions::default()
-    }
-}
-
-async fn open_store(
-    db: Db,
-    clock: &ManualClock,
-    events: &EventHub,
-    options: &Options,
-) -> Option<(Arc<dyn Store>, Data)> {
-    let (store, data): (Arc<dyn Store>, Data) = match db {
-        Db::Sqlite => {
-            let dir = tempfile::tempdir().expect("temporary directory");
-            let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
-            let store = SqliteStore::connect(&url, store_options(clock, events, options))
-                .await
-                .expect("open SQLite");
-            (Arc::new(store), Data::Sqlite { _dir: dir })
-        }
-        Db::Postgres => {
-            let url = postgres_url()?;
-            let schema = TestSchema::create(&url).await.expect("test schema");
-            let store = PostgresStore::from_pool(
-                schema.pool.clone(),
-                store_options(clock, events, options),
-            );
-            (Arc::new(store), Data::Postgres(schema))
-        }
-    };
-    store.migrate().await.expect("migrate");
-    Some((store, data))
 }
 
 /// One API key per role: admin, responder, viewer.
@@ -131,128 +95,101 @@ pub struct TestServer {
     data: Data,
 }
 
-#[derive(Clone)]
-pub struct Options {
-    pub allow_unauthenticated_producers: bool,
-    pub body_limit: usize,
-    pub webhooks: Vec<WebhookEndpoint>,
-    pub webhook_secret: Option<String>,
-    pub connections: ConnectionLimits,
-    pub metrics_token: Option<String>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            allow_unauthenticated_producers: false,
-            body_limit: 256 * 1024,
-            webhooks: Vec::new(),
-            webhook_secret: None,
-            connections: ConnectionLimits::default(),
-            metrics_token: None,
-        }
-    }
-}
-
 impl TestServer {
     /// A server on `db`, or `None` for PostgreSQL when `ANTEROOM_TEST_POSTGRES_URL` is not set.
     pub async fn start(db: Db) -> Option<Self> {
-        Self::start_with(db, Options::default()).await
+        Self::start_with(db, Settings::default()).await
     }
 
-    pub async fn start_with(db: Db, options: Options) -> Option<Self> {
+    /// A server built from `settings`, except that the kit chooses the database, a free port, a manual clock
+    /// and no scheduled jobs (tests run the jobs themselves through [`TestServer::state`]).
+    pub async fn start_with(db: Db, settings: Settings) -> Option<Self> {
         let clock = ManualClock::new(start_time());
-        let events = EventHub::default();
-        let (store, data) = open_store(db, &clock, &events, &options).await?;
-        let keys = create_keys(&store).await;
-        Some(Self::launch(store, data, clock, keys, options, None, events).await)
+        let (database, data) = match db {
+            Db::Sqlite => {
+                let dir = tempfile::tempdir().expect("temporary directory");
+                let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
+                (Database::Url(url), Data::Sqlite { _dir: dir })
+            }
+            Db::Postgres => {
+                let schema = TestSchema::create(&postgres_url()?)
+                    .await
+                    .expect("test schema");
+                let database = Database::Postgres {
+                    store: schema.pool.clone(),
+                    relay: None,
+                };
+                (database, Data::Postgres(schema))
+            }
+        };
+        let instance = Self::build(database, &clock, settings).await;
+        let keys = create_keys(&instance.state.store).await;
+        Some(Self::launch(instance, data, clock, keys))
     }
 
     /// Two instances on one PostgreSQL schema, sharing events through LISTEN/NOTIFY.
     pub async fn postgres_pair() -> Option<(Self, Self)> {
-        Self::postgres_pair_with(Options::default()).await
+        Self::postgres_pair_with(Settings::default()).await
     }
 
-    pub async fn postgres_pair_with(options: Options) -> Option<(Self, Self)> {
+    pub async fn postgres_pair_with(settings: Settings) -> Option<(Self, Self)> {
         let url = postgres_url()?;
         let clock = ManualClock::new(start_time());
-        let (events_a, events_b) = (EventHub::default(), EventHub::default());
-        let (store, data) = open_store(Db::Postgres, &clock, &events_a, &options).await?;
-        let keys = create_keys(&store).await;
-        let Data::Postgres(schema) = &data else {
-            return None;
+        let schema = TestSchema::create(&url).await.expect("test schema");
+        let pool = || async {
+            schema
+                .another_pool(&url)
+                .await
+                .expect("a pool on the test schema")
         };
-        let channel = format!("anteroom_test_{}", uuid::Uuid::now_v7().simple());
-        let second_pool = schema.another_pool(&url).await.expect("second pool");
-        let relay_a = schema.another_pool(&url).await.expect("relay pool");
-        let relay_b = schema.another_pool(&url).await.expect("relay pool");
-        let second_store: Arc<dyn Store> = Arc::new(PostgresStore::from_pool(
-            second_pool,
-            store_options(&clock, &events_b, &options),
-        ));
-        let first = Self::launch(
-            store,
-            data,
-            clock.clone(),
-            keys.clone(),
-            options.clone(),
-            Some((relay_a, channel.clone())),
-            events_a,
-        )
-        .await;
-        let second = Self::launch(
-            second_store,
-            Data::Shared,
-            clock,
-            keys,
-            options,
-            Some((relay_b, channel)),
-            events_b,
-        )
-        .await;
-        Some((first, second))
+        let settings = Settings {
+            event_channel: format!("anteroom_test_{}", uuid::Uuid::now_v7().simple()),
+            ..settings
+        };
+        let first = Database::Postgres {
+            store: schema.pool.clone(),
+            relay: Some(pool().await),
+        };
+        let second = Database::Postgres {
+            store: pool().await,
+            relay: Some(pool().await),
+        };
+        let first = Self::build(first, &clock, settings.clone()).await;
+        let second = Self::build(second, &clock, settings).await;
+        let keys = create_keys(&first.state.store).await;
+        Some((
+            Self::launch(first, Data::Postgres(schema), clock.clone(), keys.clone()),
+            Self::launch(second, Data::Shared, clock, keys),
+        ))
     }
 
-    async fn launch(
-        store: Arc<dyn Store>,
-        data: Data,
-        clock: ManualClock,
-        keys: [String; 3],
-        options: Options,
-        relay: Option<(sqlx::PgPool, String)>,
-        events: EventHub,
-    ) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
-        let addr = listener.local_addr().expect("local address");
-        let base = format!("http://{addr}");
-        let leptos_options = LeptosOptions::builder()
-            .output_name("anteroom")
-            .site_root("target/site")
-            .site_addr(addr)
-            .build();
-        let mut config = ApiConfig::new(&base);
-        config.allow_unauthenticated_producers = options.allow_unauthenticated_producers;
-        config.body_limit = options.body_limit;
-        config.webhook_secret = options.webhook_secret.clone();
-        config.connections = options.connections;
-        config.metrics_token = options.metrics_token.clone();
-        let state = AppState::new(leptos_options, store.clone(), config, events);
-        if let Some((pool, channel)) = relay {
-            anteroom_server::relay::start(&state.events, pool, &channel)
-                .await
-                .expect("event relay");
-        }
+    async fn build(database: Database, clock: &ManualClock, settings: Settings) -> Instance {
+        Instance::build(Settings {
+            database,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            public_url: None,
+            site_root: "target/site".into(),
+            schedules: None,
+            clock: Arc::new(clock.clone()),
+            ..settings
+        })
+        .await
+        .expect("build the instance")
+    }
+
+    fn launch(instance: Instance, data: Data, clock: ManualClock, keys: [String; 3]) -> Self {
+        let base = format!("http://{}", instance.local_addr);
+        let state = instance.state.clone();
         let (stop, stopped) = oneshot::channel::<()>();
-        let running = state.clone();
-        let task = tokio::spawn(anteroom_server::serve(listener, running, async move {
+        let task = tokio::spawn(instance.run(async move {
             let _ = stopped.await;
         }));
         let [admin_key, responder_key, viewer_key] = keys;
         Self {
             base,
+            store: state.store.clone(),
             state,
             clock,
-            store,
             admin_key,
             responder_key,
             viewer_key,

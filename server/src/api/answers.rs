@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use anteroom_app::domain::{
+use anteroom_domain::{
     expiry::wire_time,
     ids::{IdempotencyKey, RequestId, RequestKey, RoundId},
     round::{ElicitationResponse, ResponseAction, Submission},

@@ -1,6 +1,7 @@
 //! Every API error as the JSON of docs/api.md#errors — `{"error", "message", "details"?}` — with its status decided here only.
 
-use anteroom_app::{domain::ManagedInputError, store::StoreError};
+use anteroom_domain::ManagedInputError;
+use anteroom_store::StoreError;
 use axum::{
     Json,
     http::{HeaderValue, StatusCode, header},

@@ -1,6 +1,6 @@
 //! Request extractors whose every rejection is a JSON error (docs/api.md#errors): bodies, path segments and callers.
 
-use anteroom_app::domain::{
+use anteroom_domain::{
     access::{Principal, PrincipalKind, Role},
     limits::nul_at,
 };

@@ -1,7 +1,7 @@
 //! `GET /api/v1/gate`: whether producers can reach Anteroom, and the sentence agents' system prompts carry.
 //! The state is shared by all instances (kept in the database) and written by the gate-probe job.
 
-use anteroom_app::domain::gate::GateState;
+use anteroom_domain::gate::GateState;
 use axum::{Json, extract::State};
 use utoipa_axum::{router::OpenApiRouter, routes};
 

@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeMap, net::SocketAddr, time::Duration as StdDuration};
 
-use anteroom_app::domain::{
+use anteroom_domain::{
     access::Role,
     expiry::wire_time,
     ids::{RequestId, RequestKey, RoundId, SessionId},

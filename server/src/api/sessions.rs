@@ -1,6 +1,6 @@
 //! Session management (docs/api.md#sessions): register, list in attention order, read, resume/finish, cancel, tokens.
 
-use anteroom_app::domain::{
+use anteroom_domain::{
     expiry::wire_time,
     ids::SessionId,
     round::check_server_name,

@@ -1,6 +1,6 @@
 //! What the API shows of stored records: rounds without their lease secret, and a session's environment block.
 
-use anteroom_app::domain::round::Round;
+use anteroom_domain::round::Round;
 use serde_json::{Value, json};
 
 use crate::ApiConfig;
@@ -56,7 +56,7 @@ mod tests {
 
     #[test]
     fn environment_block_points_both_urls_at_the_session_route_and_never_enables() {
-        let config = ApiConfig::new("https://anteroom.example/");
+        let config = crate::instance::Settings::default().api_config("https://anteroom.example/");
         let block = environment_block(&config, "s1", "ars_x", None);
         let get = |key: &str| {
             block

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use anteroom_app::domain::{
+use anteroom_domain::{
     expiry::wire_time,
     ids::{LeaseToken, OwnerId, RequestKey, RoundId},
     round::{AskedThrough, ElicitationRequest, FailureCode, NewRound, OperationKind, Round},
@@ -155,7 +155,7 @@ async fn redacted(
 }
 
 fn lease_length(seconds: Option<i64>) -> ApiResult<Duration> {
-    Ok(anteroom_app::domain::round::lease_length(seconds)?)
+    Ok(anteroom_domain::round::lease_length(seconds)?)
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,10 +1,8 @@
 //! `anteroom apikey create`: a new API key for a role, printed once (only its hash is stored).
 
-use anteroom_app::{
-    domain::access::{ApiKey, Role},
-    store::StoreOptions,
-};
+use anteroom_domain::access::{ApiKey, Role};
 use anteroom_server::{config::DatabaseArgs, credentials};
+use anteroom_store::StoreOptions;
 use anyhow::bail;
 
 use super::open_store;

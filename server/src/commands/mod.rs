@@ -1,14 +1,10 @@
-//! What every sub-command shares: opening the database, reading the operator's expiry setting, logging, and
-//! keeping database passwords out of messages.
+//! What every sub-command shares: opening the database, reading the operator's expiry setting, and logging.
 
 use std::{io::IsTerminal, sync::Arc};
 
-use anteroom_app::{
-    domain::expiry::{ExpiryPolicy, OperatorMinutes},
-    store::{self, Store, StoreOptions},
-};
+use anteroom_domain::expiry::{ExpiryPolicy, OperatorMinutes};
 use anteroom_server::config::DatabaseArgs;
-use anyhow::Context;
+use anteroom_store::{Store, StoreOptions};
 
 pub mod apikey;
 pub mod serve;
@@ -32,34 +28,7 @@ pub(crate) async fn open_store(
     args: &DatabaseArgs,
     options: StoreOptions,
 ) -> anyhow::Result<Arc<dyn Store>> {
-    let store = store::connect(&args.database_url, options)
-        .await
-        .with_context(|| format!("cannot open the database at {}", redact(&args.database_url)))?;
-    store
-        .migrate()
-        .await
-        .context("cannot migrate the database")?;
-    tracing::info!(
-        database = store.backend().name(),
-        "database schema is up to date"
-    );
-    Ok(store)
-}
-
-/// Hides a password in a database URL before it reaches a log or an error message.
-pub(crate) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _password)) => {
-                    format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
-                }
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
+    anteroom_server::instance::open_store(&args.database_url, options).await
 }
 
 /// Logs go to stderr, so sub-commands keep stdout for their output.
@@ -72,25 +41,4 @@ pub(crate) fn init_logging(filter: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact;
-
-    #[test]
-    fn redact_hides_only_the_password() {
-        assert_eq!(
-            redact("postgres://anteroom:s3cret@db:5432/anteroom"),
-            "postgres://anteroom:***@db:5432/anteroom"
-        );
-        assert_eq!(
-            redact("postgres://postgres@127.0.0.1/test"),
-            "postgres://postgres@127.0.0.1/test"
-        );
-        assert_eq!(
-            redact("sqlite://anteroom.sqlite3"),
-            "sqlite://anteroom.sqlite3"
-        );
-    }
 }

@@ -1,20 +1,15 @@
 //! `anteroom serve` (the default): the web app, the API and the scheduled jobs, until Ctrl-C or SIGTERM.
 
-use std::sync::Arc;
-
-use anteroom_app::{domain::webhook::WebhookEndpoint, store::StoreOptions};
+use anteroom_domain::webhook::WebhookEndpoint;
 use anteroom_server::{
-    ApiConfig, AppState,
     config::ServeArgs,
-    events::EventHub,
-    jobs::{self, Schedules},
+    instance::{Database, Instance, Settings},
+    jobs::Schedules,
     state::ConnectionLimits,
 };
 use anyhow::{Context, bail};
-use leptos::config::LeptosOptions;
-use tokio::net::TcpListener;
 
-use super::{expiry_policy, init_logging, open_store};
+use super::{expiry_policy, init_logging};
 
 /// The connection cap, lowered below the file-descriptor limit (raised to its hard limit first) so that the
 /// database, the log and accept itself always have descriptors left.
@@ -40,10 +35,8 @@ fn connection_cap(configured: usize) -> usize {
     }
 }
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging(&args.log);
-    let expiry = expiry_policy(args.public.expiration_minutes.as_deref());
-    let events = EventHub::default();
+/// The settings the command line (flags and environment) describes.
+fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
     let mut webhooks = Vec::new();
     for raw in args.webhooks.iter().filter(|raw| !raw.trim().is_empty()) {
         match WebhookEndpoint::parse(raw) {
@@ -51,43 +44,49 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             None => bail!("ANTEROOM_WEBHOOKS: {raw:?} is not an http(s) URL (or slack:URL)"),
         }
     }
-    let store = open_store(
-        &args.database,
-        StoreOptions {
-            expiry,
-            observer: Some(Arc::new(events.clone())),
-            webhooks,
-            ..StoreOptions::default()
+    Ok(Settings {
+        database: Database::Url(args.database.database_url.clone()),
+        addr: args.public.addr,
+        public_url: Some(args.public.public_url()),
+        site_root: args.site_root.clone(),
+        allow_unauthenticated_producers: args.allow_unauthenticated_producers,
+        event_channel: args.event_channel.clone(),
+        development: args.development,
+        schedules: Some(Schedules {
+            expire: args.expire_schedule.clone(),
+            sweep_stranded: args.stranded_schedule.clone(),
+            recover_leases: args.recover_schedule.clone(),
+            probe_gate: args.probe_schedule.clone(),
+            deliver_webhooks: args.webhook_schedule.clone(),
+            purge: args.purge_schedule.clone(),
+        }),
+        retention_days: args.retention_days,
+        webhooks,
+        webhook_secret: args.webhook_secret.clone(),
+        body_limit_kib: args.body_limit_kib,
+        connections: ConnectionLimits {
+            max_connections: connection_cap(args.max_connections),
+            header_read_timeout: std::time::Duration::from_secs(
+                args.header_read_timeout_secs.max(1),
+            ),
         },
-    )
-    .await?;
+        metrics_token: args.metrics_token.clone(),
+        expiry: expiry_policy(args.public.expiration_minutes.as_deref()),
+        ..Settings::default()
+    })
+}
 
-    let site_root = args.site_root.to_string_lossy().into_owned();
-    if !args.site_root.join("pkg").is_dir() {
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging(&args.log);
+    let settings = settings(&args)?;
+    if !settings.site_root.join("pkg").is_dir() {
         tracing::warn!(
-            site_root,
+            site_root = %settings.site_root.display(),
             "no browser bundle found: pages render but will not hydrate; build with `cargo xtask build`"
         );
     }
-    let addr = args.public.addr;
-    let leptos_options = LeptosOptions::builder()
-        .output_name("anteroom")
-        .site_root(site_root)
-        .site_pkg_dir("pkg")
-        .site_addr(addr)
-        .build();
-    let mut config = ApiConfig::new(&args.public.public_url());
-    config.allow_unauthenticated_producers = args.allow_unauthenticated_producers;
-    config.default_window_ms = expiry.default_window().num_milliseconds();
-    config.body_limit = args.body_limit_kib.saturating_mul(1024);
-    config.webhook_secret = args.webhook_secret.clone().filter(|s| !s.is_empty());
-    config.retention = chrono::Duration::days(i64::from(args.retention_days.max(1)));
-    config.secure_cookies = !args.development;
-    config.connections = ConnectionLimits {
-        max_connections: connection_cap(args.max_connections),
-        header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout_secs.max(1)),
-    };
-    config.metrics_token = args.metrics_token.clone().filter(|token| !token.is_empty());
+    let instance = Instance::build(settings).await?;
+    let config = &instance.state.config;
     if config.secure_cookies && !is_https_or_loopback(&config.public_url) {
         tracing::warn!(
             public_url = %config.public_url,
@@ -101,46 +100,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
              to any existing session and poll any question by id on /api/v1/elicitations"
         );
     }
-
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
-    let local_addr = listener.local_addr()?;
     tracing::info!(
-        "Anteroom is listening on http://{local_addr} ({}); producers use {}",
-        store.backend().name(),
+        "Anteroom is listening on http://{} ({}); producers use {}",
+        instance.local_addr,
+        instance.state.store.backend().name(),
         config.public_url
     );
-    anteroom_server::pages::announce_first_run(store.as_ref(), &config.public_url)
+    anteroom_server::pages::announce_first_run(instance.state.store.as_ref(), &config.public_url)
         .await
         .context("cannot prepare the first-run sign-in link")?;
-    let state = AppState::new(leptos_options, store, config, events);
-    if args.database.database_url.starts_with("postgres") {
-        let pool = sqlx::postgres::PgPoolOptions::new()
-            .max_connections(2)
-            .connect(&args.database.database_url)
-            .await
-            .context("cannot open the event relay's connection")?;
-        anteroom_server::relay::start(&state.events, pool, &args.event_channel)
-            .await
-            .context("cannot LISTEN for other instances' events")?;
-        tracing::info!(channel = %args.event_channel, "sharing events with other instances");
-    }
-    let schedules = Schedules {
-        expire: args.expire_schedule.clone(),
-        sweep_stranded: args.stranded_schedule.clone(),
-        recover_leases: args.recover_schedule.clone(),
-        probe_gate: args.probe_schedule.clone(),
-        deliver_webhooks: args.webhook_schedule.clone(),
-        purge: args.purge_schedule.clone(),
-    };
-    let mut scheduler = jobs::start(&state, &schedules, args.development)
-        .await
-        .context("cannot start the scheduled jobs (check the *_SCHEDULE settings)")?;
-    anteroom_server::serve(listener, state, shutdown_signal()).await?;
-    if let Err(error) = scheduler.shutdown().await {
-        tracing::warn!(%error, "scheduled jobs did not stop cleanly");
-    }
+    instance.run(shutdown_signal()).await?;
     tracing::info!("Anteroom stopped");
     Ok(())
 }

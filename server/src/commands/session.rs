@@ -1,15 +1,13 @@
 //! `anteroom session create`: registers a session and prints the environment block its MCP servers need.
 
-use anteroom_app::{
-    domain::{ids::SessionId, session::NewSession},
-    store::StoreOptions,
-};
+use anteroom_domain::{ids::SessionId, session::NewSession};
 use anteroom_server::{
-    ApiConfig,
     api::views::environment_block,
     config::{DatabaseArgs, PublicArgs},
     credentials,
+    instance::Settings,
 };
+use anteroom_store::StoreOptions;
 
 use super::{expiry_policy, open_store};
 
@@ -34,10 +32,11 @@ pub async fn create(
     store
         .set_producer_token(&id, Some(&credentials::hash(&token)))
         .await?;
-    let mut config = ApiConfig::new(&public.public_url());
-    config.default_window_ms = expiry_policy(public.expiration_minutes.as_deref())
-        .default_window()
-        .num_milliseconds();
+    let config = Settings {
+        expiry: expiry_policy(public.expiration_minutes.as_deref()),
+        ..Settings::default()
+    }
+    .api_config(&public.public_url());
     for (key, value) in environment_block(&config, id.as_str(), &token, server.as_deref()) {
         println!("{key}={value}");
     }

@@ -1,8 +1,9 @@
 //! `anteroom user add`: a person who signs in to the web app, with the password from `ANTEROOM_PASSWORD` or
 //! standard input.
 
-use anteroom_app::{domain::access::Role, store::StoreOptions};
+use anteroom_domain::access::Role;
 use anteroom_server::config::DatabaseArgs;
+use anteroom_store::StoreOptions;
 use anyhow::{Context, bail};
 
 use super::open_store;

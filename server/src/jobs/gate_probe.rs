@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use anteroom_app::domain::gate::GateChange;
+use anteroom_domain::gate::GateChange;
 
 use crate::AppState;
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration as StdDuration;
 
-use anteroom_app::domain::webhook::{AttemptOutcome, WebhookDelivery};
+use anteroom_domain::webhook::{AttemptOutcome, WebhookDelivery};
 use chrono::Duration;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;

@@ -6,19 +6,17 @@ mod session_store;
 
 use std::{net::SocketAddr, sync::Arc};
 
-use anteroom_app::{
-    domain::{
-        access::{Principal, Role, User, check_password, check_username, normalise_username},
-        form::posted_value,
-        round::Submission,
-    },
-    store::Store,
-    ui::{
-        model::{AnswerNotice, AnswerPost, Viewer},
-        page_data::{WebServices, submit_answer},
-        server_fns::FlashNotice,
-    },
+use anteroom_app::ui::{
+    model::{AnswerNotice, AnswerPost, Viewer},
+    page_data::{WebServices, submit_answer},
+    server_fns::FlashNotice,
 };
+use anteroom_domain::{
+    access::{Principal, Role, User, check_password, check_username, normalise_username},
+    form::posted_value,
+    round::Submission,
+};
+use anteroom_store::Store;
 use axum::{
     Extension, Router,
     body::{Body, Bytes},

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use anteroom_app::store::Store;
+use anteroom_store::Store;
 use chrono::{DateTime, Utc};
 use tower_sessions::{
     SessionStore,

@@ -5,12 +5,12 @@
 
 use anteroom_testkit::{self as support, on_both_backends};
 
-use anteroom_app::domain::{access::Role, webhook::WebhookEndpoint};
+use anteroom_domain::{access::Role, webhook::WebhookEndpoint};
 use anteroom_server::jobs::expire;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 use support::{
-    Db, Options, TestServer,
+    Db, Settings, TestServer,
     browser::{page, person, sign_in},
     pulsemcp::{Outcome, PulsemcpClient, Wait},
     start_time,
@@ -28,10 +28,10 @@ fn at(seconds: f64) -> DateTime<Utc> {
     start_time() + Duration::milliseconds((seconds * 1000.0) as i64)
 }
 
-fn with_webhooks() -> Options {
-    Options {
+fn with_webhooks() -> Settings {
+    Settings {
         webhooks: vec![WebhookEndpoint::parse("http://127.0.0.1:9/hook").expect("endpoint")],
-        ..Options::default()
+        ..Settings::default()
     }
 }
 

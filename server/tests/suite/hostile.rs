@@ -6,12 +6,12 @@ use anteroom_testkit::{self as support, on_both_backends};
 
 use std::time::{Duration as StdDuration, Instant};
 
-use anteroom_app::domain::access::Role;
+use anteroom_domain::access::Role;
 use chrono::Duration;
 use reqwest::{Method, StatusCode, header};
 use serde_json::{Value, json};
 use support::{
-    Db, Options, TestServer,
+    Db, Settings, TestServer,
     browser::{PASSWORD, browser, page, person, post_form, sign_in},
     pulsemcp::PulsemcpClient,
 };
@@ -160,9 +160,9 @@ async fn unbounded_metric_labels_collapse_to_other(db: Db) {
 }
 
 async fn metrics_are_closed_to_strangers_when_a_token_is_set(db: Db) {
-    let options = Options {
+    let options = Settings {
         metrics_token: Some("scrape-secret".to_owned()),
-        ..Options::default()
+        ..Settings::default()
     };
     let Some(server) = TestServer::start_with(db, options).await else {
         return;
@@ -363,12 +363,12 @@ async fn stored_xss_in_every_producer_text_stays_text(db: Db) {
 }
 
 async fn slowloris_connections_are_shed_at_the_header_timeout(db: Db) {
-    let options = Options {
+    let options = Settings {
         connections: anteroom_server::state::ConnectionLimits {
             max_connections: 8,
             header_read_timeout: StdDuration::from_secs(1),
         },
-        ..Options::default()
+        ..Settings::default()
     };
     let Some(server) = TestServer::start_with(db, options).await else {
         return;

@@ -1,11 +1,9 @@
 //! The real server on a port of its own: probes answer, pages send a stranger to sign in, and shutdown is clean.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
 
-use anteroom_app::store::{self, Store, StoreOptions};
-use anteroom_server::{ApiConfig, AppState};
-use leptos::config::LeptosOptions;
-use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use anteroom_server::instance::{Database, Instance, Settings};
+use tokio::{sync::oneshot, task::JoinHandle};
 
 struct RunningServer {
     base: String,
@@ -20,33 +18,22 @@ async fn start_server() -> RunningServer {
         "sqlite://{}",
         data.path().join("anteroom.sqlite3").display()
     );
-    let store: Arc<dyn Store> = store::connect(&url, StoreOptions::default())
-        .await
-        .expect("open SQLite");
-    store.migrate().await.expect("migrate");
-
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
-    let addr = listener.local_addr().expect("local address");
-    let leptos_options = LeptosOptions::builder()
-        .output_name("anteroom")
-        .site_root(data.path().to_string_lossy().into_owned())
-        .site_addr(addr)
-        .build();
+    let instance = Instance::build(Settings {
+        database: Database::Url(url),
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        site_root: data.path().to_path_buf(),
+        schedules: None,
+        ..Settings::default()
+    })
+    .await
+    .expect("build the instance");
+    let base = format!("http://{}", instance.local_addr);
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(anteroom_server::serve(
-        listener,
-        AppState::new(
-            leptos_options,
-            store,
-            ApiConfig::new(&format!("http://{addr}")),
-            Default::default(),
-        ),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
+    let task = tokio::spawn(instance.run(async move {
+        let _ = stopped.await;
+    }));
     RunningServer {
-        base: format!("http://{addr}"),
+        base,
         stop,
         task,
         _data: data,

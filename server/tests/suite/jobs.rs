@@ -3,9 +3,11 @@
 
 use anteroom_testkit::{self as support, on_both_backends};
 
-use anteroom_app::domain::gate::GateChange;
+use anteroom_domain::gate::GateChange;
+use std::net::SocketAddr;
+
 use anteroom_server::{
-    ApiConfig, AppState,
+    instance::{Database, Instance, Settings},
     jobs::{expire, gate_probe, recover},
 };
 use chrono::Duration;
@@ -156,21 +158,20 @@ async fn gate_probe_healthy_broken_broken_healthy_opens_exactly_one_incident() {
     let addr = probe_target.local_addr().expect("address");
     drop(probe_target);
     let dir = tempfile::tempdir().expect("temporary directory");
-    let store = anteroom_app::store::connect(
-        &format!("sqlite://{}", dir.path().join("gate.sqlite3").display()),
-        Default::default(),
-    )
+    // An instance whose public URL is the probe target; it is built, never served.
+    let instance = Instance::build(Settings {
+        database: Database::Url(format!(
+            "sqlite://{}",
+            dir.path().join("gate.sqlite3").display()
+        )),
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        public_url: Some(format!("http://{addr}")),
+        schedules: None,
+        ..Settings::default()
+    })
     .await
-    .expect("store");
-    store.migrate().await.expect("migrate");
-    let state = AppState::new(
-        leptos::config::LeptosOptions::builder()
-            .output_name("anteroom")
-            .build(),
-        store,
-        ApiConfig::new(&format!("http://{addr}")),
-        Default::default(),
-    );
+    .expect("instance");
+    let state = instance.state.clone();
 
     let up = serve_on(addr).await;
     let mut changes = vec![gate_probe::run(state.clone()).await];

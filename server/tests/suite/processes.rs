@@ -7,18 +7,16 @@ use std::{
     time::Duration as StdDuration,
 };
 
-use anteroom_app::{
-    domain::{
-        clock::ManualClock,
-        ids::{RequestId, RequestKey, SessionId},
-        round::{ElicitationRequest, NewRound, OperationKind, RoundStatus},
-        session::NewSession,
-        webhook::WebhookEndpoint,
-    },
-    store::{
-        PostgresStore, RoundStore, SessionStore, Store, StoreOptions,
-        testing::{TestSchema, postgres_url},
-    },
+use anteroom_domain::{
+    clock::ManualClock,
+    ids::{RequestId, RequestKey, SessionId},
+    round::{ElicitationRequest, NewRound, OperationKind, RoundStatus},
+    session::NewSession,
+    webhook::WebhookEndpoint,
+};
+use anteroom_store::{
+    PostgresStore, RoundStore, SessionStore, Store, StoreOptions,
+    testing::{TestSchema, postgres_url},
 };
 use axum::{Router, http::HeaderMap, routing::post};
 use chrono::{Duration, Utc};

@@ -3,7 +3,7 @@
 
 use anteroom_testkit::{self as support, on_both_backends};
 
-use anteroom_app::domain::access::Role;
+use anteroom_domain::access::Role;
 use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use support::{

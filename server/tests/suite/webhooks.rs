@@ -11,7 +11,7 @@ use std::{
 
 use std::collections::BTreeMap;
 
-use anteroom_app::domain::{
+use anteroom_domain::{
     clock::ManualClock,
     ids::{RequestId, RequestKey, SessionId},
     round::{ElicitationRequest, NewRound, OperationKind},
@@ -21,7 +21,7 @@ use anteroom_server::jobs::{expire, webhooks};
 use axum::{Router, body::Bytes, http::HeaderMap, http::StatusCode, routing::post};
 use chrono::Duration;
 use serde_json::{Value, json};
-use support::{Db, Options, TestServer, pulsemcp::PulsemcpClient};
+use support::{Db, Settings, TestServer, pulsemcp::PulsemcpClient};
 
 const SECRET: &str = "webhook-test-secret";
 
@@ -80,11 +80,11 @@ async fn receiver_calling(
     (url, seen)
 }
 
-fn options(url: &str) -> Options {
-    Options {
+fn options(url: &str) -> Settings {
+    Settings {
         webhooks: vec![WebhookEndpoint::parse(url).expect("endpoint")],
         webhook_secret: Some(SECRET.to_owned()),
-        ..Options::default()
+        ..Settings::default()
     }
 }
 

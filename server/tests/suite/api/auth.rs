@@ -4,7 +4,7 @@ use serde_json::json;
 
 use anteroom_testkit::requests::{ask, expires_in_an_hour, json_of, schema};
 use anteroom_testkit::{
-    Db, Options, TestServer,
+    Db, Settings, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
@@ -182,9 +182,9 @@ async fn responder_key_cannot_register_sessions_on_the_bare_route(db: Db) {
 async fn anonymous_bare_routes_only_when_the_operator_opts_in(db: Db) {
     let Some(server) = TestServer::start_with(
         db,
-        Options {
+        Settings {
             allow_unauthenticated_producers: true,
-            ..Options::default()
+            ..Settings::default()
         },
     )
     .await

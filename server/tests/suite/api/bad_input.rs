@@ -4,16 +4,16 @@ use serde_json::{Value, json};
 
 use anteroom_testkit::requests::{ask, expires_in_an_hour, schema};
 use anteroom_testkit::{
-    Db, Options, TestServer,
+    Db, Settings, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
 async fn malformed_requests_get_json_4xx_and_the_server_keeps_working(db: Db) {
     let Some(server) = TestServer::start_with(
         db,
-        Options {
-            body_limit: 64 * 1024,
-            ..Options::default()
+        Settings {
+            body_limit_kib: 64,
+            ..Settings::default()
         },
     )
     .await
