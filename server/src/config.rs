@@ -314,9 +314,13 @@ mod tests {
                     defaults().expiry.default_window().num_minutes().to_string()
                 ),
                 _ if default == "none" => {
-                    assert!(actual.is_empty(), "{env} has a default: {actual:?}")
+                    assert!(actual.is_empty(), "{env} has a default: {actual:?}");
                 }
-                _ => assert_eq!(actual, [default.clone()], "{env}: README says {default}"),
+                _ => assert_eq!(
+                    actual,
+                    std::slice::from_ref(&default),
+                    "{env}: README says {default}"
+                ),
             }
         }
     }

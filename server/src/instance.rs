@@ -182,6 +182,7 @@ pub fn redact(url: &str) -> String {
 /// A built instance: listening, its jobs scheduled, not yet serving.
 pub struct Instance {
     pub state: AppState,
+    leptos_options: LeptosOptions,
     /// The address it listens on (the real port when the settings asked for port 0).
     pub local_addr: SocketAddr,
     listener: TcpListener,
@@ -234,12 +235,7 @@ impl Instance {
             .site_pkg_dir("pkg")
             .site_addr(local_addr)
             .build();
-        let state = AppState::new(
-            leptos_options,
-            store,
-            settings.api_config(&public_url),
-            events,
-        );
+        let state = AppState::new(store, settings.api_config(&public_url), events);
         if let Some(pool) = relay_pool {
             relay::start(&state.events, pool, &settings.event_channel)
                 .await
@@ -256,6 +252,7 @@ impl Instance {
         };
         Ok(Self {
             state,
+            leptos_options,
             local_addr,
             listener,
             scheduler,
@@ -267,7 +264,7 @@ impl Instance {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        crate::serve(self.listener, self.state, shutdown).await?;
+        crate::serve(self.listener, self.state, self.leptos_options, shutdown).await?;
         if let Some(mut scheduler) = self.scheduler
             && let Err(error) = scheduler.shutdown().await
         {

@@ -1,20 +1,18 @@
 //! The `anteroom` server: configuration, HTTP routes and the process lifecycle, as a library so that
 //! integration tests can start the real server on a port of their own.
 
-pub mod announce;
-pub mod api;
 pub mod ask;
 pub mod config;
-pub mod credentials;
-pub mod events;
 pub mod instance;
 pub mod jobs;
-pub mod metrics;
 pub mod pages;
-pub mod rate_limit;
-pub mod relay;
 pub mod router;
-pub mod state;
+
+/// The JSON API and what every request shares live in their own crate, which knows nothing of the pages.
+pub use anteroom_api::{
+    self as api, ApiConfig, AppState, announce, credentials, events, metrics, passwords,
+    rate_limit, relay, state,
+};
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -24,10 +22,9 @@ use hyper_util::{
     rt::{TokioIo, TokioTimer},
     server::graceful::GracefulShutdown,
 };
+use leptos::config::LeptosOptions;
 use tokio::{net::TcpListener, sync::Semaphore};
 use tower::ServiceExt;
-
-pub use state::{ApiConfig, AppState};
 
 /// How long a shutdown waits for open requests (long-polls, streams) before closing their connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -41,11 +38,12 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
+    leptos_options: LeptosOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let events = state.events.clone();
     let limits = state.config.connections;
-    let router = router::router(state);
+    let router = router::router(state, leptos_options);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     // HTTP/1.1 only: browsers speak HTTP/2 only over TLS, which a proxy in front terminates, and a cleartext

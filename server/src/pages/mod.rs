@@ -1,7 +1,6 @@
 //! The browser side of the HTTP surface: sign-in with tower-sessions, the first-run admin link, the pages'
 //! server functions, and the plain form posts that make answering work without JavaScript.
 
-pub mod passwords;
 mod session_store;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -31,7 +30,7 @@ use tower_sessions::{Expiry, Session, SessionManagerLayer, cookie::SameSite};
 
 pub use session_store::DbSessionStore;
 
-use crate::{AppState, credentials};
+use crate::{AppState, credentials, passwords};
 
 /// Session keys.
 const USER_KEY: &str = "user_id";

@@ -9,10 +9,14 @@ use anteroom_app::{App, shell};
 use axum::{
     Router,
     body::Body,
+    extract::FromRef,
     http::{HeaderValue, Request, Response, header},
     routing::get,
 };
-use leptos::prelude::{provide_context, use_context};
+use leptos::{
+    config::LeptosOptions,
+    prelude::{provide_context, use_context},
+};
 use leptos_axum::{LeptosRoutes, file_and_error_handler, generate_route_list};
 use tower_http::{set_header::SetResponseHeaderLayer, trace::TraceLayer};
 use tracing::Span;
@@ -46,12 +50,37 @@ fn page_policy_with_nonce() {
     }
 }
 
+/// What the Leptos routes and the static files need: the site's options (the API's state knows nothing of them).
+#[derive(Clone)]
+struct SiteState {
+    leptos_options: LeptosOptions,
+}
+
+impl FromRef<SiteState> for LeptosOptions {
+    fn from_ref(state: &SiteState) -> Self {
+        state.leptos_options.clone()
+    }
+}
+
 /// Builds the whole router for one server instance.
-pub fn router(state: AppState) -> Router {
-    let leptos_routes = generate_route_list(App);
+pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
     let services = crate::pages::services(&state);
-    let options = state.leptos_options.clone();
     let sessions = crate::pages::session_layer(state.store.clone(), state.config.secure_cookies);
+    let site = SiteState {
+        leptos_options: leptos_options.clone(),
+    };
+    let pages = Router::new()
+        .leptos_routes_with_context(
+            &site,
+            generate_route_list(App),
+            move || {
+                provide_context(services.clone());
+                page_policy_with_nonce();
+            },
+            move || shell(leptos_options.clone()),
+        )
+        .fallback(file_and_error_handler::<SiteState, _>(shell))
+        .with_state(site);
 
     Router::new()
         .route("/healthz", get(health::healthz))
@@ -59,21 +88,13 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api::router(&state))
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
         .merge(crate::pages::routes())
-        .leptos_routes_with_context(
-            &state,
-            leptos_routes,
-            move || {
-                provide_context(services.clone());
-                page_policy_with_nonce();
-            },
-            move || shell(options.clone()),
-        )
         .route("/metrics", get(crate::metrics::render))
+        .with_state(state.clone())
+        .merge(pages)
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::metrics::track,
         ))
-        .fallback(file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::pages::attach_viewer,
@@ -124,7 +145,6 @@ pub fn router(state: AppState) -> Router {
                 )
                 .on_failure(()),
         )
-        .with_state(state)
 }
 
 /// `path` with every credential-shaped segment cut to its prefix: `/api/v1/s/ars_…/elicitations`. Producer

@@ -14,7 +14,7 @@ use std::{
 
 use governor::{Quota, RateLimiter as Gcra, clock::Clock, clock::DefaultClock};
 
-use crate::api::error::ApiError;
+use crate::error::ApiError;
 
 /// Buckets per limit: keys beyond this share buckets (rarely, and only ever more strictly).
 pub const BUCKETS: u32 = 1 << 16;
@@ -137,7 +137,7 @@ mod tests {
             assert!(limit.check("a").is_ok());
         }
         let refusal = limit.check("a").expect_err("over the burst");
-        assert_eq!(refusal.code(), crate::api::error::ErrorCode::RateLimited);
+        assert_eq!(refusal.code(), crate::error::ErrorCode::RateLimited);
         assert_eq!(refusal.retry_after(), Some(1));
         assert!(limit.check("b").is_ok(), "another key has its own bucket");
     }

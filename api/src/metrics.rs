@@ -19,11 +19,7 @@ use prometheus_client::{
     registry::Registry,
 };
 
-use crate::{
-    AppState,
-    api::{error::ApiError, extract::bearer},
-    credentials,
-};
+use crate::{AppState, credentials, error::ApiError, extract::bearer};
 
 /// Upper bounds (seconds) of the request-latency histogram.
 const LATENCY_BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];

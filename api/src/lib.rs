@@ -1,11 +1,24 @@
-//! The JSON API: producers (docs/protocol.md), rounds and workers (docs/lifecycle.md), management and answers (docs/api.md), live events.
+//! The JSON API — producers (docs/protocol.md), rounds and workers (docs/lifecycle.md), management and
+//! answers (docs/api.md), live events — and what every request shares: state, credentials, the event hub and
+//! its relay, the one announce path, metrics, rate limits, password hashing.
+//!
+//! A crate of its own so that the compiler keeps it apart from the pages: it depends on the domain and the
+//! store, never on the Leptos app.
 
+pub mod announce;
 pub mod answers;
+pub mod credentials;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod gate;
+pub mod metrics;
+pub mod passwords;
 pub mod producer;
+pub mod rate_limit;
+pub mod relay;
 pub mod sessions;
+pub mod state;
 pub mod stream;
 pub mod views;
 pub mod workers;
@@ -16,7 +29,8 @@ use axum::{Json, Router, extract::DefaultBodyLimit, http::Method, routing::get};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::AppState;
+pub use state::{ApiConfig, AppState};
+
 use error::ApiError;
 
 /// The document's frame; every path in it comes from the handlers' own annotations.

@@ -1,19 +1,14 @@
-//! What every request handler and server function can reach: the store and the Leptos options.
+//! What every request handler can reach: the store, the settings read at run time, events, metrics, limits.
 
 use std::sync::Arc;
 
 use anteroom_store::Store;
-use axum::extract::FromRef;
-use leptos::config::LeptosOptions;
 
-use crate::{
-    events::EventHub, metrics::Metrics, pages::passwords::HashingPool, rate_limit::RateLimiter,
-};
+use crate::{events::EventHub, metrics::Metrics, passwords::HashingPool, rate_limit::RateLimiter};
 
 /// Shared, cheaply clonable application state.
 #[derive(Clone)]
 pub struct AppState {
-    pub leptos_options: LeptosOptions,
     pub store: Arc<dyn Store>,
     pub config: Arc<ApiConfig>,
     pub events: EventHub,
@@ -25,16 +20,10 @@ pub struct AppState {
 
 impl AppState {
     /// State around `store`, whose options should name `events` as their observer so expiries are streamed.
-    pub fn new(
-        leptos_options: LeptosOptions,
-        store: Arc<dyn Store>,
-        config: ApiConfig,
-        events: EventHub,
-    ) -> Self {
+    pub fn new(store: Arc<dyn Store>, config: ApiConfig, events: EventHub) -> Self {
         let metrics = Metrics::default();
         events.count_ends_in(metrics.clone());
         Self {
-            leptos_options,
             store,
             config: Arc::new(config),
             events,
@@ -45,7 +34,7 @@ impl AppState {
     }
 }
 
-/// What the API and the pages read at run time; made from [`crate::instance::Settings`].
+/// What the API and the pages read at run time; made from the server's `Settings`.
 #[derive(Debug, Clone)]
 pub struct ApiConfig {
     /// Where producers and browsers reach this instance, without a trailing slash.
@@ -86,12 +75,6 @@ impl Default for ConnectionLimits {
             // (often 5 s): at 5 s a client reusing its connection raced the close and lost the request.
             header_read_timeout: std::time::Duration::from_secs(20),
         }
-    }
-}
-
-impl FromRef<AppState> for LeptosOptions {
-    fn from_ref(state: &AppState) -> Self {
-        state.leptos_options.clone()
     }
 }
 

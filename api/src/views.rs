@@ -56,7 +56,17 @@ mod tests {
 
     #[test]
     fn environment_block_points_both_urls_at_the_session_route_and_never_enables() {
-        let config = crate::instance::Settings::default().api_config("https://anteroom.example/");
+        let config = ApiConfig {
+            public_url: "https://anteroom.example".to_owned(),
+            allow_unauthenticated_producers: false,
+            default_window_ms: 60 * 60 * 1000,
+            body_limit: 256 * 1024,
+            webhook_secret: None,
+            retention: chrono::Duration::days(30),
+            secure_cookies: true,
+            connections: crate::state::ConnectionLimits::default(),
+            metrics_token: None,
+        };
         let block = environment_block(&config, "s1", "ars_x", None);
         let get = |key: &str| {
             block
