@@ -4,20 +4,20 @@
 use std::collections::BTreeMap;
 
 use anteroom_domain::{
-    expiry::wire_time,
     ids::{IdempotencyKey, RequestId, RequestKey, RoundId},
-    round::{ElicitationResponse, ResponseAction, Submission},
+    round::{ElicitationResponse, ResponseAction, Round, Submission},
 };
 use axum::{Json, extract::State};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, ErrorBody, Forbidden, Invalid, NotFound, Unauthorized},
     extract::{ApiJson, ApiPath, Caller},
-    views::round_json,
+    views::{AnswerRecorded, RoundAnswered},
 };
 use crate::{AppState, credentials};
+use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -36,19 +36,17 @@ fn round_id(raw: &str) -> ApiResult<RoundId> {
     path = "/api/v1/rounds/{round_id}",
     tag = "answers",
     params(("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The round"), (status = 404, description = "not_found"))
+    responses((status = 200, description = "The round", body = Round), NotFound)
 )]
 async fn read_round(
     State(state): State<AppState>,
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(round_json(
-        &state.store.get_round(round_id(&id)?).await?,
-    )))
+) -> ApiResult<Json<Round>> {
+    Ok(Json(state.store.get_round(round_id(&id)?).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RespondBody {
     action_type: ResponseAction,
@@ -59,15 +57,16 @@ struct RespondBody {
     patch,
     path = "/api/v1/elicitations/{request_id}/respond",
     tag = "answers",
+    request_body = RespondBody,
     params(("request_id" = String, Path, description = "The producer's request id")),
-    responses((status = 200, description = "Answer recorded (or the same answer replayed)"), (status = 409, description = "Already answered (details name the winner), or expired"), (status = 403, description = "forbidden: viewers cannot answer"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "Answer recorded (or the same answer replayed)", body = AnswerRecorded), (status = 409, description = "Already answered (details name the winner), or expired", body = ErrorBody), (status = 403, description = "forbidden: viewers cannot answer", body = ErrorBody), Invalid, Unauthorized)
 )]
 async fn respond(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(request_id): ApiPath<String>,
     ApiJson(body): ApiJson<RespondBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AnswerRecorded>> {
     caller.require(|role| role.can_answer(), "answer questions")?;
     let id = RequestId::parse(&request_id).map_err(|_| {
         ApiError::not_found(format!("No question with request id {request_id} exists."))
@@ -104,18 +103,18 @@ async fn respond(
         )
         .await?;
     crate::announce::answer_recorded(&state, &round, submission);
-    Ok(Json(json!({
-        "request_id": round.request_id,
-        "round_id": round.round_id,
-        "action": body.action_type,
-        "status": round.status,
-        "answered_by": round.responded_by,
-        "answered_at": round.responded_at.map(wire_time),
-        "replayed": submission == Submission::Replayed,
-    })))
+    Ok(Json(AnswerRecorded {
+        request_id: round.request_id,
+        round_id: round.round_id,
+        action: body.action_type,
+        status: round.status,
+        answered_by: round.responded_by,
+        answered_at: round.responded_at,
+        replayed: submission == Submission::Replayed,
+    }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct SubmitBody {
     responses: BTreeMap<RequestKey, ElicitationResponse>,
@@ -126,15 +125,16 @@ struct SubmitBody {
     post,
     path = "/api/v1/rounds/{round_id}/responses",
     tag = "answers",
+    request_body = SubmitBody,
     params(("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "Responses recorded for exactly the pending keys"), (status = 409, description = "managed_input_conflict: idempotency key reused or already answered"), (status = 403, description = "forbidden"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "Responses recorded for exactly the pending keys", body = RoundAnswered), (status = 409, description = "managed_input_conflict: idempotency key reused or already answered", body = ErrorBody), Forbidden, Invalid, Unauthorized)
 )]
 async fn submit(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<SubmitBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RoundAnswered>> {
     caller.require(|role| role.can_answer(), "answer questions")?;
     let (round, submission) = state
         .store
@@ -146,7 +146,8 @@ async fn submit(
         )
         .await?;
     crate::announce::answer_recorded(&state, &round, submission);
-    let mut reply = round_json(&round);
-    reply["replayed"] = json!(submission == Submission::Replayed);
-    Ok(Json(reply))
+    Ok(Json(RoundAnswered {
+        round,
+        replayed: submission == Submission::Replayed,
+    }))
 }

@@ -7,7 +7,9 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::{IntoResponses, ToSchema};
 
 /// What kind of refusal an error is: its code on the wire and, through one exhaustive match, its status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,13 +159,28 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// The body of every error reply (docs/api.md#errors).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// `validation_error`, `managed_input_conflict`, `managed_input_state`, `managed_input_recovery`,
+    /// `unauthorized`, `forbidden`, `not_found`, `payload_too_large`, `rate_limited`, `method_not_allowed` or
+    /// `unavailable`.
+    pub error: &'static str,
+    /// A sentence a person can act on.
+    pub message: String,
+    /// Per-field problems, or what an already-answered question was answered with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.code.status();
-        let mut body = json!({ "error": self.code.as_str(), "message": self.message });
-        if let Some(details) = self.details {
-            body["details"] = details;
-        }
+        let body = ErrorBody {
+            error: self.code.as_str(),
+            message: self.message,
+            details: self.details,
+        };
         let mut response = (status, Json(body)).into_response();
         if let Some(seconds) = self.retry_after {
             response
@@ -173,3 +190,43 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+// The error replies the OpenAPI document names, each declared once and listed by the routes that give it.
+
+/// No credential, or one that is not valid.
+#[derive(IntoResponses)]
+#[response(
+    status = 401,
+    description = "unauthorized: no credential, or one that is not valid"
+)]
+pub struct Unauthorized(pub ErrorBody);
+
+/// The caller's role may not do this.
+#[derive(IntoResponses)]
+#[response(
+    status = 403,
+    description = "forbidden: the caller's role may not do this"
+)]
+pub struct Forbidden(pub ErrorBody);
+
+#[derive(IntoResponses)]
+#[response(status = 404, description = "not_found")]
+pub struct NotFound(pub ErrorBody);
+
+#[derive(IntoResponses)]
+#[response(
+    status = 409,
+    description = "managed_input_state or managed_input_conflict: the record is not in a state that allows this, or another writer got there first"
+)]
+pub struct Conflict(pub ErrorBody);
+
+#[derive(IntoResponses)]
+#[response(
+    status = 422,
+    description = "validation_error: malformed input, with per-field details"
+)]
+pub struct Invalid(pub ErrorBody);
+
+#[derive(IntoResponses)]
+#[response(status = 429, description = "rate_limited, with Retry-After", headers(("Retry-After" = u64, description = "Seconds until a retry may succeed")))]
+pub struct RateLimited(pub ErrorBody);

@@ -7,6 +7,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{error::ApiResult, extract::Caller};
 use crate::AppState;
+use crate::error::Unauthorized;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(gate))
@@ -16,7 +17,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     get,
     path = "/api/v1/gate",
     tag = "gate",
-    responses((status = 200, description = "`{healthy, since, last_checked, prompt_line}`"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The gate's state and the prompt line for agents", body = GateState), Unauthorized)
 )]
 /// The gate's state and the prompt line for agents.
 async fn gate(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<GateState>> {

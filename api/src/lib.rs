@@ -93,3 +93,75 @@ pub fn router(state: &AppState) -> Router<AppState> {
 pub async fn not_found() -> ApiError {
     ApiError::not_found("No such API route; see /api/v1/openapi.json for the routes there are.")
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    /// Every response the document lists, as (method and path, status, response object).
+    fn responses(document: &Value) -> Vec<(String, String, Value)> {
+        let mut found = Vec::new();
+        for (path, operations) in document["paths"].as_object().into_iter().flatten() {
+            for (method, operation) in operations.as_object().into_iter().flatten() {
+                for (status, response) in operation["responses"].as_object().into_iter().flatten() {
+                    found.push((format!("{method} {path}"), status.clone(), response.clone()));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_document_describes_every_body_not_prose() {
+        let document = serde_json::to_value(super::openapi()).expect("the document serialises");
+        let responses = responses(&document);
+        assert!(responses.len() > 60, "{} responses", responses.len());
+        for (route, status, response) in responses {
+            let content = &response["content"];
+            let schema = content["application/json"]["schema"]
+                .as_object()
+                .or_else(|| content["text/event-stream"].as_object());
+            assert!(
+                schema.is_some(),
+                "{route} {status} has no body schema: {response}"
+            );
+            if status.starts_with('4') {
+                assert_eq!(
+                    content["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody",
+                    "{route} {status}"
+                );
+            }
+        }
+        for named in [
+            "Round",
+            "Session",
+            "PollReply",
+            "QuestionCreated",
+            "ErrorBody",
+            "LeaseGranted",
+        ] {
+            assert!(
+                document["components"]["schemas"][named].is_object(),
+                "{named} is described"
+            );
+        }
+    }
+
+    #[test]
+    fn request_bodies_are_described() {
+        let document = serde_json::to_value(super::openapi()).expect("the document serialises");
+        for (path, method) in [
+            ("/api/v1/s/{token}/elicitations", "post"),
+            ("/api/v1/s/{token}/rounds", "post"),
+            ("/api/v1/sessions", "post"),
+            ("/api/v1/rounds/{round_id}/responses", "post"),
+        ] {
+            let body = &document["paths"][path][method]["requestBody"]["content"]["application/json"]
+                ["schema"];
+            assert!(
+                body.is_object(),
+                "{method} {path} describes its request body"
+            );
+        }
+    }
+}

@@ -21,15 +21,16 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::{
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, ErrorBody, Invalid, NotFound, RateLimited, Unauthorized},
     extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
     views::producer_collection,
 };
 use crate::{AppState, credentials};
+use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -156,53 +157,131 @@ fn parse_question(body: &Value) -> ApiResult<ProducerQuestion> {
     })
 }
 
+/// The question a producer posts: the pulsemcp library's body, an MCP `elicitation/create` request's params
+/// (docs/protocol.md). It is read leniently from JSON (unknown keys are kept out, not refused), so this type
+/// documents the shape rather than parsing it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct QuestionBody {
+    /// `form` (the default) or `url`.
+    mode: Option<String>,
+    /// What the person is asked; at most 10,000 characters.
+    message: String,
+    /// Form mode: a flat JSON Schema object of the answer's fields.
+    #[schema(rename = "requestedSchema", value_type = Option<Object>)]
+    requested_schema: Option<Value>,
+    /// URL mode: where the person goes (http or https).
+    url: Option<String>,
+    /// URL mode: the asker's id for the elicitation.
+    #[schema(rename = "elicitationId")]
+    elicitation_id: Option<String>,
+    /// `com.pulsemcp/request-id`, `com.pulsemcp/session-id`, `com.pulsemcp/tool-name`,
+    /// `com.pulsemcp/expires-at`, `anteroom/server`.
+    #[schema(rename = "_meta", value_type = Option<Object>)]
+    meta: Option<Value>,
+}
+
+/// The `_meta` of a created question: where to poll it and until when.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedMeta {
+    #[serde(rename = "com.pulsemcp/request-id")]
+    request_id: RequestId,
+    #[serde(rename = "com.pulsemcp/poll-url")]
+    poll_url: String,
+    #[serde(rename = "com.pulsemcp/expires-at")]
+    #[schema(format = DateTime)]
+    expires_at: String,
+}
+
 /// The 201 (or, for a retried identical body, 200) reply the pulsemcp client reads `requestId` from.
-fn created_reply(round: &Round, poll_base: &str) -> Value {
-    json!({
-        "requestId": round.request_id,
-        "roundId": round.round_id,
-        "action": "pending",
-        "_meta": {
-            "com.pulsemcp/request-id": round.request_id,
-            "com.pulsemcp/poll-url": format!("{poll_base}/{}", round.request_id),
-            "com.pulsemcp/expires-at": wire_time(round.deadline),
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuestionCreated {
+    #[serde(rename = "requestId")]
+    request_id: RequestId,
+    #[serde(rename = "roundId")]
+    round_id: RoundId,
+    /// Always `pending`.
+    action: PollAction,
+    #[serde(rename = "_meta")]
+    meta: CreatedMeta,
+}
+
+impl QuestionCreated {
+    fn of(round: &Round, poll_base: &str) -> Self {
+        Self {
+            request_id: round.request_id.clone(),
+            round_id: round.round_id,
+            action: PollAction::Pending,
+            meta: CreatedMeta {
+                request_id: round.request_id.clone(),
+                poll_url: format!("{poll_base}/{}", round.request_id),
+                expires_at: wire_time(round.deadline),
+            },
         }
-    })
+    }
+}
+
+/// The `_meta` of a poll reply.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PollMeta {
+    #[serde(rename = "com.pulsemcp/request-id")]
+    request_id: String,
+    /// When the question ends (the earlier of the asker's deadline and Anteroom's).
+    #[serde(rename = "com.pulsemcp/expires-at")]
+    #[schema(format = DateTime)]
+    expires_at: String,
+    #[serde(
+        rename = "com.pulsemcp/responded-at",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(format = DateTime)]
+    responded_at: Option<String>,
+    /// Why an `expired` question ended, when it was not its deadline: `undelivered`, `revoked`, `cancelled`…
+    #[serde(rename = "anteroom/failure", skip_serializing_if = "Option::is_none")]
+    failure: Option<String>,
+}
+
+/// What every poll of a known question gets: `pending`, or the same terminal answer every time.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PollReply {
+    action: PollAction,
+    /// An accepted form's fields; null otherwise.
+    #[schema(value_type = Option<Object>)]
+    content: Option<Map<String, Value>>,
+    #[serde(rename = "_meta")]
+    meta: PollMeta,
 }
 
 /// The one shape of a `pending` poll reply (the fast path answers with it too).
-fn pending_reply(request_id: &str, deadline: DateTime<Utc>) -> Value {
-    json!({
-        "action": PollAction::Pending,
-        "content": null,
-        "_meta": {
-            "com.pulsemcp/request-id": request_id,
-            "com.pulsemcp/expires-at": wire_time(deadline),
+fn pending_reply(request_id: &str, deadline: DateTime<Utc>) -> PollReply {
+    PollReply {
+        action: PollAction::Pending,
+        content: None,
+        meta: PollMeta {
+            request_id: request_id.to_owned(),
+            expires_at: wire_time(deadline),
+            responded_at: None,
+            failure: None,
         },
-    })
+    }
 }
 
 /// What every poll of a known id gets: 200 JSON, the same terminal answer every time.
-fn poll_reply(round: &Round) -> Value {
+fn poll_reply(round: &Round) -> PollReply {
     let answer = outward_answer(round, round.request_id.as_str());
     if answer.action == PollAction::Pending {
         return pending_reply(round.request_id.as_str(), round.deadline);
     }
-    let mut meta = json!({
-        "com.pulsemcp/request-id": round.request_id,
-        "com.pulsemcp/expires-at": wire_time(round.deadline),
-    });
-    if let Some(at) = round.responded_at {
-        meta["com.pulsemcp/responded-at"] = json!(wire_time(at));
+    PollReply {
+        action: answer.action,
+        content: answer.content,
+        meta: PollMeta {
+            request_id: round.request_id.to_string(),
+            expires_at: wire_time(round.deadline),
+            responded_at: round.responded_at.map(wire_time),
+            failure: answer.failure_code,
+        },
     }
-    if let Some(code) = &answer.failure_code {
-        meta["anteroom/failure"] = json!(code);
-    }
-    json!({
-        "action": answer.action,
-        "content": answer.content,
-        "_meta": meta,
-    })
 }
 
 async fn create_question(
@@ -230,7 +309,11 @@ async fn create_question(
             return if existing.session_id == session.id
                 && existing.fingerprint.as_deref() == Some(question.fingerprint.as_str())
             {
-                Ok((StatusCode::OK, Json(created_reply(&existing, poll_base))).into_response())
+                Ok((
+                    StatusCode::OK,
+                    Json(QuestionCreated::of(&existing, poll_base)),
+                )
+                    .into_response())
             } else {
                 Err(ApiError::validation(format!(
                     "The request id {} is already used by a different question; send a new request id.",
@@ -262,7 +345,11 @@ async fn create_question(
     };
     let round = state.store.create_round(new).await?;
     crate::announce::round_created(state, &round);
-    Ok((StatusCode::CREATED, Json(created_reply(&round, poll_base))).into_response())
+    Ok((
+        StatusCode::CREATED,
+        Json(QuestionCreated::of(&round, poll_base)),
+    )
+        .into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -275,7 +362,7 @@ async fn answer_poll(
     state: &AppState,
     round: Round,
     options: &PollOptions,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PollReply>> {
     // Noted when the poll arrives, so a long-poll's bookkeeping is done before it waits, never after the answer.
     note_poll(state, &round).await;
     let mut round = round;
@@ -316,7 +403,7 @@ async fn poll_through_token(
     token: &str,
     request_id: &str,
     options: &PollOptions,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PollReply>> {
     if options.wait.unwrap_or(0) == 0
         && credentials::is_session_token(token)
         && let Some(probe) = state
@@ -387,8 +474,9 @@ fn token_collection(state: &AppState, token: &str, server: Option<&str>) -> Stri
     post,
     path = "/api/v1/s/{token}/elicitations",
     tag = "producer",
+    request_body = QuestionBody,
     params(("token" = String, Path, description = "The session's producer token, from its environment block")),
-    responses((status = 201, description = "Question stored; the reply carries `requestId` and the poll URL"), (status = 200, description = "The identical body again (a retry): the existing question"), (status = 403, description = "forbidden: `_meta` names another session"), (status = 429, description = "rate_limited"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 201, description = "Question stored; the reply carries `requestId` and the poll URL", body = QuestionCreated), (status = 200, description = "The identical body again (a retry): the existing question", body = QuestionCreated), (status = 403, description = "forbidden: `_meta` names another session", body = ErrorBody), RateLimited, Invalid, Unauthorized)
 )]
 async fn create_by_token(
     State(state): State<AppState>,
@@ -413,8 +501,9 @@ async fn create_by_token(
     post,
     path = "/api/v1/s/{token}/servers/{server}/elicitations",
     tag = "producer",
+    request_body = QuestionBody,
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name")),
-    responses((status = 201, description = "Question stored, naming the asking server"), (status = 200, description = "A retry of the identical body"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 201, description = "Question stored, naming the asking server", body = QuestionCreated), (status = 200, description = "A retry of the identical body", body = QuestionCreated), Invalid, Unauthorized)
 )]
 async fn create_by_token_for_server(
     State(state): State<AppState>,
@@ -441,13 +530,13 @@ async fn create_by_token_for_server(
     path = "/api/v1/s/{token}/elicitations/{request_id}",
     tag = "producer",
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("request_id" = String, Path, description = "The producer's request id"), ("wait" = Option<u64>, Query, description = "Long-poll: seconds to wait for an answer, at most 30")),
-    responses((status = 200, description = "`{action, content, _meta}`: pending, accept, decline, cancel or expired"), (status = 404, description = "not_found: no such question in this session"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "pending, accept, decline, cancel or expired", body = PollReply), (status = 404, description = "not_found: no such question in this session", body = ErrorBody), Invalid, Unauthorized)
 )]
 async fn poll_by_token(
     State(state): State<AppState>,
     ApiPath((token, request_id)): ApiPath<(String, String)>,
     ApiQuery(options): ApiQuery<PollOptions>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PollReply>> {
     poll_through_token(&state, &token, &request_id, &options).await
 }
 
@@ -456,13 +545,13 @@ async fn poll_by_token(
     path = "/api/v1/s/{token}/servers/{server}/elicitations/{request_id}",
     tag = "producer",
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name"), ("request_id" = String, Path, description = "The producer's request id")),
-    responses((status = 200, description = "The outward answer"), (status = 429, description = "rate_limited, with Retry-After"), (status = 404, description = "not_found"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "pending, accept, decline, cancel or expired", body = PollReply), RateLimited, NotFound, Invalid, Unauthorized)
 )]
 async fn poll_by_token_for_server(
     State(state): State<AppState>,
     ApiPath((token, _server, request_id)): ApiPath<(String, String, String)>,
     ApiQuery(options): ApiQuery<PollOptions>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PollReply>> {
     poll_through_token(&state, &token, &request_id, &options).await
 }
 
@@ -490,7 +579,8 @@ fn admit_bare(state: &AppState, caller: &OptionalCaller) -> ApiResult<()> {
     post,
     path = "/api/v1/elicitations",
     tag = "producer",
-    responses((status = 201, description = "Question stored; session from `_meta`"), (status = 403, description = "forbidden: only admin keys register sessions or post into any session"), (status = 429, description = "rate_limited, with Retry-After"), (status = 404, description = "not_found: anonymous call for an unknown session"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    request_body = QuestionBody,
+    responses((status = 201, description = "Question stored; session from `_meta`", body = QuestionCreated), (status = 403, description = "forbidden: only admin keys register sessions or post into any session", body = ErrorBody), RateLimited, (status = 404, description = "not_found: anonymous call for an unknown session", body = ErrorBody), Invalid, Unauthorized)
 )]
 async fn create_bare(
     State(state): State<AppState>,
@@ -539,7 +629,7 @@ async fn create_bare(
     path = "/api/v1/elicitations/{request_id}",
     tag = "producer",
     params(("request_id" = String, Path, description = "The producer's request id")),
-    responses((status = 200, description = "The outward answer"), (status = 429, description = "rate_limited, with Retry-After"), (status = 404, description = "not_found"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "pending, accept, decline, cancel or expired", body = PollReply), RateLimited, NotFound, Invalid, Unauthorized)
 )]
 async fn poll_bare(
     State(state): State<AppState>,
@@ -547,7 +637,7 @@ async fn poll_bare(
     caller: OptionalCaller,
     ApiPath(request_id): ApiPath<String>,
     ApiQuery(options): ApiQuery<PollOptions>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PollReply>> {
     admit_bare(&state, &caller)?;
     state
         .limiter

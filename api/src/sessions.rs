@@ -1,19 +1,26 @@
 //! Session management (docs/api.md#sessions): register, list in attention order, read, resume/finish, cancel, tokens.
 
 use anteroom_domain::{
-    expiry::wire_time,
     ids::SessionId,
     round::check_server_name,
     session::{NewSession, Session},
 };
-use axum::{Json, extract::State, http::StatusCode};
+use axum::{
+    Json,
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use super::{
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, ErrorBody, Forbidden, Invalid, NotFound, Unauthorized},
     extract::{ApiJson, ApiPath, ApiQuery, Caller},
-    views::{environment_block, environment_json, round_json},
+    views::{
+        DeliveryList, IssuedToken, QueuedSession, RoundList, SessionExists, SessionList,
+        SessionRegistered, TokenRevoked, environment_block, environment_json,
+    },
 };
 use crate::{AppState, credentials};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -32,7 +39,7 @@ fn session_id(raw: &str) -> ApiResult<SessionId> {
     Ok(SessionId::parse(raw)?)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RegisterBody {
     id: String,
@@ -47,7 +54,7 @@ pub async fn issue_token(
     state: &AppState,
     session: &SessionId,
     server: Option<&str>,
-) -> ApiResult<Value> {
+) -> ApiResult<IssuedToken> {
     let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
     // The old token stops working at once, and the questions asked through it end (docs/deadlines.md).
     let ended = state
@@ -55,11 +62,11 @@ pub async fn issue_token(
         .set_producer_token(session, Some(&credentials::hash(&token)))
         .await?;
     let block = environment_block(&state.config, session.as_str(), &token, server);
-    Ok(json!({
-        "producer_token": token,
-        "environment": environment_json(&block),
-        "ended_rounds": ended.iter().map(|round| round.round_id).collect::<Vec<_>>(),
-    }))
+    Ok(IssuedToken {
+        producer_token: token,
+        environment: environment_json(&block),
+        ended_rounds: ended.iter().map(|round| round.round_id).collect(),
+    })
 }
 
 fn check_server(server: Option<&str>) -> ApiResult<()> {
@@ -70,26 +77,29 @@ fn check_server(server: Option<&str>) -> ApiResult<()> {
     post,
     path = "/api/v1/sessions",
     tag = "sessions",
-    responses((status = 201, description = "The session, its producer token (shown once) and its environment block"), (status = 200, description = "The session already existed (no token)"), (status = 403, description = "forbidden: admins only"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    request_body = RegisterBody,
+    responses(
+        (status = 201, description = "The session, its producer token (shown once) and its environment block", body = SessionRegistered),
+        (status = 200, description = "The session already existed (no token)", body = SessionExists),
+        Forbidden, Invalid, Unauthorized
+    )
 )]
 async fn register(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<RegisterBody>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<Response> {
     caller.require(|role| role.can_manage(), "register sessions")?;
     check_server(body.server.as_deref())?;
     let id = session_id(&body.id)?;
     match state.store.get_session(&id).await {
         Ok(existing) => {
-            return Ok((
-                StatusCode::OK,
-                Json(json!({
-                    "session": existing,
-                    "producer_token": null,
-                    "message": "The session already exists; its token is shown only once. Rotate it with POST /api/v1/sessions/{id}/token.",
-                })),
-            ));
+            let reply = SessionExists {
+                session: existing,
+                producer_token: None,
+                message: "The session already exists; its token is shown only once. Rotate it with POST /api/v1/sessions/{id}/token.",
+            };
+            return Ok((StatusCode::OK, Json(reply)).into_response());
         }
         Err(error) if error.is_not_found() => {}
         Err(error) => return Err(error.into()),
@@ -102,31 +112,29 @@ async fn register(
             agent: body.agent,
         })
         .await?;
-    let mut reply = issue_token(&state, &id, body.server.as_deref()).await?;
-    reply["session"] = json!(session);
+    let token = issue_token(&state, &id, body.server.as_deref()).await?;
     crate::announce::session_changed(&state, &id);
-    Ok((StatusCode::CREATED, Json(reply)))
+    let reply = SessionRegistered { token, session };
+    Ok((StatusCode::CREATED, Json(reply)).into_response())
 }
 
 #[utoipa::path(
     get,
     path = "/api/v1/sessions",
     tag = "sessions",
-    responses((status = 200, description = "Sessions in attention-queue order"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "Sessions in attention-queue order", body = SessionList), Unauthorized)
 )]
-async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<Value>> {
+async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<SessionList>> {
     let queue = state.store.list_sessions(500).await?;
-    let sessions: Vec<Value> = queue
+    let sessions = queue
         .into_iter()
-        .map(|entry| {
-            json!({
-                "session": entry.session,
-                "open_rounds": entry.open_rounds,
-                "oldest_open_at": entry.oldest_open_at.map(wire_time),
-            })
+        .map(|entry| QueuedSession {
+            session: entry.session,
+            open_rounds: entry.open_rounds,
+            oldest_open_at: entry.oldest_open_at,
         })
         .collect();
-    Ok(Json(json!({ "sessions": sessions })))
+    Ok(Json(SessionList { sessions }))
 }
 
 #[utoipa::path(
@@ -134,7 +142,7 @@ async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<
     path = "/api/v1/sessions/{id}",
     tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "The session"), (status = 404, description = "not_found"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The session", body = Session), NotFound, Unauthorized)
 )]
 async fn read(
     State(state): State<AppState>,
@@ -149,20 +157,18 @@ async fn read(
     path = "/api/v1/sessions/{id}/rounds",
     tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "The session's rounds, newest first"), (status = 404, description = "not_found"))
+    responses((status = 200, description = "The session's rounds, newest first", body = RoundList), NotFound, Unauthorized)
 )]
 async fn rounds(
     State(state): State<AppState>,
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RoundList>> {
     let rounds = state.store.list_rounds(&session_id(&id)?).await?;
-    Ok(Json(
-        json!({ "rounds": rounds.iter().map(round_json).collect::<Vec<_>>() }),
-    ))
+    Ok(Json(RoundList { rounds }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct UpdateBody {
     /// `resume` or `finish`.
@@ -174,7 +180,8 @@ struct UpdateBody {
     path = "/api/v1/sessions/{id}",
     tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "Resumed or finished"), (status = 409, description = "managed_input_state: open questions"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    request_body = UpdateBody,
+    responses((status = 200, description = "Resumed or finished", body = Session), (status = 409, description = "managed_input_state: the session still has open questions", body = ErrorBody), Invalid, Unauthorized)
 )]
 async fn update(
     State(state): State<AppState>,
@@ -202,7 +209,7 @@ async fn update(
     path = "/api/v1/sessions/{id}/cancel",
     tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "Cancelled; open rounds failed `cancelled`"), (status = 403, description = "forbidden: admins only"), (status = 404, description = "not_found"))
+    responses((status = 200, description = "Cancelled; open rounds failed `cancelled`", body = Session), Forbidden, NotFound, Unauthorized)
 )]
 async fn cancel(
     State(state): State<AppState>,
@@ -228,14 +235,14 @@ struct RotateQuery {
     path = "/api/v1/sessions/{id}/token",
     tag = "sessions",
     params(("id" = String, Path, description = "The session id"), ("server" = Option<String>, Query, description = "Write the block for this MCP server's route")),
-    responses((status = 200, description = "A new producer token and environment block; the old token stops working"), (status = 403, description = "forbidden: admins only"))
+    responses((status = 200, description = "A new producer token and environment block; the old token stops working", body = IssuedToken), Forbidden, NotFound, Unauthorized)
 )]
 async fn rotate_token(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<RotateQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<IssuedToken>> {
     caller.require(|role| role.can_manage(), "issue session tokens")?;
     let id = session_id(&id)?;
     let server = query.server;
@@ -249,36 +256,36 @@ async fn rotate_token(
     path = "/api/v1/sessions/{id}/token",
     tag = "sessions",
     params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "The producer token no longer works"), (status = 403, description = "forbidden: admins only"))
+    responses((status = 200, description = "The producer token no longer works", body = TokenRevoked), Forbidden, NotFound, Unauthorized)
 )]
 async fn revoke_token(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TokenRevoked>> {
     caller.require(|role| role.can_manage(), "revoke session tokens")?;
     let id = session_id(&id)?;
     let ended = state.store.set_producer_token(&id, None).await?;
-    Ok(Json(json!({
-        "session_id": id,
-        "producer_token": null,
-        "revoked": true,
-        "ended_rounds": ended.iter().map(|round| round.round_id).collect::<Vec<_>>(),
-    })))
+    Ok(Json(TokenRevoked {
+        session_id: id,
+        producer_token: None,
+        revoked: true,
+        ended_rounds: ended.iter().map(|round| round.round_id).collect(),
+    }))
 }
 
 #[utoipa::path(
     get,
     path = "/api/v1/webhooks/deliveries",
     tag = "sessions",
-    responses((status = 200, description = "The 200 most recent webhook deliveries, newest first"), (status = 403, description = "forbidden: admins only"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The 200 most recent webhook deliveries, newest first", body = DeliveryList), Forbidden, Unauthorized)
 )]
 /// The webhook delivery log, for admins.
 async fn webhook_deliveries(
     State(state): State<AppState>,
     caller: Caller,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeliveryList>> {
     caller.require(|role| role.can_manage(), "read the webhook delivery log")?;
     let deliveries = state.store.list_webhook_deliveries(200).await?;
-    Ok(Json(json!({ "deliveries": deliveries })))
+    Ok(Json(DeliveryList { deliveries }))
 }

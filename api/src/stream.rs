@@ -12,6 +12,7 @@ use futures::{Stream, StreamExt, stream};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::extract::Caller;
+use crate::error::Unauthorized;
 use crate::{AppState, events::Event};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -37,7 +38,7 @@ fn resync() -> SseEvent {
     get,
     path = "/api/v1/events",
     tag = "events",
-    responses((status = 200, description = "Server-Sent Events: round.created, round.answered, round.expired, session.changed; resumable with Last-Event-ID", content_type = "text/event-stream"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "Server-Sent Events: round.created, round.answered, round.expired, session.changed; resumable with Last-Event-ID", content_type = "text/event-stream"), Unauthorized)
 )]
 async fn events(
     State(state): State<AppState>,

@@ -1,17 +1,144 @@
-//! What the API shows of stored records: rounds without their lease secret, and a session's environment block.
+//! Every reply body the API sends, typed, so the OpenAPI document describes what is sent: rounds (whose
+//! lease never shows its token), sessions with their environment block, leases, answers, and the lists.
 
-use anteroom_domain::round::Round;
-use serde_json::{Value, json};
+use anteroom_domain::{
+    expiry::wire_time,
+    ids::{OwnerId, RequestId, RoundId, SessionId},
+    round::{Lease, ResponseAction, Round, RoundStatus},
+    session::Session,
+    webhook::WebhookDelivery,
+};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::ApiConfig;
 
-/// A round as JSON, with the lease's owner and expiry but never its token.
-pub fn round_json(round: &Round) -> Value {
-    let mut value = serde_json::to_value(round).unwrap_or_else(|_| json!({}));
-    if let Some(lease) = value.get_mut("lease").and_then(Value::as_object_mut) {
-        lease.remove("lease_token");
+/// The variables of a session's environment block, by name, in the block's order
+/// (docs/api.md#the-environment-block).
+pub type EnvironmentJson = serde_json::Map<String, serde_json::Value>;
+
+/// A new producer token and the environment block built around it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IssuedToken {
+    /// Shown once; Anteroom keeps only its hash.
+    pub producer_token: String,
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
+    pub environment: EnvironmentJson,
+    /// Questions asked through the replaced token, now ended (docs/deadlines.md).
+    pub ended_rounds: Vec<RoundId>,
+}
+
+/// A registered session, its token and environment block.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionRegistered {
+    #[serde(flatten)]
+    pub token: IssuedToken,
+    pub session: Session,
+}
+
+/// A session that already existed: its token is not shown again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionExists {
+    pub session: Session,
+    /// Always null.
+    #[schema(value_type = Option<String>)]
+    pub producer_token: Option<String>,
+    pub message: &'static str,
+}
+
+/// One session in the attention queue.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueuedSession {
+    pub session: Session,
+    pub open_rounds: u32,
+    #[serde(with = "anteroom_domain::wire::time::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub oldest_open_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<QueuedSession>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoundList {
+    pub rounds: Vec<Round>,
+}
+
+/// A revoked producer token.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenRevoked {
+    pub session_id: SessionId,
+    /// Always null.
+    #[schema(value_type = Option<String>)]
+    pub producer_token: Option<String>,
+    pub revoked: bool,
+    pub ended_rounds: Vec<RoundId>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryList {
+    pub deliveries: Vec<WebhookDelivery>,
+}
+
+/// A round after answers were submitted, and whether this request repeated an earlier one.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoundAnswered {
+    #[serde(flatten)]
+    pub round: Round,
+    pub replayed: bool,
+}
+
+/// One question answered through the management API.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnswerRecorded {
+    pub request_id: RequestId,
+    pub round_id: RoundId,
+    pub action: ResponseAction,
+    pub status: RoundStatus,
+    pub answered_by: Option<String>,
+    #[serde(with = "anteroom_domain::wire::time::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub answered_at: Option<DateTime<Utc>>,
+    pub replayed: bool,
+}
+
+/// A lease just granted: the token proves it from now on.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaseGranted {
+    pub owner_id: OwnerId,
+    pub lease_token: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: String,
+}
+
+/// A lease just extended (its token is the one the worker already holds).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LeaseExtended {
+    pub owner_id: OwnerId,
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: String,
+}
+
+impl From<&Lease> for LeaseGranted {
+    fn from(lease: &Lease) -> Self {
+        Self {
+            owner_id: lease.owner_id.clone(),
+            lease_token: lease.lease_token.expose().to_owned(),
+            expires_at: wire_time(lease.expires_at),
+        }
     }
-    value
+}
+
+impl From<&Lease> for LeaseExtended {
+    fn from(lease: &Lease) -> Self {
+        Self {
+            owner_id: lease.owner_id.clone(),
+            expires_at: wire_time(lease.expires_at),
+        }
+    }
 }
 
 /// The one shape of a producer's URL: where its session's questions are posted and polled.
@@ -41,13 +168,11 @@ pub fn environment_block(
 }
 
 /// The environment block as a JSON object.
-pub fn environment_json(block: &[(&'static str, String)]) -> Value {
-    Value::Object(
-        block
-            .iter()
-            .map(|(key, value)| ((*key).to_owned(), Value::String(value.clone())))
-            .collect(),
-    )
+pub fn environment_json(block: &[(&'static str, String)]) -> EnvironmentJson {
+    block
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), serde_json::Value::String(value.clone())))
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,22 +3,26 @@
 use std::collections::BTreeMap;
 
 use anteroom_domain::{
-    expiry::wire_time,
     ids::{LeaseToken, OwnerId, RequestKey, RoundId},
-    round::{AskedThrough, ElicitationRequest, FailureCode, NewRound, OperationKind, Round},
+    round::{
+        AskedThrough, ElicitationRequest, FailureCode, NewRound, OperationKind, RedactedResponses,
+        Round,
+    },
 };
 use axum::{Json, extract::State, http::StatusCode};
 use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::{
-    error::{ApiError, ApiResult},
+    error::{
+        ApiError, ApiResult, Conflict, ErrorBody, Invalid, NotFound, RateLimited, Unauthorized,
+    },
     extract::{ApiJson, ApiPath},
     producer::session_for_token,
-    views::round_json,
+    views::{LeaseExtended, LeaseGranted},
 };
 use crate::AppState;
+use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -35,7 +39,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(fail))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CreateRound {
     logical_operation_id: String,
@@ -59,14 +63,15 @@ fn one() -> u32 {
     post,
     path = "/api/v1/s/{token}/rounds",
     tag = "rounds",
+    request_body = CreateRound,
     params(("token" = String, Path, description = "The session's producer token, from its environment block")),
-    responses((status = 201, description = "A round with one or more requests"), (status = 429, description = "rate_limited"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 201, description = "A round with one or more requests", body = Round), RateLimited, Invalid, Unauthorized)
 )]
 async fn create_round(
     State(state): State<AppState>,
     ApiPath(token): ApiPath<String>,
     ApiJson(body): ApiJson<CreateRound>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<Round>)> {
     let session = session_for_token(&state, &token).await?;
     // The same per-session limit as the producer's create routes: one session, one budget.
     state.limiter.creates.check(session.id.as_str())?;
@@ -89,7 +94,7 @@ async fn create_round(
         })
         .await?;
     crate::announce::round_created(&state, &round);
-    Ok((StatusCode::CREATED, Json(round_json(&round))))
+    Ok((StatusCode::CREATED, Json(round)))
 }
 
 /// A round of the token's own session; any other round is unknown here.
@@ -110,15 +115,13 @@ async fn own_round(state: &AppState, token: &str, round_id: &str) -> ApiResult<R
     path = "/api/v1/s/{token}/rounds/{round_id}",
     tag = "rounds",
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The round (without its lease token)"), (status = 404, description = "not_found"))
+    responses((status = 200, description = "The round (without its lease token)", body = Round), NotFound)
 )]
 async fn read_round(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(round_json(
-        &own_round(&state, &token, &round_id).await?,
-    )))
+) -> ApiResult<Json<Round>> {
+    Ok(Json(own_round(&state, &token, &round_id).await?))
 }
 
 #[utoipa::path(
@@ -126,17 +129,15 @@ async fn read_round(
     path = "/api/v1/s/{token}/pending",
     tag = "rounds",
     params(("token" = String, Path, description = "The session's producer token, from its environment block")),
-    responses((status = 200, description = "The single pending round, or null"), (status = 409, description = "managed_input_state: more than one pending round"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The single pending round, or null", body = Option<Round>), (status = 409, description = "managed_input_state: more than one pending round", body = ErrorBody), Unauthorized)
 )]
 async fn pending_round(
     State(state): State<AppState>,
     ApiPath(token): ApiPath<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Option<Round>>> {
     let session = session_for_token(&state, &token).await?;
     let pending = state.store.pending_round(&session.id).await?;
-    Ok(Json(
-        pending.as_ref().map(round_json).unwrap_or(Value::Null),
-    ))
+    Ok(Json(pending))
 }
 
 #[utoipa::path(
@@ -144,21 +145,21 @@ async fn pending_round(
     path = "/api/v1/s/{token}/rounds/{round_id}/redacted",
     tag = "rounds",
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "Keys, actions and field names, never values"), (status = 404, description = "not_found"))
+    responses((status = 200, description = "Keys, actions and field names, never values", body = RedactedResponses), NotFound)
 )]
 async fn redacted(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RedactedResponses>> {
     let round = own_round(&state, &token, &round_id).await?;
-    Ok(Json(json!(round.redacted())))
+    Ok(Json(round.redacted()))
 }
 
 fn lease_length(seconds: Option<i64>) -> ApiResult<Duration> {
     Ok(anteroom_domain::round::lease_length(seconds)?)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 struct ClaimBody {
     owner_id: OwnerId,
     lease_seconds: Option<i64>,
@@ -168,14 +169,15 @@ struct ClaimBody {
     post,
     path = "/api/v1/s/{token}/rounds/{round_id}/claim",
     tag = "workers",
+    request_body = ClaimBody,
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "`{owner_id, lease_token, expires_at}`"), (status = 409, description = "managed_input_conflict or managed_input_recovery"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The lease, with the token that proves it", body = LeaseGranted), (status = 409, description = "managed_input_conflict or managed_input_recovery", body = ErrorBody), Invalid, Unauthorized)
 )]
 async fn claim(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ClaimBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<LeaseGranted>> {
     let round = own_round(&state, &token, &round_id).await?;
     let lease = state
         .store
@@ -185,14 +187,10 @@ async fn claim(
             lease_length(body.lease_seconds)?,
         )
         .await?;
-    Ok(Json(json!({
-        "owner_id": lease.owner_id,
-        "lease_token": lease.lease_token.expose(),
-        "expires_at": wire_time(lease.expires_at),
-    })))
+    Ok(Json(LeaseGranted::from(&lease)))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 struct WorkerBody {
     owner_id: OwnerId,
     lease_token: String,
@@ -222,7 +220,7 @@ async fn advance(
     round_id: &str,
     body: &WorkerBody,
     step: Step,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Round>> {
     let id = own_round(state, token, round_id).await?.round_id;
     let (owner, lease) = (&body.owner_id, &body.token());
     let round = match step {
@@ -230,21 +228,22 @@ async fn advance(
         Step::Delivered => state.store.mark_delivered(id, owner, lease).await?,
         Step::Resolve => state.store.resolve(id, owner, lease).await?,
     };
-    Ok(Json(round_json(&round)))
+    Ok(Json(round))
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/s/{token}/rounds/{round_id}/renew",
     tag = "workers",
+    request_body = WorkerBody,
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The extended lease"), (status = 409, description = "managed_input_conflict: expired lease, replaced owner"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The extended lease", body = LeaseExtended), (status = 409, description = "managed_input_conflict: expired lease, replaced owner", body = ErrorBody), Invalid, Unauthorized)
 )]
 async fn renew(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<WorkerBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<LeaseExtended>> {
     let round = own_round(&state, &token, &round_id).await?;
     let lease = state
         .store
@@ -255,23 +254,22 @@ async fn renew(
             lease_length(body.lease_seconds)?,
         )
         .await?;
-    Ok(Json(
-        json!({ "owner_id": lease.owner_id, "expires_at": wire_time(lease.expires_at) }),
-    ))
+    Ok(Json(LeaseExtended::from(&lease)))
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/s/{token}/rounds/{round_id}/start-delivery",
     tag = "workers",
+    request_body = WorkerBody,
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "response_validated -> delivery_started"), (status = 409, description = "managed_input_state or managed_input_conflict"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "response_validated -> delivery_started", body = Round), Conflict, Invalid, Unauthorized)
 )]
 async fn start_delivery(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<WorkerBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Round>> {
     advance(&state, &token, &round_id, &body, Step::StartDelivery).await
 }
 
@@ -279,14 +277,15 @@ async fn start_delivery(
     post,
     path = "/api/v1/s/{token}/rounds/{round_id}/delivered",
     tag = "workers",
+    request_body = WorkerBody,
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "delivery_started -> delivered"), (status = 409, description = "managed_input_state or managed_input_conflict"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "delivery_started -> delivered", body = Round), Conflict, Invalid, Unauthorized)
 )]
 async fn delivered(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<WorkerBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Round>> {
     advance(&state, &token, &round_id, &body, Step::Delivered).await
 }
 
@@ -294,14 +293,15 @@ async fn delivered(
     post,
     path = "/api/v1/s/{token}/rounds/{round_id}/resolve",
     tag = "workers",
+    request_body = WorkerBody,
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "delivered -> resolved"), (status = 409, description = "managed_input_state or managed_input_conflict"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "delivered -> resolved", body = Round), Conflict, Invalid, Unauthorized)
 )]
 async fn resolve(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<WorkerBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Round>> {
     advance(&state, &token, &round_id, &body, Step::Resolve).await
 }
 
@@ -309,14 +309,15 @@ async fn resolve(
     post,
     path = "/api/v1/s/{token}/rounds/{round_id}/fail",
     tag = "workers",
+    request_body = WorkerBody,
     params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The round failed with the given code"), (status = 409, description = "managed_input_state or managed_input_conflict"), (status = 422, description = "validation_error: malformed input, with per-field details"), (status = 401, description = "unauthorized"))
+    responses((status = 200, description = "The round failed with the given code", body = Round), Conflict, Invalid, Unauthorized)
 )]
 async fn fail(
     State(state): State<AppState>,
     ApiPath((token, round_id)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<WorkerBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Round>> {
     let round = own_round(&state, &token, &round_id).await?;
     let code = body
         .code
@@ -333,5 +334,5 @@ async fn fail(
         )
         .await?;
     crate::announce::round_changed(&state, &round);
-    Ok(Json(round_json(&round)))
+    Ok(Json(round))
 }

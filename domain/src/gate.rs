@@ -10,7 +10,7 @@ pub const BROKEN_PROMPT: &str = "The Anteroom approval gate is BROKEN: a redacte
 about policy. Report the failure to a person; do not route around it.";
 
 /// The gate's last known state, and the sentence orchestrators put in their agents' system prompts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GateState {
     pub healthy: bool,
     #[serde(with = "super::wire::time")]

@@ -37,8 +37,9 @@ pub fn check_id(what: &str, value: &str) -> Result<(), ManagedInputError> {
 macro_rules! validated_id {
     ($(#[$doc:meta])* $name:ident, $what:literal) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, utoipa::ToSchema)]
         #[serde(try_from = "String", into = "String")]
+        #[schema(value_type = String)]
         pub struct $name(String);
 
         impl $name {
@@ -104,7 +105,19 @@ validated_id!(
 );
 
 /// A round's durable id: a UUIDv7, so ids sort by creation time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(transparent)]
 pub struct RoundId(pub Uuid);
 
@@ -130,7 +143,7 @@ impl From<RoundId> for RequestId {
 }
 
 /// The secret that proves a worker holds a round's lease. Its `Debug` never shows the value.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(transparent)]
 pub struct LeaseToken(String);
 

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::round::{FailureCode, ResponseAction, Round, RoundStatus};
 
 /// The `action` of a poll reply, as the pulsemcp client understands it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PollAction {
     Pending,

@@ -9,7 +9,7 @@ use super::{
 };
 
 /// Where an agent run stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionStatus {
     Running,
@@ -30,7 +30,7 @@ impl SessionStatus {
 }
 
 /// Why a round trip ended with nobody deciding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LostReason {
     /// The clock ran out.
@@ -48,7 +48,7 @@ pub enum LostReason {
 text_names!(LostReason { Expired => "expired", Stranded => "stranded", AskerStopped => "asker_stopped", Revoked => "revoked", Undelivered => "undelivered" });
 
 /// The marker that makes the session page explain what was lost.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LostElicitation {
     pub reason: LostReason,
     #[serde(with = "super::wire::time")]
@@ -63,7 +63,7 @@ pub struct LostElicitation {
 }
 
 /// A session as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Session {
     pub id: SessionId,
     pub title: String,

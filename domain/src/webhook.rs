@@ -12,7 +12,7 @@ use super::{
 };
 
 /// How an endpoint wants its payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WebhookFormat {
     Json,
@@ -255,7 +255,7 @@ mod tests {
 }
 
 /// One queued (or finished) delivery, as the delivery job and the admin log see it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WebhookDelivery {
     pub id: String,
     pub endpoint: String,

@@ -19,7 +19,7 @@ use super::{
 };
 
 /// Where a round is in its lifecycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RoundStatus {
     Pending,
@@ -40,7 +40,7 @@ impl RoundStatus {
 }
 
 /// What kind of MCP operation is asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OperationKind {
     Tool,
@@ -52,7 +52,7 @@ text_names!(OperationKind { Tool => "tool", Prompt => "prompt", Resource => "res
 
 /// How the asker reached Anteroom: through its session's token (the environment block's URLs, and the
 /// workers of managed rounds), with an API key, or anonymously on the bare routes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AskedThrough {
     #[default]
@@ -74,7 +74,7 @@ impl AskedThrough {
 }
 
 /// When the asker last polled for its answer, as this instance saw it (persisted at most every ~10 s).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AskerSeen {
     #[serde(with = "super::wire::time")]
     pub last_poll_at: DateTime<Utc>,
@@ -83,7 +83,7 @@ pub struct AskerSeen {
 }
 
 /// One question: a form rendered from a JSON Schema, or consent to open a URL.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum ElicitationRequest {
     Form {
@@ -126,7 +126,7 @@ impl ElicitationRequest {
 }
 
 /// How a person answered one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResponseAction {
     Accept,
@@ -138,7 +138,7 @@ pub enum ResponseAction {
 text_names!(ResponseAction { Accept => "accept", Decline => "decline", Cancel => "cancel" });
 
 /// The answer to one request. Only a form `accept` carries content.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ElicitationResponse {
     pub action: ResponseAction,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,9 +146,12 @@ pub struct ElicitationResponse {
 }
 
 /// A worker's compare-and-set claim on a round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Lease {
     pub owner_id: OwnerId,
+    /// The worker's secret: returned by a claim, never serialised with the round.
+    #[serde(skip_serializing)]
+    #[schema(ignore)]
     pub lease_token: LeaseToken,
     #[serde(with = "super::wire::time")]
     pub expires_at: DateTime<Utc>,
@@ -214,8 +217,11 @@ impl From<FailureCode> for String {
 }
 
 /// A failed round's reason.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Failure {
+    /// `expired`, `cancelled`, `recovery_unavailable`, `delivery_failed`, `undelivered`, `revoked`, or the
+    /// worker's own code.
+    #[schema(value_type = String)]
     pub code: FailureCode,
     pub message: String,
     #[serde(with = "super::wire::time")]
@@ -382,7 +388,7 @@ fn prefix_validation(key: &RequestKey, error: ManagedInputError) -> ManagedInput
 }
 
 /// A stored round: the pause, the answer once given, and the worker's bookkeeping.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Round {
     pub round_id: RoundId,
     pub session_id: SessionId,
@@ -542,14 +548,14 @@ impl Round {
 }
 
 /// What `redacted_responses` returns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RedactedResponses {
     pub round_id: RoundId,
     pub status: RoundStatus,
     pub responses: Vec<RedactedResponse>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RedactedResponse {
     pub request_key: RequestKey,
     pub action: ResponseAction,
