@@ -1,0 +1,205 @@
+//! The hot paths against their ceilings: polls, creates, and the time from an answer to a waiting poller and stream.
+
+use super::*;
+
+impl Bench {
+    pub(super) async fn polls(&self) -> Figure {
+        eprintln!("bench: polls of pending questions");
+        // Many questions, so the per-question poll limit (a real client polls once a second) never bites.
+        let sessions = sessions_with_tokens(self.store.as_ref(), "poll", CONNECTIONS).await;
+        let mut urls = Vec::new();
+        for (id, token) in &sessions {
+            let mut mine = Vec::new();
+            for q in 0..32 {
+                let request_id = format!("{id}-q{q}");
+                self.store
+                    .create_round(new_round(id, &request_id, "Which environment?"))
+                    .await
+                    .expect("round");
+                mine.push(format!(
+                    "{}/api/v1/s/{token}/elicitations/{request_id}",
+                    self.base
+                ));
+            }
+            urls.push(mine);
+        }
+        let polls = throughput(urls, Method::Get).await;
+        let constant =
+            throughput(vec![vec![self.constant.clone()]; CONNECTIONS], Method::Get).await;
+        let ratio = polls / constant;
+        Figure::new(
+            "polls/s of a pending question (token route)",
+            format!("{polls:.0}/s"),
+            format!("{constant:.0}/s constant JSON handler"),
+            format!("{ratio:.2}"),
+            "≥ 0.6",
+            Some(ratio >= 0.6),
+        )
+    }
+
+    pub(super) async fn creates(&self, args: &Args) -> Figure {
+        eprintln!("bench: question creates");
+        // Sixteen sessions per connection, so the per-session create limit never bites.
+        let sessions = sessions_with_tokens(self.store.as_ref(), "create", CONNECTIONS * 16).await;
+        let urls: Vec<Vec<String>> = sessions
+            .chunks(16)
+            .map(|chunk| {
+                chunk
+                    .iter()
+                    .map(|(_, token)| {
+                        format!(
+                            "{}/api/v1/s/{token}/servers/bench-mcp/elicitations",
+                            self.base
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let creates = throughput(urls, Method::PostQuestion).await;
+        let row_bytes = self.round_row_bytes().await;
+        let bare = bare_inserts(args, row_bytes).await;
+        let ratio = creates / bare;
+        Figure::new(
+            "creates/s (token route)",
+            format!("{creates:.0}/s"),
+            format!("{bare:.0}/s bare insert of a {row_bytes}-byte row"),
+            format!("{ratio:.2}"),
+            "≥ 0.5",
+            Some(ratio >= 0.5),
+        )
+    }
+
+    /// The stored size of one created question (requests, summary and ids), for the bare insert loop.
+    pub(super) async fn round_row_bytes(&self) -> usize {
+        let round = self
+            .store
+            .oldest_open_rounds(&[SessionId::parse("create-0").expect("id")])
+            .await
+            .ok()
+            .and_then(|mut rounds| rounds.pop());
+        round.map_or(600, |round| {
+            serde_json::to_string(&round.requests).map_or(0, |r| r.len())
+                + round.summary.len()
+                + round.round_id.to_string().len() * 2
+                + round.request_id.as_str().len()
+                + round.session_id.as_str().len()
+                + 120
+        })
+    }
+
+    pub(super) async fn latencies(&self) -> Vec<Figure> {
+        eprintln!("bench: answer latencies");
+        let client = reqwest::Client::new();
+        let (id, token) = sessions_with_tokens(self.store.as_ref(), "latency", 1)
+            .await
+            .pop()
+            .expect("a session");
+
+        // Long-poll: the poller waits; the clock runs from sending the answer to the poller's reply.
+        let mut long_poll = Vec::new();
+        for i in 0..SAMPLES {
+            let request_id = format!("lp-{i}");
+            self.store
+                .create_round(new_round(&id, &request_id, "Go?"))
+                .await
+                .expect("round");
+            let poll_url = format!(
+                "{}/api/v1/s/{token}/elicitations/{request_id}?wait=30",
+                self.base
+            );
+            let poller = client.get(&poll_url).send();
+            let waiting = tokio::spawn(async move { poller.await.map(|_| Instant::now()) });
+            tokio::time::sleep(Duration::from_millis(15)).await;
+            let sent = Instant::now();
+            self.answer(&client, &request_id).await;
+            if let Ok(Ok(received)) = waiting.await {
+                long_poll.push(received.saturating_duration_since(sent));
+            }
+        }
+
+        // The event stream: the clock runs from sending the answer to the `round.answered` event.
+        let (events_tx, mut events_rx) =
+            tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
+        let mut stream = client
+            .get(format!("{}/api/v1/events", self.base))
+            .bearer_auth(&self.admin_key)
+            .send()
+            .await
+            .expect("event stream");
+        tokio::spawn(async move {
+            let mut buffer = String::new();
+            while let Ok(Some(chunk)) = stream.chunk().await {
+                let at = Instant::now();
+                buffer.push_str(&String::from_utf8_lossy(&chunk));
+                while let Some(end) = buffer.find("\n\n") {
+                    let event: String = buffer.drain(..end + 2).collect();
+                    if event.contains("event: round.answered") {
+                        let _ = events_tx.send((event, at));
+                    }
+                }
+            }
+        });
+        let mut sse = Vec::new();
+        for i in 0..SAMPLES {
+            let request_id = format!("sse-{i}");
+            self.store
+                .create_round(new_round(&id, &request_id, "Go?"))
+                .await
+                .expect("round");
+            let sent = Instant::now();
+            self.answer(&client, &request_id).await;
+            while let Ok(Some((event, at))) =
+                tokio::time::timeout(Duration::from_secs(5), events_rx.recv()).await
+            {
+                if event.contains(&format!("\"request_id\":\"{request_id}\"")) {
+                    sse.push(at.saturating_duration_since(sent));
+                    break;
+                }
+            }
+        }
+
+        // The ceiling: one loopback HTTP round trip to the constant handler.
+        let mut loopback = Vec::new();
+        for _ in 0..SAMPLES * 5 {
+            let sent = Instant::now();
+            if client.get(&self.constant).send().await.is_ok() {
+                loopback.push(sent.elapsed());
+            }
+        }
+        let (lp50, lp99) = (percentile(&loopback, 50.0), percentile(&loopback, 99.0));
+        let row = |name: &str, samples: &[Duration]| {
+            let (p50, p99) = (percentile(samples, 50.0), percentile(samples, 99.0));
+            let ratio = p99.as_secs_f64() / lp99.as_secs_f64();
+            Figure::new(
+                name,
+                format!("p50 {} · p99 {}", ms(p50), ms(p99)),
+                format!("loopback round trip p50 {} · p99 {}", ms(lp50), ms(lp99)),
+                format!("p99 {ratio:.1}×"),
+                "p99 ≤ 10×",
+                Some(ratio <= 10.0),
+            )
+        };
+        vec![
+            row("answer → waiting long-poll", &long_poll),
+            row("answer → SSE subscriber", &sse),
+        ]
+    }
+
+    pub(super) async fn answer(&self, client: &reqwest::Client, request_id: &str) {
+        let reply = client
+            .patch(format!(
+                "{}/api/v1/elicitations/{request_id}/respond",
+                self.base
+            ))
+            .bearer_auth(&self.admin_key)
+            .json(&json!({"action_type": "accept", "content": {"env": "staging"}}))
+            .send()
+            .await
+            .expect("answer");
+        assert!(
+            reply.status().is_success(),
+            "answer refused: {}",
+            reply.status()
+        );
+    }
+}

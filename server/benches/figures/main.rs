@@ -1,0 +1,197 @@
+//! `cargo xtask bench`: Anteroom's hot paths measured against a ceiling measured in the same run on the same
+//! machine (a constant JSON handler, a bare insert loop, a bare UPDATE, a loopback round trip), printed as one
+//! table. Ratios, not absolute numbers, are what stay comparable on a noisy two-core machine.
+//!
+//! Arguments: `--binary PATH` (the release `anteroom`, for resident memory), `--site PATH` (the release site,
+//! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite), `--only
+//! NAME` (one figure: polls, creates, latency, queue, expiry, memory or bundle — for profiling).
+
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use anteroom_domain::{
+    access::{ApiKey, Role},
+    clock::{Clock, ManualClock, SystemClock},
+    ids::{RequestId, RequestKey, SessionId},
+    round::{ElicitationRequest, NewRound, OperationKind},
+    session::NewSession,
+};
+use anteroom_server::{
+    credentials,
+    instance::{Database, Instance, Settings},
+    pages::add_user,
+};
+use anteroom_store::{PostgresStore, SqliteStore, Store, StoreOptions, testing::TestSchema};
+use axum::{Json, Router, routing::get};
+use serde_json::{Value, json};
+use tokio::{net::TcpListener, sync::oneshot};
+
+mod hot_paths;
+mod instance;
+mod load;
+mod process;
+mod scale;
+
+use instance::*;
+use load::*;
+use process::*;
+use scale::*;
+
+/// Connections of the load generator.
+const CONNECTIONS: usize = 64;
+/// How long each throughput run lasts (after a short warm-up).
+const RUN: Duration = Duration::from_secs(3);
+const WARM_UP: Duration = Duration::from_millis(500);
+/// Samples per latency figure.
+const SAMPLES: usize = 200;
+
+struct Args {
+    /// Run only the figure whose name contains this (for profiling one hot path).
+    only: Option<String>,
+    binary: Option<PathBuf>,
+    site: PathBuf,
+    postgres: Option<String>,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        only: None,
+        binary: None,
+        site: PathBuf::from("target/site"),
+        postgres: None,
+    };
+    let mut raw = std::env::args().skip(1);
+    while let Some(arg) = raw.next() {
+        match arg.as_str() {
+            "--binary" => args.binary = raw.next().map(PathBuf::from),
+            "--site" => args.site = raw.next().map(PathBuf::from).unwrap_or(args.site),
+            "--postgres" => args.postgres = raw.next(),
+            "--only" => args.only = raw.next(),
+            // `cargo bench` passes `--bench`; anything else is ignored.
+            _ => {}
+        }
+    }
+    args
+}
+
+/// One row of the table.
+struct Figure {
+    name: String,
+    value: String,
+    ceiling: String,
+    ratio: String,
+    goal: String,
+    met: Option<bool>,
+}
+
+impl Figure {
+    fn new(
+        name: &str,
+        value: String,
+        ceiling: String,
+        ratio: String,
+        goal: &str,
+        met: Option<bool>,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            value,
+            ceiling,
+            ratio,
+            goal: goal.to_owned(),
+            met,
+        }
+    }
+}
+
+fn main() {
+    let args = args();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let figures = runtime.block_on(run(&args));
+    print_table(&figures, &args);
+}
+
+async fn run(args: &Args) -> Vec<Figure> {
+    let mut figures = Vec::new();
+    let backend = if args.postgres.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    eprintln!(
+        "bench: {backend}, {CONNECTIONS} connections, {} s per throughput run",
+        RUN.as_secs()
+    );
+
+    let wanted = |name: &str| args.only.as_deref().is_none_or(|only| name.contains(only));
+    let bench = Bench::start(args, Arc::new(SystemClock)).await;
+    if wanted("polls") {
+        figures.push(bench.polls().await);
+    }
+    if wanted("creates") {
+        figures.push(bench.creates(args).await);
+    }
+    if wanted("latency") {
+        figures.extend(bench.latencies().await);
+    }
+    bench.stop().await;
+    if wanted("queue") {
+        figures.push(queue_render(args).await);
+    }
+    if wanted("expiry") {
+        figures.push(expiry_sweep(args).await);
+    }
+    if wanted("memory") {
+        figures.extend(resident_memory(args).await);
+    }
+    if wanted("bundle") {
+        figures.push(bundle_size(args));
+    }
+    figures
+}
+
+fn print_table(figures: &[Figure], args: &Args) {
+    let backend = if args.postgres.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|name| name.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    println!();
+    println!("Anteroom benchmarks: {backend}, release build, {cores} cores ({cpu})");
+    println!();
+    println!("| figure | measured | ceiling (same run) | ratio | goal | met |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for figure in figures {
+        let met = match figure.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "—",
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            figure.name, figure.value, figure.ceiling, figure.ratio, figure.goal, met
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! Data at scale: the attention queue over 100k questions and the expiry sweep of 100k, each against its ceiling.
+
+use super::*;
+
+/// `rounds` questions over `sessions` sessions: every session's newest question open, the rest answered.
+pub(super) async fn populate(store: &dyn Store, sessions: usize, rounds: usize, prefix: &str) {
+    let per_session = rounds.div_ceil(sessions);
+    for s in 0..sessions {
+        register(store, &format!("{prefix}-{s}")).await;
+    }
+    let mut created = 0;
+    let mut batch = Vec::new();
+    for s in 0..sessions {
+        for q in 0..per_session {
+            if created == rounds {
+                break;
+            }
+            created += 1;
+            batch.push(new_round(
+                &format!("{prefix}-{s}"),
+                &format!("{prefix}-{s}-{q}"),
+                "Deploy this release to which environment?",
+            ));
+        }
+        if batch.len() >= 256 || s + 1 == sessions {
+            let futures = batch.drain(..).map(|round| store.create_round(round));
+            for result in futures::future::join_all(futures).await {
+                result.expect("round");
+            }
+        }
+    }
+}
+
+/// Marks all but each session's newest pending question answered, in one statement.
+pub(super) fn answer_all_but_newest_sql() -> &'static str {
+    "UPDATE rounds SET status = 'resolved', resolved_at_ms = updated_at_ms, responded_at_ms = updated_at_ms, \
+     responses = '{}', version = version + 1 WHERE status = 'pending' AND round_id NOT IN \
+     (SELECT MAX(round_id) FROM rounds GROUP BY session_id)"
+}
+
+/// Runs one statement on the bench's database and times the statement alone.
+pub(super) async fn execute(data: &Data, sql: &str, bind_ms: Option<i64>) -> Duration {
+    macro_rules! timed {
+        ($pool:expr) => {{
+            let mut query = sqlx::query(sql);
+            if let Some(ms) = bind_ms {
+                query = query.bind(ms);
+            }
+            let started = Instant::now();
+            query.execute($pool).await.expect("statement");
+            started.elapsed()
+        }};
+    }
+    match data {
+        Data::Postgres(schema) => timed!(&schema.pool),
+        Data::Sqlite(dir) => {
+            let url = format!("sqlite://{}", dir.path().join("bench.sqlite3").display());
+            let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect(&url)
+                .await
+                .expect("SQLite");
+            timed!(&pool)
+        }
+    }
+}
+
+/// Renders `/` for a signed-in person `times` times; the median time.
+pub(super) async fn render_queue(base: &str, cookie: &str, times: usize) -> Duration {
+    let client = reqwest::Client::new();
+    let mut samples = Vec::new();
+    for _ in 0..times {
+        let started = Instant::now();
+        let reply = client
+            .get(format!("{base}/"))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .expect("GET /");
+        assert!(
+            reply.status().is_success(),
+            "queue page: {}",
+            reply.status()
+        );
+        let _ = reply.text().await;
+        samples.push(started.elapsed());
+    }
+    percentile(&samples, 50.0)
+}
+
+pub(super) async fn sign_in(base: &str, store: &dyn Store) -> String {
+    if store
+        .user_with_password("bench")
+        .await
+        .ok()
+        .flatten()
+        .is_none()
+    {
+        add_user(store, "bench", "bench password", Role::Responder)
+            .await
+            .expect("user");
+    }
+    let reply = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+        .post(format!("{base}/login"))
+        .form(&[
+            ("username", "bench"),
+            ("password", "bench password"),
+            ("next", "/"),
+        ])
+        .send()
+        .await
+        .expect("sign in");
+    reply
+        .headers()
+        .get("set-cookie")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .expect("a session cookie")
+        .to_owned()
+}
+
+pub(super) async fn queue_render(args: &Args) -> Figure {
+    eprintln!("bench: attention queue render at 1k and 100k questions (populating takes a while)");
+    let mut medians = Vec::new();
+    for (sessions, rounds) in [(100, 1_000), (10_000, 100_000)] {
+        let bench = Bench::start(args, Arc::new(SystemClock)).await;
+        populate(bench.store.as_ref(), sessions, rounds, "q").await;
+        execute(&bench.data, answer_all_but_newest_sql(), None).await;
+        let cookie = sign_in(&bench.base, bench.store.as_ref()).await;
+        render_queue(&bench.base, &cookie, 3).await;
+        medians.push(render_queue(&bench.base, &cookie, 20).await);
+        bench.stop().await;
+    }
+    let ratio = medians[1].as_secs_f64() / medians[0].as_secs_f64();
+    Figure::new(
+        "attention queue render, 100k questions over 10k sessions (median)",
+        ms(medians[1]),
+        format!("{} with 1k questions", ms(medians[0])),
+        format!("{ratio:.2}×"),
+        "≤ 2×",
+        Some(ratio <= 2.0),
+    )
+}
+
+pub(super) async fn expiry_sweep(args: &Args) -> Figure {
+    eprintln!("bench: expiry sweep of 100k due questions");
+    let clock = ManualClock::new(chrono::Utc::now());
+    let (store, data) = open_store(args, Arc::new(clock.clone())).await;
+    populate(store.as_ref(), 10_000, 100_000, "x").await;
+    clock.advance(chrono::Duration::hours(2));
+    let started = Instant::now();
+    let mut expired = 0;
+    loop {
+        let batch = store.expire_due_rounds().await.expect("sweep").len();
+        if batch == 0 {
+            break;
+        }
+        expired += batch;
+    }
+    let sweep = started.elapsed();
+    assert_eq!(expired, 100_000, "every question expired");
+
+    // The same rows due again, then one bare UPDATE of them.
+    execute(
+        &data,
+        "UPDATE rounds SET status = 'pending', failure_code = NULL, failure_message = NULL, failed_at_ms = NULL",
+        None,
+    )
+    .await;
+    let now_ms = clock.now().timestamp_millis();
+    let bare = execute(
+        &data,
+        "UPDATE rounds SET status = 'failed', failure_code = 'expired', failure_message = 'expired', \
+         failed_at_ms = $1, updated_at_ms = $1, version = version + 1 WHERE status = 'pending' AND deadline_ms <= $1",
+        Some(now_ms),
+    )
+    .await;
+    drop(store);
+    drop_data(data).await;
+    let ratio = sweep.as_secs_f64() / bare.as_secs_f64();
+    Figure::new(
+        "expiry sweep of 100k due questions",
+        ms(sweep),
+        format!("{} one bare UPDATE", ms(bare)),
+        format!("{ratio:.2}×"),
+        "≤ 3× and < 5 s",
+        Some(ratio <= 3.0 && sweep < Duration::from_secs(5)),
+    )
+}
