@@ -19,16 +19,51 @@ use crate::{
         ids::{IdempotencyKey, RoundId, SessionId},
         limits::Limits,
         round::{ElicitationRequest, FailureCode, ResponseAction, Round, RoundStatus, Submission},
+        webhook::WebhookDelivery,
     },
     store::{Store, StoreError, StoreResult, schemas::RegexPatterns},
 };
 
-/// What the web app's server functions and form handlers reach: the store, and the host's hook that
-/// announces a newly recorded answer (events for live pages and producers, metrics).
+/// The page-data service: the one way the pages' server side reaches data. Server functions and the server's
+/// form posts ask it for page views and hand it answers; the store stays behind it, and the host's hook
+/// announces each newly recorded answer (events for live pages and producers, metrics) through the server's
+/// one announce path.
 #[derive(Clone)]
-pub struct WebServices {
-    pub store: Arc<dyn Store>,
-    pub on_answer: Arc<dyn Fn(&Round) + Send + Sync>,
+pub struct PageData {
+    store: Arc<dyn Store>,
+    on_answer: Arc<dyn Fn(&Round) + Send + Sync>,
+}
+
+impl PageData {
+    pub fn new(store: Arc<dyn Store>, on_answer: Arc<dyn Fn(&Round) + Send + Sync>) -> Self {
+        Self { store, on_answer }
+    }
+
+    /// The attention queue, with each waiting session's oldest question.
+    pub async fn queue(&self) -> StoreResult<QueueView> {
+        queue_view(self.store.as_ref()).await
+    }
+
+    /// A session page, or `None` for an unknown session.
+    pub async fn session(
+        &self,
+        id: &str,
+        viewer: Viewer,
+        notice: Option<AnswerNotice>,
+        older: Option<&str>,
+    ) -> StoreResult<Option<SessionPage>> {
+        session_page(self.store.as_ref(), id, viewer, notice, older).await
+    }
+
+    /// Records `post` as `viewer`'s answer; every outcome is a notice for the person.
+    pub async fn answer(&self, viewer: &Viewer, post: AnswerPost) -> AnswerNotice {
+        submit_answer(self, viewer, post).await
+    }
+
+    /// The most recent webhook deliveries, newest first.
+    pub async fn webhook_deliveries(&self, limit: u32) -> StoreResult<Vec<WebhookDelivery>> {
+        self.store.list_webhook_deliveries(limit).await
+    }
 }
 
 /// The most sessions the queue shows at once.
@@ -47,7 +82,7 @@ fn asker(round: &Round) -> Asker {
 }
 
 /// The attention queue, with each waiting session's oldest question.
-pub async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
+async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
     let entries = store.list_sessions(QUEUE_LIMIT).await?;
     let waiting: Vec<SessionId> = entries
         .iter()
@@ -97,7 +132,7 @@ pub async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
 }
 
 /// The session page, or `None` for an unknown session.
-pub async fn session_page(
+async fn session_page(
     store: &dyn Store,
     id: &str,
     viewer: Viewer,
@@ -250,11 +285,7 @@ fn history_entry(round: &Round) -> HistoryEntry {
 }
 
 /// Records `post` as `viewer`'s answer. Every outcome is a notice for the person; nothing here fails.
-pub async fn submit_answer(
-    services: &WebServices,
-    viewer: &Viewer,
-    post: AnswerPost,
-) -> AnswerNotice {
+async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -> AnswerNotice {
     let closed = |message: &str| AnswerNotice::Closed {
         round_id: post.round_id.clone(),
         message: message.to_owned(),

@@ -5,7 +5,7 @@ use leptos::{prelude::*, server_fn::codec::Json};
 
 use super::model::{AnswerNotice, AnswerPost, DeliveryRow, QueueView, SessionPage};
 #[cfg(feature = "ssr")]
-use super::{model::Viewer, page_data::WebServices};
+use super::{model::Viewer, page_data::PageData};
 
 /// An answer posted without JavaScript, handed by the host to the page rendered after the redirect.
 #[cfg(feature = "ssr")]
@@ -19,8 +19,8 @@ fn from_request<T: Clone + Send + Sync + 'static>() -> Option<T> {
 }
 
 #[cfg(feature = "ssr")]
-fn signed_in() -> Result<(WebServices, Viewer), ServerFnError> {
-    let services = use_context::<WebServices>()
+fn signed_in() -> Result<(PageData, Viewer), ServerFnError> {
+    let services = use_context::<PageData>()
         .ok_or_else(|| ServerFnError::new("the web app is not wired to a store"))?;
     let viewer = from_request::<Viewer>().ok_or_else(|| ServerFnError::new("Sign in first."))?;
     Ok((services, viewer))
@@ -36,9 +36,7 @@ fn unavailable(error: crate::store::StoreError) -> ServerFnError {
 #[server(prefix = "/fn", endpoint = "queue")]
 pub async fn load_queue() -> Result<QueueView, ServerFnError> {
     let (services, _viewer) = signed_in()?;
-    super::page_data::queue_view(services.store.as_ref())
-        .await
-        .map_err(unavailable)
+    services.queue().await.map_err(unavailable)
 }
 
 /// A session page (its history from after round `older` when given); `None` when there is no such session.
@@ -49,22 +47,17 @@ pub async fn load_session(
 ) -> Result<Option<SessionPage>, ServerFnError> {
     let (services, viewer) = signed_in()?;
     let notice = from_request::<FlashNotice>().map(|flash| flash.0);
-    super::page_data::session_page(
-        services.store.as_ref(),
-        &id,
-        viewer,
-        notice,
-        older.as_deref(),
-    )
-    .await
-    .map_err(unavailable)
+    services
+        .session(&id, viewer, notice, older.as_deref())
+        .await
+        .map_err(unavailable)
 }
 
 /// Records an answer; refusals come back as a notice with per-field messages, never as an error.
 #[server(prefix = "/fn", endpoint = "answer", input = Json)]
 pub async fn post_answer(post: AnswerPost) -> Result<AnswerNotice, ServerFnError> {
     let (services, viewer) = signed_in()?;
-    Ok(super::page_data::submit_answer(&services, &viewer, post).await)
+    Ok(services.answer(&viewer, post).await)
 }
 
 /// The most recent webhook deliveries (admins only).
@@ -77,8 +70,7 @@ pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
         ));
     }
     let deliveries = services
-        .store
-        .list_webhook_deliveries(200)
+        .webhook_deliveries(200)
         .await
         .map_err(unavailable)?;
     Ok(deliveries

@@ -7,7 +7,7 @@ use std::{net::SocketAddr, sync::Arc};
 
 use anteroom_app::ui::{
     model::{AnswerNotice, AnswerPost, Viewer},
-    page_data::{WebServices, submit_answer},
+    page_data::PageData,
     server_fns::FlashNotice,
 };
 use anteroom_domain::{
@@ -41,14 +41,15 @@ const FLASH_KEY: &str = "flash";
 const SIGN_IN_LINK_PREFIX: &str = "arl_";
 
 /// What the pages' server functions and the form handlers reach.
-pub fn services(state: &AppState) -> WebServices {
+/// The pages' page-data service, whose recorded answers are announced like any other.
+pub fn services(state: &AppState) -> PageData {
     let announcer = state.clone();
-    WebServices {
-        store: state.store.clone(),
-        on_answer: Arc::new(move |round| {
+    PageData::new(
+        state.store.clone(),
+        Arc::new(move |round| {
             crate::announce::answer_recorded(&announcer, round, Submission::Recorded);
         }),
-    }
+    )
 }
 
 /// The session cookie layer: `HttpOnly`, `SameSite=Lax`, `Secure` outside development, a week of inactivity.
@@ -449,7 +450,7 @@ async fn answer_without_javascript(
     };
     let post = AnswerPost::from_pairs(&session_id, pairs);
     let round_id = post.round_id.clone();
-    let notice = submit_answer(&services(&state), &viewer, post).await;
+    let notice = services(&state).answer(&viewer, post).await;
     if let Err(error) = session.insert(FLASH_KEY, &notice).await {
         tracing::warn!(%error, "cannot keep the answer's outcome for the next page");
     }
