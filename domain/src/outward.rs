@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::round::{FailureCode, ResponseAction, Round, RoundStatus};
+use super::round::{FailureCode, ResponseAction, Round, RoundOutcome};
 
 /// The `action` of a poll reply, as the pulsemcp client understands it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -38,44 +38,29 @@ pub struct OutwardAnswer {
 
 /// The answer for the request `key` of `round` (for a single-request round, its only key).
 pub fn outward_answer(round: &Round, key: &str) -> OutwardAnswer {
-    match round.status {
-        RoundStatus::Pending => OutwardAnswer {
-            action: PollAction::Pending,
-            content: None,
-            failure_code: None,
+    let quiet = |action| OutwardAnswer {
+        action,
+        content: None,
+        failure_code: None,
+    };
+    match round.outcome() {
+        RoundOutcome::Waiting => quiet(PollAction::Pending),
+        RoundOutcome::Expired => quiet(PollAction::Expired),
+        // The asker had stopped waiting (or lost its token): to it, the question simply expired.
+        RoundOutcome::Undelivered { .. } => OutwardAnswer {
+            failure_code: Some(FailureCode::Undelivered.as_str().to_owned()),
+            ..quiet(PollAction::Expired)
         },
-        RoundStatus::Failed => {
-            let code = round.failure.as_ref().map(|failure| &failure.code);
-            match code {
-                Some(FailureCode::Expired) => OutwardAnswer {
-                    action: PollAction::Expired,
-                    content: None,
-                    failure_code: None,
-                },
-                // The asker had stopped waiting (or lost its token): to it, the question simply expired.
-                Some(code @ (FailureCode::Undelivered | FailureCode::Revoked)) => OutwardAnswer {
-                    action: PollAction::Expired,
-                    content: None,
-                    failure_code: Some(code.as_str().to_owned()),
-                },
-                other => OutwardAnswer {
-                    action: PollAction::Cancel,
-                    content: None,
-                    failure_code: Some(
-                        other
-                            .map(|code| code.as_str().to_owned())
-                            .unwrap_or_else(|| "failed".to_owned()),
-                    ),
-                },
-            }
-        }
-        RoundStatus::ResponseValidated
-        | RoundStatus::DeliveryStarted
-        | RoundStatus::Delivered
-        | RoundStatus::Resolved => {
-            let response = round
-                .responses
-                .as_ref()
+        RoundOutcome::Revoked { .. } => OutwardAnswer {
+            failure_code: Some(FailureCode::Revoked.as_str().to_owned()),
+            ..quiet(PollAction::Expired)
+        },
+        RoundOutcome::Failed { code, .. } => OutwardAnswer {
+            failure_code: Some(code.to_owned()),
+            ..quiet(PollAction::Cancel)
+        },
+        RoundOutcome::Answered(responses) => {
+            let response = responses
                 .and_then(|responses| responses.iter().find(|(k, _)| k.as_str() == key))
                 .map(|(_, response)| response);
             match response {
@@ -88,11 +73,7 @@ pub fn outward_answer(round: &Round, key: &str) -> OutwardAnswer {
                     failure_code: None,
                 },
                 // An answered round always holds every key; an unknown key reads as dismissed.
-                None => OutwardAnswer {
-                    action: PollAction::Cancel,
-                    content: None,
-                    failure_code: None,
-                },
+                None => quiet(PollAction::Cancel),
             }
         }
     }

@@ -10,7 +10,7 @@ use std::{
 };
 
 use anteroom_store::{
-    PostgresStore, Store, StoreOptions,
+    Backend, PostgresStore, Store, StoreOptions,
     domain::{
         clock::{Clock, SystemClock},
         expiry::ExpiryPolicy,
@@ -197,7 +197,7 @@ impl Instance {
         let (store, relay_pool): (Arc<dyn Store>, Option<PgPool>) = match &settings.database {
             Database::Url(url) => {
                 let store = open_store(url, options).await?;
-                let relay_pool = if url.starts_with("postgres") {
+                let relay_pool = if store.backend() == Backend::Postgres {
                     let pool = PgPoolOptions::new()
                         .max_connections(2)
                         .connect(url)

@@ -1,9 +1,11 @@
 //! The store on PostgreSQL, for several Anteroom instances sharing one database.
 
-use std::{sync::Arc, time::Duration as StdDuration};
+use std::{str::FromStr, sync::Arc, time::Duration as StdDuration};
 
 use sqlx::{
-    PgConnection, PgPool, Postgres, Transaction, migrate::MigrateError, postgres::PgPoolOptions,
+    PgConnection, PgPool, Postgres, Transaction,
+    migrate::MigrateError,
+    postgres::{PgConnectOptions, PgPoolOptions},
 };
 
 use crate::{
@@ -63,12 +65,20 @@ impl Dialect for PostgresDialect {
     }
 }
 
+/// Server settings every connection of the store starts with: no wait on a lock and no transaction left open
+/// can last for ever (a stuck writer becomes an error a caller sees, and its locks are released).
+pub const SESSION_LIMITS: [(&str, &str); 2] = [
+    ("lock_timeout", "30s"),
+    ("idle_in_transaction_session_timeout", "60s"),
+];
+
 impl PostgresStore {
     pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Self> {
+        let connect = PgConnectOptions::from_str(url)?.options(SESSION_LIMITS);
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(StdDuration::from_secs(5))
-            .connect(url)
+            .connect_with(connect)
             .await?;
         Ok(Self::from_pool(pool, options))
     }

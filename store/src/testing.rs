@@ -32,7 +32,9 @@ impl TestSchema {
         admin
             .execute(format!("CREATE SCHEMA {name}").as_str())
             .await?;
-        let options = PgConnectOptions::from_str(url)?.options([("search_path", name.as_str())]);
+        let options = PgConnectOptions::from_str(url)?
+            .options([("search_path", name.as_str())])
+            .options(crate::postgres::SESSION_LIMITS);
         let pool = PgPoolOptions::new()
             .max_connections(12)
             .connect_with(options)
@@ -53,8 +55,9 @@ impl TestSchema {
 
     /// Another pool on the same schema (a second server instance).
     pub async fn another_pool(&self, url: &str) -> Result<PgPool, sqlx::Error> {
-        let options =
-            PgConnectOptions::from_str(url)?.options([("search_path", self.name.as_str())]);
+        let options = PgConnectOptions::from_str(url)?
+            .options([("search_path", self.name.as_str())])
+            .options(crate::postgres::SESSION_LIMITS);
         PgPoolOptions::new()
             .max_connections(12)
             .connect_with(options)

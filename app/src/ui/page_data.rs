@@ -18,7 +18,10 @@ use crate::{
         form::{FieldErrors, FormModel},
         ids::{IdempotencyKey, RoundId, SessionId},
         limits::Limits,
-        round::{ElicitationRequest, FailureCode, ResponseAction, Round, RoundStatus, Submission},
+        round::{
+            ElicitationRequest, FailureCode, ResponseAction, Round, RoundOutcome, RoundStatus,
+            Submission,
+        },
         webhook::WebhookDelivery,
     },
     store::{Store, StoreError, StoreResult, schemas::RegexPatterns},
@@ -222,39 +225,33 @@ pub fn request_views(round: &Round) -> Vec<RequestView> {
         .collect()
 }
 
-fn actions(round: &Round) -> Vec<String> {
-    round
-        .responses
-        .iter()
-        .flat_map(|responses| responses.values())
-        .map(|response| response.action.as_str().to_owned())
+fn actions(outcome: &RoundOutcome<'_>) -> Vec<String> {
+    outcome
+        .actions()
+        .into_iter()
+        .map(|action| action.as_str().to_owned())
         .collect()
 }
 
 fn history_entry(round: &Round) -> HistoryEntry {
-    let outcome = match (&round.status, &round.failure) {
-        (RoundStatus::Pending, _) => Outcome::Waiting,
-        (RoundStatus::Failed, Some(failure)) if failure.code == FailureCode::Expired => {
-            Outcome::Expired
-        }
-        (RoundStatus::Failed, Some(failure)) if failure.code == FailureCode::Undelivered => {
-            Outcome::Undelivered {
-                actions: actions(round),
-                message: failure.message.clone(),
-            }
-        }
-        (RoundStatus::Failed, failure) => Outcome::Failed {
-            code: failure
-                .as_ref()
-                .map_or("failed", |f| f.code.as_str())
-                .to_owned(),
-            message: failure
-                .as_ref()
-                .map(|f| f.message.clone())
-                .unwrap_or_default(),
+    let outcome = round.outcome();
+    let outcome = match &outcome {
+        RoundOutcome::Waiting => Outcome::Waiting,
+        RoundOutcome::Expired => Outcome::Expired,
+        RoundOutcome::Undelivered { message, .. } => Outcome::Undelivered {
+            actions: actions(&outcome),
+            message: (*message).to_owned(),
         },
-        _ => Outcome::Answered {
-            actions: actions(round),
+        RoundOutcome::Revoked { message } => Outcome::Failed {
+            code: FailureCode::Revoked.as_str().to_owned(),
+            message: (*message).to_owned(),
+        },
+        RoundOutcome::Failed { code, message } => Outcome::Failed {
+            code: (*code).to_owned(),
+            message: (*message).to_owned(),
+        },
+        RoundOutcome::Answered(_) => Outcome::Answered {
+            actions: actions(&outcome),
         },
     };
     HistoryEntry {
@@ -376,27 +373,25 @@ fn unavailable(post: &AnswerPost, error: &StoreError) -> AnswerNotice {
 /// Why a round no longer takes answers: who answered it, or that it expired or failed.
 fn settled_notice(round: &Round) -> AnswerNotice {
     let round_id = round.round_id.to_string();
-    match (&round.status, &round.failure) {
-        (RoundStatus::Failed, Some(failure)) if failure.code == FailureCode::Expired => {
-            AnswerNotice::Closed {
-                round_id,
-                message:
-                    "This question expired before it was answered; the agent went on without it."
-                        .to_owned(),
-            }
-        }
-        (RoundStatus::Failed, failure) => AnswerNotice::Closed {
-            round_id,
-            message: format!(
-                "This question was closed without an answer ({}).",
-                failure.as_ref().map_or("failed", |f| f.code.as_str())
-            ),
+    let outcome = round.outcome();
+    let closed = |code: &str| AnswerNotice::Closed {
+        round_id: round_id.clone(),
+        message: format!("This question was closed without an answer ({code})."),
+    };
+    match &outcome {
+        RoundOutcome::Expired => AnswerNotice::Closed {
+            round_id: round_id.clone(),
+            message: "This question expired before it was answered; the agent went on without it."
+                .to_owned(),
         },
-        _ => AnswerNotice::AlreadyAnswered {
-            round_id,
+        RoundOutcome::Undelivered { .. } => closed(FailureCode::Undelivered.as_str()),
+        RoundOutcome::Revoked { .. } => closed(FailureCode::Revoked.as_str()),
+        RoundOutcome::Failed { code, .. } => closed(code),
+        RoundOutcome::Waiting | RoundOutcome::Answered(_) => AnswerNotice::AlreadyAnswered {
+            round_id: round_id.clone(),
             by: round.responded_by.clone(),
             at_ms: round.responded_at.map(ms),
-            actions: actions(round),
+            actions: actions(&outcome),
         },
     }
 }

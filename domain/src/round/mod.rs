@@ -565,8 +565,10 @@ pub struct RedactedResponse {
 mod answering;
 mod endings;
 mod leases;
+mod outcome;
 
 pub use leases::{LEASE_DEFAULT, lease_length};
+pub use outcome::RoundOutcome;
 
 #[cfg(test)]
 pub(crate) mod fixtures {
