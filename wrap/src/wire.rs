@@ -1,0 +1,337 @@
+//! The JSON-RPC lines between a harness and a server, as the wrapper reads and rewrites them.
+//!
+//! A line that is not a JSON object passes through unchanged; only the messages the wrapper handles are parsed
+//! into anything more than a `Value`.
+
+use std::collections::HashMap;
+
+use anteroom_domain::{
+    ManagedInputError,
+    round::{ElicitationRequest, OperationKind},
+};
+use serde_json::{Map, Value, json};
+
+/// The key under which the 2026-07-28 revision carries a client's capabilities in every request's `_meta`.
+pub const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// What a line is, by its JSON-RPC shape.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    /// A request: it has a `method` and an `id`.
+    Request { id: Value, method: String },
+    /// A notification: a `method` and no `id`.
+    Notification { method: String },
+    /// A response: an `id` and a `result` or an `error`.
+    Response { id: Value },
+    /// Anything else (not JSON, a batch, a malformed message): passed on as it is.
+    Other,
+}
+
+/// Reads `message`'s JSON-RPC shape.
+pub fn classify(message: &Value) -> Line {
+    let Some(object) = message.as_object() else {
+        return Line::Other;
+    };
+    let id = object
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number());
+    match (object.get("method").and_then(Value::as_str), id) {
+        (Some(method), Some(id)) => Line::Request {
+            id: id.clone(),
+            method: method.to_owned(),
+        },
+        (Some(method), None) => Line::Notification {
+            method: method.to_owned(),
+        },
+        (None, Some(id)) if object.contains_key("result") || object.contains_key("error") => {
+            Line::Response { id: id.clone() }
+        }
+        _ => Line::Other,
+    }
+}
+
+/// The elicitation capability the wrapper declares for the harness: both modes.
+fn elicitation_capability() -> Value {
+    json!({"form": {}, "url": {}})
+}
+
+/// Adds both elicitation modes to an object of capabilities, keeping whatever else it declares (and any settings
+/// of a mode the harness already declared).
+fn declare_in(capabilities: &mut Map<String, Value>) -> bool {
+    let entry = capabilities
+        .entry("elicitation")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !entry.is_object() {
+        *entry = Value::Object(Map::new());
+    }
+    let Some(modes) = entry.as_object_mut() else {
+        return false;
+    };
+    // A bare `{}` meant form only before 2025-11-25; the wrapper answers both modes.
+    let mut changed = false;
+    for mode in ["form", "url"] {
+        if !modes.get(mode).is_some_and(Value::is_object) {
+            modes.insert(mode.to_owned(), json!({}));
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// Legacy era: declares elicitation in the harness's `initialize` (many servers register their eliciting tools
+/// only when the client declares it). Returns whether the message changed.
+pub fn declare_elicitation_in_initialize(message: &mut Value) -> bool {
+    if message.get("method").and_then(Value::as_str) != Some("initialize") {
+        return false;
+    }
+    let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let capabilities = params
+        .entry("capabilities")
+        .or_insert_with(|| Value::Object(Map::new()));
+    match capabilities.as_object_mut() {
+        Some(capabilities) => declare_in(capabilities),
+        None => false,
+    }
+}
+
+/// Modern era (2026-07-28): declares elicitation in a request's `_meta` client capabilities. Returns whether the
+/// message changed; a message without `params` gets them.
+pub fn declare_elicitation_in_meta(message: &mut Value) -> bool {
+    let Some(object) = message.as_object_mut() else {
+        return false;
+    };
+    let params = object
+        .entry("params")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(params) = params.as_object_mut() else {
+        return false;
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return false;
+    };
+    let capabilities = meta
+        .entry(CLIENT_CAPABILITIES_META)
+        .or_insert_with(|| json!({ "elicitation": elicitation_capability() }));
+    match capabilities.as_object_mut() {
+        Some(capabilities) => declare_in(capabilities),
+        None => false,
+    }
+}
+
+/// The operation a question belongs to: what the banner names ("tool deploy", "prompt summary").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    pub kind: OperationKind,
+    /// The tool or prompt name, or the resource URI.
+    pub name: String,
+}
+
+impl Operation {
+    /// The operation a harness request starts, if it is one a server may elicit during.
+    pub fn of_request(method: &str, params: Option<&Value>) -> Option<Self> {
+        let (kind, key) = match method {
+            "tools/call" => (OperationKind::Tool, "name"),
+            "prompts/get" => (OperationKind::Prompt, "name"),
+            "resources/read" => (OperationKind::Resource, "uri"),
+            _ => return None,
+        };
+        let name = params
+            .and_then(|params| params.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned();
+        Some(Self { kind, name })
+    }
+}
+
+/// The harness's requests the server has not answered yet that may elicit, by the harness's id.
+#[derive(Debug, Default)]
+pub struct Outstanding {
+    by_id: HashMap<String, Operation>,
+}
+
+/// A JSON-RPC id as a map key: `1` and `"1"` are different ids.
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+impl Outstanding {
+    /// Notes a harness request on its way to the server.
+    pub fn started(&mut self, id: &Value, method: &str, params: Option<&Value>) {
+        if let Some(operation) = Operation::of_request(method, params) {
+            self.by_id.insert(id_key(id), operation);
+        }
+    }
+
+    /// Forgets a request the server answered.
+    pub fn finished(&mut self, id: &Value) {
+        self.by_id.remove(&id_key(id));
+    }
+
+    /// The operation a server's question belongs to: the only outstanding one, else unknown (the server asked
+    /// while several calls were open, and a legacy `elicitation/create` does not say which).
+    pub fn current(&self) -> Option<&Operation> {
+        let mut operations = self.by_id.values();
+        match (operations.next(), operations.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    }
+}
+
+/// A server's `elicitation/create` params as Anteroom's request (form or URL), checked the way a producer's are.
+pub fn elicitation_request(params: &Value) -> Result<ElicitationRequest, ManagedInputError> {
+    let invalid = |what: &str| ManagedInputError::validation(format!("elicitation/create: {what}"));
+    let object = params
+        .as_object()
+        .ok_or_else(|| invalid("params must be an object"))?;
+    let message = object
+        .get("message")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("`message` is missing"))?
+        .to_owned();
+    let meta = object.get("_meta").and_then(Value::as_object).cloned();
+    match object.get("mode").and_then(Value::as_str).unwrap_or("form") {
+        "form" => Ok(ElicitationRequest::Form {
+            message,
+            requested_schema: object
+                .get("requestedSchema")
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            meta,
+        }),
+        "url" => Ok(ElicitationRequest::Url {
+            message,
+            url: object
+                .get("url")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid("`url` is missing"))?
+                .to_owned(),
+            elicitation_id: object
+                .get("elicitationId")
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid("`elicitationId` is missing"))?
+                .to_owned(),
+            meta,
+        }),
+        other => Err(invalid(&format!("mode {other:?} is not form or url"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_read_by_their_shape() {
+        assert_eq!(
+            classify(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call"})),
+            Line::Request {
+                id: json!(7),
+                method: "tools/call".into()
+            }
+        );
+        assert_eq!(
+            classify(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled"})),
+            Line::Notification {
+                method: "notifications/cancelled".into()
+            }
+        );
+        assert_eq!(
+            classify(&json!({"jsonrpc": "2.0", "id": "a", "result": {}})),
+            Line::Response { id: json!("a") }
+        );
+        assert_eq!(classify(&json!([1, 2])), Line::Other);
+        assert_eq!(classify(&json!({"id": 1})), Line::Other);
+    }
+
+    #[test]
+    fn initialize_declares_both_modes_and_keeps_the_rest() {
+        let mut message = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"roots": {"listChanged": true}, "elicitation": {"form": {"applyDefaults": true}}},
+            "clientInfo": {"name": "harness", "version": "1"}
+        }});
+        assert!(declare_elicitation_in_initialize(&mut message));
+        let capabilities = &message["params"]["capabilities"];
+        assert_eq!(capabilities["roots"], json!({"listChanged": true}));
+        assert_eq!(
+            capabilities["elicitation"]["form"],
+            json!({"applyDefaults": true})
+        );
+        assert_eq!(capabilities["elicitation"]["url"], json!({}));
+        assert!(
+            !declare_elicitation_in_initialize(&mut message),
+            "a second pass changes nothing"
+        );
+        let mut other = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        assert!(!declare_elicitation_in_initialize(&mut other));
+    }
+
+    #[test]
+    fn a_modern_request_declares_elicitation_in_its_meta() {
+        let mut message = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "deploy",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      CLIENT_CAPABILITIES_META: {"sampling": {}}}
+        }});
+        assert!(declare_elicitation_in_meta(&mut message));
+        let capabilities = &message["params"]["_meta"][CLIENT_CAPABILITIES_META];
+        assert_eq!(capabilities["sampling"], json!({}));
+        assert_eq!(capabilities["elicitation"], json!({"form": {}, "url": {}}));
+        let mut bare = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
+        declare_elicitation_in_meta(&mut bare);
+        assert_eq!(
+            bare["params"]["_meta"][CLIENT_CAPABILITIES_META]["elicitation"],
+            json!({"form": {}, "url": {}})
+        );
+    }
+
+    #[test]
+    fn a_question_belongs_to_the_only_open_operation() {
+        let mut open = Outstanding::default();
+        open.started(&json!(1), "tools/call", Some(&json!({"name": "deploy"})));
+        open.started(&json!(2), "tools/list", None);
+        assert_eq!(
+            open.current(),
+            Some(&Operation {
+                kind: OperationKind::Tool,
+                name: "deploy".into()
+            })
+        );
+        open.started(
+            &json!("1"),
+            "resources/read",
+            Some(&json!({"uri": "file:///a"})),
+        );
+        assert_eq!(open.current(), None, "two open operations: unknown");
+        open.finished(&json!(1));
+        assert_eq!(
+            open.current().map(|operation| operation.name.as_str()),
+            Some("file:///a")
+        );
+    }
+
+    #[test]
+    fn elicitation_create_reads_as_a_form_or_a_url_request() {
+        let form = elicitation_request(&json!({
+            "message": "Which environment?",
+            "requestedSchema": {"type": "object", "properties": {"env": {"type": "string"}}}
+        }))
+        .expect("form");
+        assert!(matches!(form, ElicitationRequest::Form { .. }));
+        let url = elicitation_request(&json!({
+            "mode": "url", "message": "Sign in", "url": "https://example.com/auth", "elicitationId": "e1"
+        }))
+        .expect("url");
+        assert!(matches!(url, ElicitationRequest::Url { .. }));
+        assert!(elicitation_request(&json!({"mode": "url", "message": "x"})).is_err());
+        assert!(elicitation_request(&json!({"mode": "sms", "message": "x"})).is_err());
+        assert!(elicitation_request(&json!("nope")).is_err());
+    }
+}
