@@ -5,4 +5,5 @@
 //! This crate starts with the wire: reading the lines, declaring elicitation on the harness's behalf, knowing
 //! which operation a question belongs to, and reading a server's `elicitation/create` as Anteroom's request.
 
+pub mod anteroom;
 pub mod wire;

@@ -1,0 +1,293 @@
+//! The wrapper's side of Anteroom: it asks through the session's capability URL and is the worker of the rounds
+//! it opens — claim, renew while waiting, start delivery, delivered, resolve, or fail with a code
+//! (docs/lifecycle.md#worker-leases).
+
+use std::{collections::BTreeMap, time::Duration};
+
+use anteroom_domain::{
+    ids::{OwnerId, RequestKey, RoundId},
+    round::{ElicitationRequest, ElicitationResponse, FailureCode, OperationKind, RoundStatus},
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Why a call to Anteroom did not give what the wrapper needed; every variant says what happened.
+#[derive(Debug, thiserror::Error)]
+pub enum AnteroomError {
+    #[error(
+        "ELICITATION_REQUEST_URL {0:?} is not a session's capability URL (…/api/v1/s/TOKEN/elicitations)"
+    )]
+    NotACapabilityUrl(String),
+    #[error("Anteroom could not be reached: {0}")]
+    Unreachable(String),
+    #[error("Anteroom refused {what}: {status} {body}")]
+    Refused {
+        what: &'static str,
+        status: u16,
+        body: String,
+    },
+    #[error("Anteroom's reply to {what} could not be read: {error}")]
+    Unreadable { what: &'static str, error: String },
+}
+
+/// A round as the wrapper needs it: where it stands, and the answers once given.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RoundState {
+    pub round_id: RoundId,
+    pub status: RoundStatus,
+    pub deadline: DateTime<Utc>,
+    pub responses: Option<BTreeMap<RequestKey, ElicitationResponse>>,
+    pub failure: Option<RoundFailure>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RoundFailure {
+    pub code: FailureCode,
+    pub message: String,
+}
+
+/// A lease the wrapper holds on one of its rounds.
+#[derive(Debug, Clone, Deserialize)]
+pub struct HeldLease {
+    pub owner_id: OwnerId,
+    pub lease_token: String,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// What the wrapper asks: the requests of one round and the operation they belong to.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ask {
+    pub logical_operation_id: String,
+    pub server: Option<String>,
+    pub operation_kind: OperationKind,
+    pub operation_name: String,
+    pub requests: BTreeMap<RequestKey, ElicitationRequest>,
+    pub request_state: Option<String>,
+    pub round_index: u32,
+    pub round_limit: u32,
+    /// When the server stops waiting, if it said (the question ends for people then too).
+    pub deadline: Option<DateTime<Utc>>,
+}
+
+/// Anteroom, reached through one session's capability URL.
+#[derive(Debug, Clone)]
+pub struct Anteroom {
+    http: reqwest::Client,
+    /// `{public url}/api/v1/s/{token}`.
+    session_base: String,
+    owner: OwnerId,
+}
+
+/// How long one long-poll of a round may wait on the server (its ceiling is 30 s).
+const LONG_POLL: Duration = Duration::from_secs(25);
+
+impl Anteroom {
+    /// Anteroom at the session whose capability URL is `request_url` (the environment block's
+    /// `ELICITATION_REQUEST_URL`, with or without a `/servers/NAME` part), working as `owner`.
+    pub fn new(request_url: &str, owner: OwnerId) -> Result<Self, AnteroomError> {
+        let not_one = || AnteroomError::NotACapabilityUrl(request_url.to_owned());
+        let marker = "/api/v1/s/";
+        let start = request_url.find(marker).ok_or_else(not_one)?;
+        let after = &request_url[start + marker.len()..];
+        let token = after
+            .split('/')
+            .next()
+            .filter(|token| !token.is_empty())
+            .ok_or_else(not_one)?;
+        let session_base = format!("{}{marker}{token}", &request_url[..start]);
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            // Long enough for one long-poll, short enough that a vanished Anteroom is noticed.
+            .timeout(LONG_POLL + Duration::from_secs(10))
+            .build()
+            .map_err(|error| AnteroomError::Unreachable(error.to_string()))?;
+        Ok(Self {
+            http,
+            session_base,
+            owner,
+        })
+    }
+
+    pub fn owner(&self) -> &OwnerId {
+        &self.owner
+    }
+
+    async fn send<T: for<'de> Deserialize<'de>>(
+        &self,
+        what: &'static str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, AnteroomError> {
+        let reply = request
+            .send()
+            .await
+            .map_err(|error| AnteroomError::Unreachable(error.to_string()))?;
+        let status = reply.status();
+        let body = reply
+            .text()
+            .await
+            .map_err(|error| AnteroomError::Unreachable(error.to_string()))?;
+        if !status.is_success() {
+            return Err(AnteroomError::Refused {
+                what,
+                status: status.as_u16(),
+                body,
+            });
+        }
+        serde_json::from_str(&body).map_err(|error| AnteroomError::Unreadable {
+            what,
+            error: error.to_string(),
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.session_base)
+    }
+
+    /// Opens a round in the session.
+    pub async fn ask(&self, ask: &Ask) -> Result<RoundState, AnteroomError> {
+        self.send(
+            "the question",
+            self.http.post(self.url("/rounds")).json(ask),
+        )
+        .await
+    }
+
+    /// Takes (or, with `renew`, extends) the round's lease for `seconds`.
+    pub async fn claim(&self, round: RoundId, seconds: i64) -> Result<HeldLease, AnteroomError> {
+        let body = json!({"owner_id": self.owner, "lease_seconds": seconds});
+        self.send(
+            "the lease",
+            self.http
+                .post(self.url(&format!("/rounds/{round}/claim")))
+                .json(&body),
+        )
+        .await
+    }
+
+    pub async fn renew(
+        &self,
+        round: RoundId,
+        lease: &HeldLease,
+        seconds: i64,
+    ) -> Result<(), AnteroomError> {
+        let body = json!({"owner_id": self.owner, "lease_token": lease.lease_token, "lease_seconds": seconds});
+        let _: Value = self
+            .send(
+                "the lease's renewal",
+                self.http
+                    .post(self.url(&format!("/rounds/{round}/renew")))
+                    .json(&body),
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub async fn read(&self, round: RoundId) -> Result<RoundState, AnteroomError> {
+        self.send(
+            "the round",
+            self.http.get(self.url(&format!("/rounds/{round}"))),
+        )
+        .await
+    }
+
+    /// Waits up to one long-poll for the round to leave `pending`, and returns it as it then stands. The poll
+    /// also tells the page that its asker is still there.
+    pub async fn wait(&self, round: RoundId) -> Result<RoundState, AnteroomError> {
+        let url = self.url(&format!(
+            "/elicitations/{round}?wait={}",
+            LONG_POLL.as_secs()
+        ));
+        let _: Value = self.send("the long-poll", self.http.get(url)).await?;
+        self.read(round).await
+    }
+
+    /// One step of the delivery: `start-delivery`, `delivered` or `resolve`.
+    pub async fn step(
+        &self,
+        round: RoundId,
+        lease: &HeldLease,
+        step: DeliveryStep,
+    ) -> Result<RoundState, AnteroomError> {
+        let body = json!({"owner_id": self.owner, "lease_token": lease.lease_token});
+        self.send(
+            step.what(),
+            self.http
+                .post(self.url(&format!("/rounds/{round}/{}", step.path())))
+                .json(&body),
+        )
+        .await
+    }
+
+    /// Ends the round as failed with `code`, saying why.
+    pub async fn fail(
+        &self,
+        round: RoundId,
+        lease: &HeldLease,
+        code: &str,
+        message: &str,
+    ) -> Result<RoundState, AnteroomError> {
+        let body = json!({"owner_id": self.owner, "lease_token": lease.lease_token, "code": code, "message": message});
+        self.send(
+            "the failure",
+            self.http
+                .post(self.url(&format!("/rounds/{round}/fail")))
+                .json(&body),
+        )
+        .await
+    }
+}
+
+/// The forward steps of a worker's delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryStep {
+    Start,
+    Delivered,
+    Resolve,
+}
+
+impl DeliveryStep {
+    fn path(self) -> &'static str {
+        match self {
+            Self::Start => "start-delivery",
+            Self::Delivered => "delivered",
+            Self::Resolve => "resolve",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Self::Start => "the delivery's start",
+            Self::Delivered => "the delivery",
+            Self::Resolve => "the resolution",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner() -> OwnerId {
+        OwnerId::parse("wrap-1").expect("owner id")
+    }
+
+    #[test]
+    fn the_session_base_comes_from_either_capability_url() {
+        for url in [
+            "http://127.0.0.1:3000/api/v1/s/ars_abc/elicitations",
+            "http://127.0.0.1:3000/api/v1/s/ars_abc/servers/github/elicitations",
+        ] {
+            let anteroom = Anteroom::new(url, owner()).expect("a capability URL");
+            assert_eq!(
+                anteroom.session_base,
+                "http://127.0.0.1:3000/api/v1/s/ars_abc"
+            );
+        }
+        assert!(matches!(
+            Anteroom::new("http://127.0.0.1:3000/api/v1/elicitations", owner()),
+            Err(AnteroomError::NotACapabilityUrl(_))
+        ));
+        assert!(Anteroom::new("http://h/api/v1/s//elicitations", owner()).is_err());
+    }
+}

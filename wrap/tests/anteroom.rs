@@ -1,0 +1,141 @@
+//! The wrapper's Anteroom client against a real Anteroom over HTTP, on SQLite and PostgreSQL: a question it asks
+//! reaches a person, and their answer comes back through the lease's steps; an unanswered one ends honestly.
+
+use std::collections::BTreeMap;
+
+use anteroom_domain::{
+    ids::{OwnerId, RequestKey},
+    round::{ElicitationRequest, FailureCode, OperationKind, ResponseAction, RoundStatus},
+};
+use anteroom_testkit::{Db, TestServer, on_both_backends, start_time};
+use anteroom_wrap::anteroom::{Anteroom, Ask, DeliveryStep};
+use chrono::Duration;
+use serde_json::json;
+
+fn ask(deadline_seconds: i64) -> Ask {
+    let request = ElicitationRequest::Form {
+        message: "Which environment?".into(),
+        requested_schema: json!({
+            "type": "object",
+            "properties": {"env": {"type": "string"}},
+            "required": ["env"]
+        }),
+        meta: None,
+    };
+    Ask {
+        logical_operation_id: "call-1".into(),
+        server: Some("deployer".into()),
+        operation_kind: OperationKind::Tool,
+        operation_name: "deploy".into(),
+        requests: BTreeMap::from([(RequestKey::parse("env").expect("key"), request)]),
+        request_state: None,
+        round_index: 0,
+        round_limit: 1,
+        deadline: Some(start_time() + Duration::seconds(deadline_seconds)),
+    }
+}
+
+async fn client(server: &TestServer) -> Anteroom {
+    let env = server.session("s1").await;
+    Anteroom::new(
+        &env.request_url,
+        OwnerId::parse("wrap-test").expect("owner"),
+    )
+    .expect("capability URL")
+}
+
+async fn an_answer_comes_back_through_the_leases_steps(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let anteroom = client(&server).await;
+    let round = anteroom.ask(&ask(600)).await.expect("asked");
+    assert_eq!(round.status, RoundStatus::Pending);
+    let lease = anteroom.claim(round.round_id, 60).await.expect("claimed");
+    anteroom
+        .renew(round.round_id, &lease, 60)
+        .await
+        .expect("renewed");
+
+    let answer = server
+        .respond(
+            &server.responder_key,
+            &round.round_id.to_string(),
+            json!({"action_type": "accept", "content": {"env": "prod"}}),
+        )
+        .await;
+    assert_eq!(answer.status(), 200);
+
+    let answered = anteroom.wait(round.round_id).await.expect("waited");
+    assert_eq!(answered.status, RoundStatus::ResponseValidated);
+    let response = answered
+        .responses
+        .as_ref()
+        .and_then(|responses| responses.values().next())
+        .expect("one answer");
+    assert_eq!(response.action, ResponseAction::Accept);
+    assert_eq!(
+        response
+            .content
+            .as_ref()
+            .map(|content| content["env"].clone()),
+        Some(json!("prod"))
+    );
+
+    for (step, status) in [
+        (DeliveryStep::Start, RoundStatus::DeliveryStarted),
+        (DeliveryStep::Delivered, RoundStatus::Delivered),
+        (DeliveryStep::Resolve, RoundStatus::Resolved),
+    ] {
+        let moved = anteroom
+            .step(round.round_id, &lease, step)
+            .await
+            .expect("step");
+        assert_eq!(moved.status, status);
+    }
+    server.stop().await;
+}
+
+async fn an_unanswered_question_ends_expired_not_declined(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let anteroom = client(&server).await;
+    let round = anteroom.ask(&ask(30)).await.expect("asked");
+    let lease = anteroom.claim(round.round_id, 60).await.expect("claimed");
+    server.clock.advance(Duration::seconds(31));
+    let ended = anteroom.wait(round.round_id).await.expect("waited");
+    assert_eq!(ended.status, RoundStatus::Failed);
+    assert_eq!(
+        ended.failure.map(|failure| failure.code),
+        Some(FailureCode::Expired)
+    );
+    assert!(
+        anteroom
+            .step(round.round_id, &lease, DeliveryStep::Start)
+            .await
+            .is_err(),
+        "an expired question cannot be delivered"
+    );
+    server.stop().await;
+}
+
+async fn a_wrong_token_is_refused_with_what_anteroom_said(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let anteroom = Anteroom::new(
+        &server.url("/api/v1/s/ars_not_a_token/elicitations"),
+        OwnerId::parse("wrap-test").expect("owner"),
+    )
+    .expect("shaped like a capability URL");
+    let refused = anteroom.ask(&ask(600)).await.expect_err("refused");
+    assert!(refused.to_string().contains("401"), "{refused}");
+    server.stop().await;
+}
+
+on_both_backends!(
+    an_answer_comes_back_through_the_leases_steps,
+    an_unanswered_question_ends_expired_not_declined,
+    a_wrong_token_is_refused_with_what_anteroom_said,
+);
