@@ -38,6 +38,25 @@ pub enum Command {
     /// Reads ELICITATION_REQUEST_URL, ELICITATION_POLL_URL, ELICITATION_SESSION_ID and ELICITATION_TTL_MS
     /// like the real client. Exit status: 0 accept, 2 decline, 3 cancel (dismissed), 4 expired, 1 error.
     Ask(AskArgs),
+    /// Run a stdio MCP server and bring its own questions (`elicitation/create`) to a person through Anteroom.
+    ///
+    /// Put it in front of the server's command in the harness's configuration: `anteroom wrap --server github --
+    /// npx -y @modelcontextprotocol/server-github`. Reads ELICITATION_REQUEST_URL (the session's environment
+    /// block). Every other message passes unchanged; the server's stderr is the wrapper's.
+    Wrap(WrapArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WrapArgs {
+    /// The name questions carry (banners say "the NAME server asks…").
+    #[arg(long)]
+    pub server: Option<String>,
+    /// The session's capability URL, from its environment block.
+    #[arg(long, env = "ELICITATION_REQUEST_URL", hide_env_values = true)]
+    pub request_url: String,
+    /// The server's command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

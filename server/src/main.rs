@@ -49,6 +49,7 @@ async fn main() -> ExitCode {
             .await
             .map(|()| 0),
         Some(Command::Ask(args)) => ask::run(args).await,
+        Some(Command::Wrap(args)) => commands::wrap::run(args).await,
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

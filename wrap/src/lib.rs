@@ -6,4 +6,5 @@
 //! which operation a question belongs to, and reading a server's `elicitation/create` as Anteroom's request.
 
 pub mod anteroom;
+pub mod relay;
 pub mod wire;

@@ -10,6 +10,7 @@ pub mod apikey;
 pub mod serve;
 pub mod session;
 pub mod user;
+pub mod wrap;
 
 /// Reads `ELICITATION_EXPIRATION_MINUTES`: a bad value is logged and ignored, never fatal (docs/operations.md#configuration).
 pub(crate) fn expiry_policy(raw: Option<&str>) -> ExpiryPolicy {

@@ -284,3 +284,83 @@ async fn first_start_prints_a_one_time_admin_link_and_user_add_adds_people() {
     assert_eq!(taken.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&taken.stderr).contains("taken"));
 }
+
+/// `anteroom wrap` as the harness runs it: the wrapped server's question is answered in Anteroom, the tool's
+/// result carries the answer, and the wrapper exits when the harness closes stdin.
+#[tokio::test]
+async fn wrap_relays_a_server_and_brings_its_question_to_a_person() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let Some(server) = TestServer::start(Db::Sqlite).await else {
+        return;
+    };
+    let env = server.session("s1").await;
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../wrap/tests/fixtures/eliciting_server.py"
+    );
+    let mut wrap = Command::new(BINARY)
+        .args(["wrap", "--server", "deployer", "--", "python3", fixture])
+        .env("ELICITATION_REQUEST_URL", &env.request_url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run anteroom wrap");
+    let mut stdin = wrap.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(wrap.stdout.take().expect("stdout")).lines();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "deploy"}}),
+    ] {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .expect("write");
+    }
+    let mut round_id = None;
+    for _ in 0..300 {
+        let rounds = server
+            .store
+            .list_rounds(&anteroom_domain::ids::SessionId::parse("s1").expect("id"))
+            .await
+            .expect("rounds");
+        if let Some(round) = rounds.first() {
+            round_id = Some(round.round_id.to_string());
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    let round_id = round_id.expect("the wrapped server's question reached Anteroom");
+    let answered = server
+        .respond(
+            &server.responder_key,
+            &round_id,
+            json!({"action_type": "decline"}),
+        )
+        .await;
+    assert_eq!(answered.status(), 200);
+    let mut lines = Vec::new();
+    while lines.len() < 2 {
+        let line = tokio::time::timeout(StdDuration::from_secs(30), stdout.next_line())
+            .await
+            .expect("a line within 30 s")
+            .expect("read")
+            .expect("a line");
+        lines.push(serde_json::from_str::<Value>(&line).expect("JSON"));
+    }
+    assert_eq!(lines[0]["id"], 0);
+    assert_eq!(lines[1]["id"], 1);
+    let text = lines[1]["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    assert!(text.contains("\"decline\""), "{text}");
+    drop(stdin);
+    let status = tokio::time::timeout(StdDuration::from_secs(5), wrap.wait())
+        .await
+        .expect("the wrapper exits when the harness closes stdin")
+        .expect("status");
+    assert!(status.success(), "{status}");
+    server.stop().await;
+}

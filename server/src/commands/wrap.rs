@@ -1,0 +1,32 @@
+//! `anteroom wrap`: runs a stdio MCP server between the harness and Anteroom (the relay is `anteroom-wrap`).
+
+use anteroom_domain::ids::OwnerId;
+use anteroom_server::config::WrapArgs;
+use anteroom_wrap::{
+    anteroom::Anteroom,
+    relay::{Wrapped, run as relay},
+};
+use anyhow::Context;
+
+use super::init_logging;
+
+/// Relays until the harness closes stdin; exits with the server's exit code when it had one.
+pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
+    // stdout is the protocol's: logs go to stderr only.
+    init_logging("warn");
+    let (program, rest) = args
+        .command
+        .split_first()
+        .context("name the server's command after `--`")?;
+    let owner = OwnerId::parse(format!("wrap-{}", std::process::id()))?;
+    let anteroom = Anteroom::new(&args.request_url, owner)?;
+    let wrapped = Wrapped {
+        program: program.clone(),
+        args: rest.to_vec(),
+        server: args.server,
+    };
+    let code = relay(wrapped, anteroom, tokio::io::stdin(), tokio::io::stdout())
+        .await
+        .with_context(|| format!("cannot run {program}"))?;
+    Ok(code.and_then(|code| u8::try_from(code).ok()).unwrap_or(0))
+}

@@ -1,0 +1,176 @@
+//! The relay between a harness and a real stdio server process, against a real Anteroom on SQLite and
+//! PostgreSQL: the server's question reaches a person and their answer reaches the tool's result; the harness
+//! never sees the question; an unanswered question is an honest error, never a fake decline.
+
+use std::time::Duration as StdDuration;
+
+use anteroom_domain::{ids::OwnerId, round::RoundStatus};
+use anteroom_testkit::{Db, TestServer, on_both_backends};
+use anteroom_wrap::{
+    anteroom::Anteroom,
+    relay::{Wrapped, run},
+};
+use chrono::Duration;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+/// The harness's ends of the relay: what it writes, and the lines it reads.
+struct Harness {
+    to_relay: DuplexStream,
+    from_relay: Lines<BufReader<DuplexStream>>,
+    relay: tokio::task::JoinHandle<std::io::Result<Option<i32>>>,
+}
+
+impl Harness {
+    async fn start(server: &TestServer) -> Self {
+        let env = server.session("s1").await;
+        let anteroom = Anteroom::new(
+            &env.request_url,
+            OwnerId::parse("wrap-test").expect("owner"),
+        )
+        .expect("capability URL");
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/eliciting_server.py"
+        );
+        let wrapped = Wrapped {
+            program: "python3".into(),
+            args: vec![fixture.into()],
+            server: Some("deployer".into()),
+        };
+        let (to_relay, relay_in) = tokio::io::duplex(64 * 1024);
+        let (relay_out, from_relay) = tokio::io::duplex(64 * 1024);
+        let relay = tokio::spawn(run(wrapped, anteroom, relay_in, relay_out));
+        Self {
+            to_relay,
+            from_relay: BufReader::new(from_relay).lines(),
+            relay,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let line = format!("{message}\n");
+        self.to_relay
+            .write_all(line.as_bytes())
+            .await
+            .expect("write");
+    }
+
+    /// The next line the harness reads, within 30 s.
+    async fn read(&mut self) -> Value {
+        let line = tokio::time::timeout(StdDuration::from_secs(30), self.from_relay.next_line())
+            .await
+            .expect("a line within 30 s")
+            .expect("read")
+            .expect("a line");
+        serde_json::from_str(&line).expect("JSON")
+    }
+
+    async fn initialize_and_call(&mut self) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "harness", "version": "1"}}}),
+        )
+        .await;
+        let initialized = self.read().await;
+        assert_eq!(initialized["id"], 0);
+        self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "deploy", "arguments": {}}}))
+            .await;
+    }
+
+    async fn close(self) {
+        drop(self.to_relay);
+        let exited = tokio::time::timeout(StdDuration::from_secs(5), self.relay)
+            .await
+            .expect("the relay ends when the harness closes");
+        assert!(exited.is_ok());
+    }
+}
+
+/// The one question the wrapped server asked, once Anteroom has it.
+async fn the_question(server: &TestServer) -> String {
+    for _ in 0..300 {
+        let rounds = server
+            .store
+            .list_rounds(&anteroom_domain::ids::SessionId::parse("s1").expect("id"))
+            .await
+            .expect("rounds");
+        if let Some(round) = rounds.first() {
+            assert_eq!(round.server.as_deref(), Some("deployer"));
+            assert_eq!(round.operation_name, "deploy");
+            return round.round_id.to_string();
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    panic!("the wrapped server's question never reached Anteroom");
+}
+
+async fn a_persons_answer_reaches_the_tool_result(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.initialize_and_call().await;
+    let round_id = the_question(&server).await;
+    let answered = server
+        .respond(
+            &server.responder_key,
+            &round_id,
+            json!({"action_type": "accept", "content": {"env": "prod"}}),
+        )
+        .await;
+    assert_eq!(answered.status(), 200);
+
+    let result = harness.read().await;
+    assert_eq!(
+        result["id"], 1,
+        "the tool's result, not the server's question: {result}"
+    );
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    let reply: Value = serde_json::from_str(text).expect("the server's view of the answer");
+    assert_eq!(reply["id"], 100);
+    assert_eq!(
+        reply["result"],
+        json!({"action": "accept", "content": {"env": "prod"}})
+    );
+    let round = server
+        .store
+        .get_round(anteroom_domain::ids::RoundId::parse(&round_id).expect("id"))
+        .await
+        .expect("round");
+    assert_eq!(round.status, RoundStatus::Resolved);
+    harness.close().await;
+    server.stop().await;
+}
+
+async fn an_unanswered_question_is_an_honest_error(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.initialize_and_call().await;
+    the_question(&server).await;
+    server.clock.advance(Duration::minutes(61));
+
+    let result = harness.read().await;
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .expect("text");
+    let reply: Value = serde_json::from_str(text).expect("the server's view of the answer");
+    assert!(reply.get("result").is_none(), "no fake decline: {reply}");
+    let message = reply["error"]["message"]
+        .as_str()
+        .expect("an error message");
+    assert!(message.contains("expired"), "{message}");
+    harness.close().await;
+    server.stop().await;
+}
+
+on_both_backends!(
+    a_persons_answer_reaches_the_tool_result,
+    an_unanswered_question_is_an_honest_error,
+);
