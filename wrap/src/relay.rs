@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
     process::Command,
-    sync::mpsc,
+    sync::{mpsc, oneshot},
 };
 
 use crate::{
@@ -146,7 +146,8 @@ async fn pump_from_child(
     server: Option<String>,
 ) {
     let mut lines = BufReader::new(child_out).lines();
-    let mut asking: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
+    // Each question being worked, by the server's request id: how to tell its task the server withdrew it.
+    let mut asking: HashMap<String, oneshot::Sender<()>> = HashMap::new();
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             let _ = to_harness.send(line);
@@ -163,13 +164,11 @@ async fn pump_from_child(
                     server: server.clone(),
                 };
                 let (anteroom, to_child) = (Arc::clone(&anteroom), to_child.clone());
-                asking.insert(
-                    id.to_string(),
-                    tokio::spawn(async move {
-                        let reply = question.answer(&anteroom).await;
-                        let _ = to_child.send(reply.to_string());
-                    }),
-                );
+                let (withdraw, withdrawn) = oneshot::channel();
+                asking.insert(id.to_string(), withdraw);
+                tokio::spawn(async move {
+                    question.answer(&anteroom, &to_child, withdrawn).await;
+                });
             }
             Line::Notification { method } if method == "notifications/cancelled" => {
                 // The server withdrew one of its own questions: stop waiting for it (the harness never saw it).
@@ -178,7 +177,9 @@ async fn pump_from_child(
                     .map(ToString::to_string)
                     .and_then(|id| asking.remove(&id));
                 match withdrawn {
-                    Some(task) => task.abort(),
+                    Some(withdraw) => {
+                        let _ = withdraw.send(());
+                    }
                     None => {
                         let _ = to_harness.send(line);
                     }
@@ -194,7 +195,7 @@ async fn pump_from_child(
                 let _ = to_harness.send(line);
             }
         }
-        asking.retain(|_, task| !task.is_finished());
+        asking.retain(|_, withdraw| !withdraw.is_closed());
     }
 }
 
@@ -207,20 +208,41 @@ struct Question {
     server: Option<String>,
 }
 
+/// Why a question got no answer from the wrapper.
+enum NoAnswer {
+    /// The server withdrew it (`notifications/cancelled`): it expects no reply.
+    Withdrawn,
+    /// Nobody answered, or Anteroom could not be asked: the server gets an error saying so.
+    Because(String),
+}
+
+impl From<String> for NoAnswer {
+    fn from(message: String) -> Self {
+        Self::Because(message)
+    }
+}
+
 impl Question {
-    /// The JSON-RPC response the server gets: the person's answer, or an error that says why there is none.
-    async fn answer(self, anteroom: &Anteroom) -> Value {
+    /// Answers the server: the person's answer, or an error that says why there is none (nothing when the server
+    /// withdrew the question).
+    async fn answer(self, anteroom: &Anteroom, to_child: &Lines, withdrawn: oneshot::Receiver<()>) {
         let id = self.id.clone();
-        match self.ask_and_wait(anteroom).await {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(message) => {
+        match self.ask_and_deliver(anteroom, to_child, withdrawn).await {
+            Ok(()) | Err(NoAnswer::Withdrawn) => {}
+            Err(NoAnswer::Because(message)) => {
                 eprintln!("anteroom wrap: {message}");
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": NO_ANSWER, "message": message}})
+                let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": NO_ANSWER, "message": message}});
+                let _ = to_child.send(error.to_string());
             }
         }
     }
 
-    async fn ask_and_wait(self, anteroom: &Anteroom) -> Result<Value, String> {
+    async fn ask_and_deliver(
+        self,
+        anteroom: &Anteroom,
+        to_child: &Lines,
+        mut withdrawn: oneshot::Receiver<()>,
+    ) -> Result<(), NoAnswer> {
         let request = elicitation_request(&self.params).map_err(|error| error.to_string())?;
         let key = RequestKey::parse("answer").map_err(|error| error.to_string())?;
         let ask = Ask {
@@ -240,29 +262,52 @@ impl Question {
             .claim(round.round_id, LEASE_SECONDS)
             .await
             .map_err(unreachable)?;
-        let answered = wait_for_person(anteroom, &round, &lease).await?;
+        let answered = tokio::select! {
+            answered = wait_for_person(anteroom, &round, &lease) => answered?,
+            Ok(()) = &mut withdrawn => {
+                let ended = anteroom
+                    .fail(round.round_id, &lease, "cancelled", "The asking server withdrew the question.")
+                    .await;
+                if let Err(error) = ended {
+                    eprintln!("anteroom wrap: the server withdrew its question, but {error}");
+                }
+                return Err(NoAnswer::Withdrawn);
+            }
+        };
         let response = answered
             .responses
             .as_ref()
             .and_then(|responses| responses.get(&key))
-            .ok_or("no answer: the round was answered without this request")?;
-        anteroom
-            .step(round.round_id, &lease, DeliveryStep::Start)
-            .await
-            .map_err(unreachable)?;
+            .ok_or_else(|| "no answer: the round was answered without this request".to_owned())?;
         let result = match (response.action, &request) {
             (ResponseAction::Accept, ElicitationRequest::Form { .. }) => {
                 json!({"action": "accept", "content": response.content.clone().unwrap_or_default()})
             }
             (action, _) => json!({"action": action.as_str()}),
         };
-        // Delivered means written to the server; resolved follows, since the server now has what it asked.
+        anteroom
+            .step(round.round_id, &lease, DeliveryStep::Start)
+            .await
+            .map_err(unreachable)?;
+        let reply = json!({"jsonrpc": "2.0", "id": self.id, "result": result});
+        if to_child.send(reply.to_string()).is_err() {
+            let _ = anteroom
+                .fail(
+                    round.round_id,
+                    &lease,
+                    "delivery_failed",
+                    "The wrapped server had exited.",
+                )
+                .await;
+            return Err(NoAnswer::Withdrawn);
+        }
+        // The server has what it asked for: the round is delivered and, with nothing left to do, resolved.
         for step in [DeliveryStep::Delivered, DeliveryStep::Resolve] {
             if let Err(error) = anteroom.step(round.round_id, &lease, step).await {
                 eprintln!("anteroom wrap: the answer was given to the server, but {error}");
             }
         }
-        Ok(result)
+        Ok(())
     }
 }
 

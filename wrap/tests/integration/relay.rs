@@ -99,7 +99,6 @@ async fn the_question(server: &TestServer) -> String {
             .expect("rounds");
         if let Some(round) = rounds.first() {
             assert_eq!(round.server.as_deref(), Some("deployer"));
-            assert_eq!(round.operation_name, "deploy");
             return round.round_id.to_string();
         }
         tokio::time::sleep(StdDuration::from_millis(20)).await;
@@ -114,6 +113,15 @@ async fn a_persons_answer_reaches_the_tool_result(db: Db) {
     let mut harness = Harness::start(&server).await;
     harness.initialize_and_call().await;
     let round_id = the_question(&server).await;
+    let asked = server
+        .store
+        .get_round(anteroom_domain::ids::RoundId::parse(&round_id).expect("id"))
+        .await
+        .expect("round");
+    assert_eq!(
+        asked.operation_name, "deploy",
+        "named by the tool being called"
+    );
     let answered = server
         .respond(
             &server.responder_key,
@@ -137,12 +145,17 @@ async fn a_persons_answer_reaches_the_tool_result(db: Db) {
         reply["result"],
         json!({"action": "accept", "content": {"env": "prod"}})
     );
-    let round = server
-        .store
-        .get_round(anteroom_domain::ids::RoundId::parse(&round_id).expect("id"))
-        .await
-        .expect("round");
-    assert_eq!(round.status, RoundStatus::Resolved);
+    // The reply goes to the server first; delivered and resolved follow it.
+    let id = anteroom_domain::ids::RoundId::parse(&round_id).expect("id");
+    let mut status = RoundStatus::Pending;
+    for _ in 0..300 {
+        status = server.store.get_round(id).await.expect("round").status;
+        if status == RoundStatus::Resolved {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    assert_eq!(status, RoundStatus::Resolved);
     harness.close().await;
     server.stop().await;
 }
@@ -153,7 +166,22 @@ async fn an_unanswered_question_is_an_honest_error(db: Db) {
     };
     let mut harness = Harness::start(&server).await;
     harness.initialize_and_call().await;
-    the_question(&server).await;
+    let round_id = the_question(&server).await;
+    // Once the wrapper works the round (it holds the lease), nobody answers and its time runs out.
+    let id = anteroom_domain::ids::RoundId::parse(&round_id).expect("id");
+    for _ in 0..300 {
+        if server
+            .store
+            .get_round(id)
+            .await
+            .expect("round")
+            .lease
+            .is_some()
+        {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
     server.clock.advance(Duration::minutes(61));
 
     let result = harness.read().await;
@@ -170,7 +198,46 @@ async fn an_unanswered_question_is_an_honest_error(db: Db) {
     server.stop().await;
 }
 
+async fn a_withdrawn_question_ends_cancelled_and_the_call_goes_on(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness
+        .send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "harness", "version": "1"}}}),
+        )
+        .await;
+    harness.read().await;
+    harness
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "withdraw", "arguments": {}}}))
+        .await;
+    let result = harness.read().await;
+    assert_eq!(result["id"], 1, "{result}");
+    assert_eq!(result["result"]["content"][0]["text"], "withdrawn");
+    let round_id = the_question(&server).await;
+    let id = anteroom_domain::ids::RoundId::parse(&round_id).expect("id");
+    let mut ended = None;
+    for _ in 0..300 {
+        let round = server.store.get_round(id).await.expect("round");
+        if round.status == RoundStatus::Failed {
+            ended = round.failure;
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    let failure = ended.expect("the withdrawn round ended");
+    assert_eq!(failure.code.as_str(), "cancelled");
+    assert!(failure.message.contains("withdrew"), "{}", failure.message);
+    harness.close().await;
+    server.stop().await;
+}
+
 on_both_backends!(
     a_persons_answer_reaches_the_tool_result,
     an_unanswered_question_is_an_honest_error,
+    a_withdrawn_question_ends_cancelled_and_the_call_goes_on,
 );
