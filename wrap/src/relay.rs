@@ -42,7 +42,14 @@ pub struct Wrapped {
     pub args: Vec<String>,
     /// The name questions carry ("the github server asks…").
     pub server: Option<String>,
+    /// How often a harness that sent a `progressToken` hears that its call still waits for a person
+    /// ([`PROGRESS_EVERY`]); clients that reset their timeout on progress keep waiting.
+    pub progress_every: Duration,
 }
+
+/// How often the harness hears that a call waits for a person, by default: well inside the 60 s that SDK
+/// clients wait without progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// A line to write, with the direction's single writer.
 type Lines = mpsc::UnboundedSender<String>;
@@ -81,6 +88,7 @@ pub async fn run(
         Arc::clone(&open),
         Arc::new(anteroom),
         wrapped.server.clone(),
+        wrapped.progress_every,
     ));
     pump_from_harness(harness_in, to_child, open).await;
     // The harness closed its side: the child's stdin closes with the writer; give it a moment to exit.
@@ -144,6 +152,7 @@ async fn pump_from_child(
     open: Open,
     anteroom: Arc<Anteroom>,
     server: Option<String>,
+    progress_every: Duration,
 ) {
     let mut lines = BufReader::new(child_out).lines();
     // Each question being worked, by the server's request id: how to tell its task the server withdrew it.
@@ -156,6 +165,12 @@ async fn pump_from_child(
         match classify(&message) {
             Line::Request { id, method } if method == "elicitation/create" => {
                 let operation = open.lock().ok().and_then(|open| open.current().cloned());
+                let progress = operation
+                    .as_ref()
+                    .and_then(|o| o.progress_token.clone())
+                    .map(|token| {
+                        tokio::spawn(keep_alive(token, to_harness.clone(), progress_every))
+                    });
                 let question = Question {
                     id: id.clone(),
                     params: message.get("params").cloned().unwrap_or(Value::Null),
@@ -168,6 +183,9 @@ async fn pump_from_child(
                 asking.insert(id.to_string(), withdraw);
                 tokio::spawn(async move {
                     question.answer(&anteroom, &to_child, withdrawn).await;
+                    if let Some(progress) = progress {
+                        progress.abort();
+                    }
                 });
             }
             Line::Notification { method } if method == "notifications/cancelled" => {
@@ -308,6 +326,22 @@ impl Question {
             }
         }
         Ok(())
+    }
+}
+
+/// Tells the harness, every `every`, that its call still waits for a person (strictly increasing progress).
+async fn keep_alive(token: Value, to_harness: Lines, every: Duration) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    for progress in 1_u64.. {
+        ticks.tick().await;
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+            "progressToken": token,
+            "progress": progress,
+            "message": "Waiting for a person to answer in Anteroom",
+        }});
+        if to_harness.send(note.to_string()).is_err() {
+            return;
+        }
     }
 }
 

@@ -129,6 +129,8 @@ pub struct Operation {
     pub kind: OperationKind,
     /// The tool or prompt name, or the resource URI.
     pub name: String,
+    /// The harness's `_meta.progressToken`, when it asked to hear progress (and so waits while it comes).
+    pub progress_token: Option<Value>,
 }
 
 impl Operation {
@@ -145,7 +147,15 @@ impl Operation {
             .and_then(Value::as_str)
             .unwrap_or("unknown")
             .to_owned();
-        Some(Self { kind, name })
+        let progress_token = params
+            .and_then(|params| params.pointer("/_meta/progressToken"))
+            .filter(|token| token.is_string() || token.is_number())
+            .cloned();
+        Some(Self {
+            kind,
+            name,
+            progress_token,
+        })
     }
 }
 
@@ -301,7 +311,8 @@ mod tests {
             open.current(),
             Some(&Operation {
                 kind: OperationKind::Tool,
-                name: "deploy".into()
+                name: "deploy".into(),
+                progress_token: None,
             })
         );
         open.started(
@@ -315,6 +326,18 @@ mod tests {
             open.current().map(|operation| operation.name.as_str()),
             Some("file:///a")
         );
+    }
+
+    #[test]
+    fn an_operation_keeps_the_harnesss_progress_token() {
+        let operation = Operation::of_request(
+            "tools/call",
+            Some(&json!({"name": "deploy", "_meta": {"progressToken": "p-1"}})),
+        )
+        .expect("a tool call");
+        assert_eq!(operation.progress_token, Some(json!("p-1")));
+        let without = Operation::of_request("tools/call", Some(&json!({"name": "deploy"})));
+        assert_eq!(without.and_then(|o| o.progress_token), None);
     }
 
     #[test]

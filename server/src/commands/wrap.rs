@@ -4,7 +4,7 @@ use anteroom_domain::ids::OwnerId;
 use anteroom_server::config::WrapArgs;
 use anteroom_wrap::{
     anteroom::Anteroom,
-    relay::{Wrapped, run as relay},
+    relay::{PROGRESS_EVERY, Wrapped, run as relay},
 };
 use anyhow::Context;
 
@@ -24,6 +24,7 @@ pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
         program: program.clone(),
         args: rest.to_vec(),
         server: args.server,
+        progress_every: PROGRESS_EVERY,
     };
     let code = relay(wrapped, anteroom, tokio::io::stdin(), tokio::io::stdout())
         .await

@@ -37,6 +37,7 @@ impl Harness {
             program: "python3".into(),
             args: vec![fixture.into()],
             server: Some("deployer".into()),
+            progress_every: StdDuration::from_millis(100),
         };
         let (to_relay, relay_in) = tokio::io::duplex(64 * 1024);
         let (relay_out, from_relay) = tokio::io::duplex(64 * 1024);
@@ -64,6 +65,16 @@ impl Harness {
             .expect("read")
             .expect("a line");
         serde_json::from_str(&line).expect("JSON")
+    }
+
+    async fn initialize(&mut self) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "harness", "version": "1"}}}),
+        )
+        .await;
+        assert_eq!(self.read().await["id"], 0);
     }
 
     async fn initialize_and_call(&mut self) {
@@ -236,8 +247,54 @@ async fn a_withdrawn_question_ends_cancelled_and_the_call_goes_on(db: Db) {
     server.stop().await;
 }
 
+async fn a_waiting_call_hears_progress_while_a_person_decides(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.initialize().await;
+    harness
+        .send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "deploy", "arguments": {}, "_meta": {"progressToken": "call-1"}}}))
+        .await;
+    let round_id = the_question(&server).await;
+    let mut progress = Vec::new();
+    while progress.len() < 3 {
+        let note = harness.read().await;
+        assert_eq!(note["method"], "notifications/progress", "{note}");
+        assert_eq!(note["params"]["progressToken"], "call-1");
+        progress.push(note["params"]["progress"].as_u64().expect("progress"));
+    }
+    assert!(
+        progress.windows(2).all(|pair| pair[0] < pair[1]),
+        "{progress:?}"
+    );
+    server
+        .respond(
+            &server.responder_key,
+            &round_id,
+            json!({"action_type": "accept", "content": {"env": "dev"}}),
+        )
+        .await;
+    loop {
+        let line = harness.read().await;
+        if line["id"] == 1 {
+            assert!(
+                line["result"]["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("dev"))
+            );
+            break;
+        }
+        assert_eq!(line["method"], "notifications/progress");
+    }
+    harness.close().await;
+    server.stop().await;
+}
+
 on_both_backends!(
     a_persons_answer_reaches_the_tool_result,
     an_unanswered_question_is_an_honest_error,
     a_withdrawn_question_ends_cancelled_and_the_call_goes_on,
+    a_waiting_call_hears_progress_while_a_person_decides,
 );
