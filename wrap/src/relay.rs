@@ -165,12 +165,18 @@ async fn pump_from_child(
         match classify(&message) {
             Line::Request { id, method } if method == "elicitation/create" => {
                 let operation = open.lock().ok().and_then(|open| open.current().cloned());
-                let progress = operation
-                    .as_ref()
-                    .and_then(|o| o.progress_token.clone())
-                    .map(|token| {
-                        tokio::spawn(keep_alive(token, to_harness.clone(), progress_every))
-                    });
+                // Both sides may be timing the wait: the harness its call, the server its own question.
+                let progress = Progress::default();
+                if let Some(token) = operation.as_ref().and_then(|o| o.progress_token.clone()) {
+                    progress.keep_alive(token, to_harness.clone(), progress_every);
+                }
+                if let Some(token) = message
+                    .pointer("/params/_meta/progressToken")
+                    .filter(|token| token.is_string() || token.is_number())
+                    .cloned()
+                {
+                    progress.keep_alive(token, to_child.clone(), progress_every);
+                }
                 let question = Question {
                     id: id.clone(),
                     params: message.get("params").cloned().unwrap_or(Value::Null),
@@ -182,10 +188,10 @@ async fn pump_from_child(
                 let (withdraw, withdrawn) = oneshot::channel();
                 asking.insert(id.to_string(), withdraw);
                 tokio::spawn(async move {
-                    question.answer(&anteroom, &to_child, withdrawn).await;
-                    if let Some(progress) = progress {
-                        progress.abort();
-                    }
+                    question
+                        .answer(&anteroom, &to_child, withdrawn, &progress)
+                        .await;
+                    progress.stop();
                 });
             }
             Line::Notification { method } if method == "notifications/cancelled" => {
@@ -226,6 +232,43 @@ struct Question {
     server: Option<String>,
 }
 
+/// The progress notes a question keeps sending while a person decides. Stopping them waits for a note being
+/// written, so no note for the question can follow its reply.
+#[derive(Default)]
+struct Progress {
+    stopped: Arc<Mutex<bool>>,
+}
+
+impl Progress {
+    /// Tells one side (the harness about its call, or the server about its question), every `every`, that a
+    /// person is still deciding: `notifications/progress` with strictly increasing progress.
+    fn keep_alive(&self, token: Value, to: Lines, every: Duration) {
+        let stopped = Arc::clone(&self.stopped);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            for progress in 1_u64.. {
+                ticks.tick().await;
+                let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                    "progressToken": token,
+                    "progress": progress,
+                    "message": "Waiting for a person to answer in Anteroom",
+                }});
+                // Written under the lock `stop` takes: a note is either before the reply or never.
+                let Ok(stopped) = stopped.lock() else { return };
+                if *stopped || to.send(note.to_string()).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn stop(&self) {
+        if let Ok(mut stopped) = self.stopped.lock() {
+            *stopped = true;
+        }
+    }
+}
+
 /// Why a question got no answer from the wrapper.
 enum NoAnswer {
     /// The server withdrew it (`notifications/cancelled`): it expects no reply.
@@ -243,11 +286,21 @@ impl From<String> for NoAnswer {
 impl Question {
     /// Answers the server: the person's answer, or an error that says why there is none (nothing when the server
     /// withdrew the question).
-    async fn answer(self, anteroom: &Anteroom, to_child: &Lines, withdrawn: oneshot::Receiver<()>) {
+    async fn answer(
+        self,
+        anteroom: &Anteroom,
+        to_child: &Lines,
+        withdrawn: oneshot::Receiver<()>,
+        progress: &Progress,
+    ) {
         let id = self.id.clone();
-        match self.ask_and_deliver(anteroom, to_child, withdrawn).await {
+        match self
+            .ask_and_deliver(anteroom, to_child, withdrawn, progress)
+            .await
+        {
             Ok(()) | Err(NoAnswer::Withdrawn) => {}
             Err(NoAnswer::Because(message)) => {
+                progress.stop();
                 eprintln!("anteroom wrap: {message}");
                 let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": NO_ANSWER, "message": message}});
                 let _ = to_child.send(error.to_string());
@@ -260,6 +313,7 @@ impl Question {
         anteroom: &Anteroom,
         to_child: &Lines,
         mut withdrawn: oneshot::Receiver<()>,
+        progress: &Progress,
     ) -> Result<(), NoAnswer> {
         let request = elicitation_request(&self.params).map_err(|error| error.to_string())?;
         let key = RequestKey::parse("answer").map_err(|error| error.to_string())?;
@@ -308,6 +362,7 @@ impl Question {
             .await
             .map_err(unreachable)?;
         let reply = json!({"jsonrpc": "2.0", "id": self.id, "result": result});
+        progress.stop();
         if to_child.send(reply.to_string()).is_err() {
             let _ = anteroom
                 .fail(
@@ -326,22 +381,6 @@ impl Question {
             }
         }
         Ok(())
-    }
-}
-
-/// Tells the harness, every `every`, that its call still waits for a person (strictly increasing progress).
-async fn keep_alive(token: Value, to_harness: Lines, every: Duration) {
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    for progress in 1_u64.. {
-        ticks.tick().await;
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-            "progressToken": token,
-            "progress": progress,
-            "message": "Waiting for a person to answer in Anteroom",
-        }});
-        if to_harness.send(note.to_string()).is_err() {
-            return;
-        }
     }
 }
 

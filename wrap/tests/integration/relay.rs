@@ -279,11 +279,18 @@ async fn a_waiting_call_hears_progress_while_a_person_decides(db: Db) {
     loop {
         let line = harness.read().await;
         if line["id"] == 1 {
-            assert!(
-                line["result"]["content"][0]["text"]
-                    .as_str()
-                    .is_some_and(|t| t.contains("dev"))
-            );
+            let text = line["result"]["content"][0]["text"].as_str().expect("text");
+            let reply: Value = serde_json::from_str(text).expect("the server's view");
+            assert_eq!(reply["result"]["content"]["env"], "dev");
+            // The server's own question carried a progress token: it heard progress too, increasing.
+            let heard: Vec<u64> = reply["progress_heard"]
+                .as_array()
+                .expect("progress the server heard")
+                .iter()
+                .filter_map(Value::as_u64)
+                .collect();
+            assert!(heard.len() >= 3, "{heard:?}");
+            assert!(heard.windows(2).all(|pair| pair[0] < pair[1]), "{heard:?}");
             break;
         }
         assert_eq!(line["method"], "notifications/progress");
