@@ -15,10 +15,11 @@ use serde_json::{Value, json};
 /// Why a call to Anteroom did not give what the wrapper needed; every variant says what happened.
 #[derive(Debug, thiserror::Error)]
 pub enum AnteroomError {
+    /// The URL itself is not repeated: it may hold a token.
     #[error(
-        "ELICITATION_REQUEST_URL {0:?} is not a session's capability URL (…/api/v1/s/TOKEN/elicitations)"
+        "ELICITATION_REQUEST_URL is not a session's capability URL (…/api/v1/s/TOKEN/elicitations)"
     )]
-    NotACapabilityUrl(String),
+    NotACapabilityUrl,
     #[error("Anteroom could not be reached: {0}")]
     Unreachable(String),
     #[error("Anteroom refused {what}: {status} {body}")]
@@ -86,7 +87,7 @@ impl Anteroom {
     /// Anteroom at the session whose capability URL is `request_url` (the environment block's
     /// `ELICITATION_REQUEST_URL`, with or without a `/servers/NAME` part), working as `owner`.
     pub fn new(request_url: &str, owner: OwnerId) -> Result<Self, AnteroomError> {
-        let not_one = || AnteroomError::NotACapabilityUrl(request_url.to_owned());
+        let not_one = || AnteroomError::NotACapabilityUrl;
         let marker = "/api/v1/s/";
         let start = request_url.find(marker).ok_or_else(not_one)?;
         let after = &request_url[start + marker.len()..];
@@ -101,7 +102,7 @@ impl Anteroom {
             // Long enough for one long-poll, short enough that a vanished Anteroom is noticed.
             .timeout(LONG_POLL + Duration::from_secs(10))
             .build()
-            .map_err(|error| AnteroomError::Unreachable(error.to_string()))?;
+            .map_err(|error| AnteroomError::Unreachable(error.without_url().to_string()))?;
         Ok(Self {
             http,
             session_base,
@@ -118,15 +119,13 @@ impl Anteroom {
         what: &'static str,
         request: reqwest::RequestBuilder,
     ) -> Result<T, AnteroomError> {
-        let reply = request
-            .send()
-            .await
-            .map_err(|error| AnteroomError::Unreachable(error.to_string()))?;
+        // reqwest names the URL in its errors, and the URL holds the session's token: the message goes to the
+        // log and, as the server's error, into the agent's transcript, so it is dropped.
+        let unreachable =
+            |error: reqwest::Error| AnteroomError::Unreachable(error.without_url().to_string());
+        let reply = request.send().await.map_err(unreachable)?;
         let status = reply.status();
-        let body = reply
-            .text()
-            .await
-            .map_err(|error| AnteroomError::Unreachable(error.to_string()))?;
+        let body = reply.text().await.map_err(unreachable)?;
         if !status.is_success() {
             return Err(AnteroomError::Refused {
                 what,
@@ -286,8 +285,24 @@ mod tests {
         }
         assert!(matches!(
             Anteroom::new("http://127.0.0.1:3000/api/v1/elicitations", owner()),
-            Err(AnteroomError::NotACapabilityUrl(_))
+            Err(AnteroomError::NotACapabilityUrl)
         ));
         assert!(Anteroom::new("http://h/api/v1/s//elicitations", owner()).is_err());
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_anteroom_is_named_without_the_token() {
+        // Port 9 (discard) has no listener here: the connection is refused at once.
+        let anteroom = Anteroom::new(
+            "http://127.0.0.1:9/api/v1/s/ars_secret_token/elicitations",
+            owner(),
+        )
+        .expect("a capability URL");
+        let error = anteroom
+            .read(RoundId(uuid::Uuid::nil()))
+            .await
+            .expect_err("nothing listens there");
+        assert!(matches!(error, AnteroomError::Unreachable(_)), "{error}");
+        assert!(!error.to_string().contains("ars_secret"), "{error}");
     }
 }

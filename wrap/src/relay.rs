@@ -318,7 +318,13 @@ impl Question {
         let request = elicitation_request(&self.params).map_err(|error| error.to_string())?;
         let key = RequestKey::parse("answer").map_err(|error| error.to_string())?;
         let ask = Ask {
-            logical_operation_id: format!("elicitation-{}", self.id),
+            // A string id as itself, not as JSON text with quotes.
+            logical_operation_id: format!(
+                "elicitation-{}",
+                self.id
+                    .as_str()
+                    .map_or_else(|| self.id.to_string(), str::to_owned)
+            ),
             server: self.server,
             operation_kind: self.operation_kind.unwrap_or(OperationKind::Tool),
             operation_name: self.operation_name.unwrap_or_else(|| "unknown".to_owned()),

@@ -1,6 +1,6 @@
 //! `anteroom wrap`: runs a stdio MCP server between the harness and Anteroom (the relay is `anteroom-wrap`).
 
-use anteroom_domain::ids::OwnerId;
+use anteroom_domain::{ids::OwnerId, round::check_server_name};
 use anteroom_server::config::WrapArgs;
 use anteroom_wrap::{
     anteroom::Anteroom,
@@ -18,6 +18,10 @@ pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
         .command
         .split_first()
         .context("name the server's command after `--`")?;
+    // A bad name is refused here, before the server starts, rather than on its first question.
+    if let Some(name) = &args.server {
+        check_server_name(name)?;
+    }
     let owner = OwnerId::parse(format!("wrap-{}", std::process::id()))?;
     let anteroom = Anteroom::new(&args.request_url, owner)?;
     let wrapped = Wrapped {
