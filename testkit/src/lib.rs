@@ -262,6 +262,25 @@ impl TestServer {
             .expect("PATCH respond")
     }
 
+    /// Answers each request of a round on its own (`{key: {action, content?}}`), as the web app's banner does.
+    pub async fn respond_each(
+        &self,
+        key: &str,
+        round_id: &str,
+        responses: Value,
+    ) -> reqwest::Response {
+        self.http
+            .post(self.url(&format!("/api/v1/rounds/{round_id}/responses")))
+            .bearer_auth(key)
+            .json(&serde_json::json!({
+                "responses": responses,
+                "idempotency_key": format!("test-{}", uuid::Uuid::now_v7()),
+            }))
+            .send()
+            .await
+            .expect("POST responses")
+    }
+
     pub async fn stop(self) {
         let _ = self.stop.send(());
         self.task

@@ -2,9 +2,14 @@
 //! it does not handle byte for byte, and turns the server's own elicitation into Anteroom rounds a person answers
 //! (docs/wrap.md once the runtime lands; issue 14).
 //!
-//! This crate starts with the wire: reading the lines, declaring elicitation on the harness's behalf, knowing
-//! which operation a question belongs to, and reading a server's `elicitation/create` as Anteroom's request.
+//! `wire` reads the lines; `relay` runs the child and routes every line; `legacy` answers a server's
+//! `elicitation/create`; `held` answers a call's `input_required` result or `-32042` error and retries the call;
+//! `person` is the worker's side of a round; `progress` keeps waiting clients waiting.
 
 pub mod anteroom;
+pub mod held;
+mod legacy;
+mod person;
+mod progress;
 pub mod relay;
 pub mod wire;

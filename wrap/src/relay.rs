@@ -1,39 +1,49 @@
-//! The relay: runs the wrapped server as a child and passes every line between it and the harness, except the
-//! server's `elicitation/create` requests, which become Anteroom rounds a person answers (legacy era,
-//! protocol 2025-11-25 and earlier).
+//! The relay: runs the wrapped server as a child and passes every line between it and the harness, except what
+//! the wrapper answers through Anteroom — a server's `elicitation/create` (legacy era), and a call's
+//! `input_required` result or `-32042` URL consent error (held calls) — and what it adds: elicitation in the
+//! client's capabilities, and progress while a person decides.
 //!
 //! Each direction has one writer, so lines never interleave; each question is worked by a task of its own, so
-//! concurrent tool calls that each elicit get their own rounds and answers.
+//! concurrent tool calls that each elicit get their own rounds and answers. The wrapper's own requests to the
+//! server carry ids of its own (`anteroom-wrap-N`), so they never meet the harness's.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
+    future::Future,
     process::Stdio,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
-use anteroom_domain::{
-    ids::RequestKey,
-    round::{ElicitationRequest, OperationKind, ResponseAction, RoundStatus},
-};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
-    process::Command,
+    process::{Child, Command},
     sync::{mpsc, oneshot},
 };
 
 use crate::{
-    anteroom::{Anteroom, AnteroomError, Ask, DeliveryStep, HeldLease, RoundState},
-    wire::{Line, Outstanding, classify, declare_elicitation_in_initialize, elicitation_request},
+    anteroom::Anteroom,
+    held::HeldCall,
+    legacy::Question,
+    person::{Withdraw, Withdrawal},
+    progress::Progress,
+    wire::{
+        Line, Outstanding, classify, declare_elicitation_in_initialize,
+        declare_elicitation_in_meta, id_key, is_modern_request, needs_input,
+    },
 };
 
-/// How long a lease lasts; renewed every third of it while the wrapper waits (a long-poll takes up to 25 s).
-const LEASE_SECONDS: i64 = 60;
-/// How long the child has to exit after its stdin closes, before it is killed (SDK clients wait 2 s).
+/// How long the child has to exit after its stdin closes or a signal, before it is killed (SDK clients wait
+/// 2 s before they send SIGTERM).
 const EXIT_GRACE: Duration = Duration::from_millis(1500);
-/// The JSON-RPC error code the wrapper answers a question with when no answer can be given.
-const NO_ANSWER: i64 = -32001;
+/// The JSON-RPC error code the wrapper answers with when no answer can be given.
+pub const NO_ANSWER: i64 = -32001;
+/// How many answered URL elicitations the wrapper remembers, to consume their completion notices.
+const URL_ELICITATIONS_KEPT: usize = 256;
 
 /// What the relay is started with.
 #[derive(Debug, Clone)]
@@ -52,18 +62,87 @@ pub struct Wrapped {
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// A line to write, with the direction's single writer.
-type Lines = mpsc::UnboundedSender<String>;
+pub(crate) type Lines = mpsc::UnboundedSender<String>;
 
-/// The harness's requests that may elicit, shared by both directions.
-type Open = Arc<Mutex<Outstanding>>;
+/// What the relay's tasks share: where lines go, Anteroom, and the bookkeeping of both directions.
+pub(crate) struct Relay {
+    pub anteroom: Anteroom,
+    pub server: Option<String>,
+    pub progress_every: Duration,
+    pub to_child: Lines,
+    pub to_harness: Lines,
+    books: Mutex<Books>,
+    numbers: AtomicU64,
+}
 
-/// Runs `wrapped` between `harness_in`/`harness_out` until the harness closes its side; returns the child's exit
-/// code when it had one.
+/// Both directions' bookkeeping; held only for map updates, never across a wait.
+#[derive(Default)]
+struct Books {
+    /// The harness's calls the server has not answered yet that may need input.
+    outstanding: Outstanding,
+    /// Calls the wrapper holds while a person answers what the server needs, by the harness's id: how to tell
+    /// their task the harness cancelled.
+    held: HashMap<String, Withdraw>,
+    /// The wrapper's own requests to the server, by id: where each response goes.
+    own: HashMap<String, oneshot::Sender<Value>>,
+    /// URL elicitations the wrapper answered, whose `notifications/elicitation/complete` it consumes.
+    url_elicitations: VecDeque<String>,
+}
+
+impl Relay {
+    fn books(&self) -> std::sync::MutexGuard<'_, Books> {
+        // A panic elsewhere cannot leave the maps half-written (each update is one call): keep going.
+        self.books
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A number no other of the wrapper's ids uses.
+    pub(crate) fn next_number(&self) -> u64 {
+        self.numbers.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Sends `method` to the server under an id of the wrapper's own; its response arrives on the receiver.
+    /// `None` when the server's stdin is gone.
+    pub(crate) fn request_child(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Option<(Value, oneshot::Receiver<Value>)> {
+        let id = Value::String(format!("anteroom-wrap-{}", self.next_number()));
+        let (respond, response) = oneshot::channel();
+        self.books().own.insert(id_key(&id), respond);
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if self.to_child.send(request.to_string()).is_err() {
+            self.books().own.remove(&id_key(&id));
+            return None;
+        }
+        Some((id, response))
+    }
+
+    /// Notes a URL elicitation the wrapper answers, so its completion notice is not passed on.
+    pub(crate) fn remember_url_elicitation(&self, elicitation_id: &str) {
+        let mut books = self.books();
+        if books.url_elicitations.len() >= URL_ELICITATIONS_KEPT {
+            books.url_elicitations.pop_front();
+        }
+        books.url_elicitations.push_back(elicitation_id.to_owned());
+    }
+
+    /// Forgets a held call once the harness has its answer.
+    pub(crate) fn release(&self, harness_id: &Value) {
+        self.books().held.remove(&id_key(harness_id));
+    }
+}
+
+/// Runs `wrapped` between `harness_in`/`harness_out` until the harness closes its side, the server exits, or
+/// `stop` resolves with a signal to pass on; returns the child's exit code when it had one.
 pub async fn run(
     wrapped: Wrapped,
     anteroom: Anteroom,
     harness_in: impl AsyncRead + Unpin + Send + 'static,
     harness_out: impl AsyncWrite + Unpin + Send + 'static,
+    stop: impl Future<Output = i32>,
 ) -> std::io::Result<Option<i32>> {
     let mut child = Command::new(&wrapped.program)
         .args(&wrapped.args)
@@ -77,37 +156,78 @@ pub async fn run(
             "the child's stdio could not be opened",
         ));
     };
-    let to_child = writer(child_in);
-    let to_harness = writer(harness_out);
-    let open: Open = Arc::default();
-
-    let from_child = tokio::spawn(pump_from_child(
-        child_out,
-        to_child.clone(),
+    let (to_child, close_child_stdin) = writer(child_in);
+    let (to_harness, _) = writer(harness_out);
+    let relay = Arc::new(Relay {
+        anteroom,
+        server: wrapped.server.clone(),
+        progress_every: wrapped.progress_every,
+        to_child,
         to_harness,
-        Arc::clone(&open),
-        Arc::new(anteroom),
-        wrapped.server.clone(),
-        wrapped.progress_every,
-    ));
-    pump_from_harness(harness_in, to_child, open).await;
-    // The harness closed its side: the child's stdin closes with the writer; give it a moment to exit.
-    let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-        Ok(status) => status?.code(),
-        Err(_) => {
-            child.kill().await?;
-            None
+        books: Mutex::default(),
+        numbers: AtomicU64::new(0),
+    });
+    let from_child = tokio::spawn(pump_from_child(child_out, Arc::clone(&relay)));
+    let status = tokio::select! {
+        () = pump_from_harness(harness_in, Arc::clone(&relay)) => {
+            // The harness closed its side: so does the server's stdin; it has a moment to exit.
+            let _ = close_child_stdin.send(());
+            wait_or_kill(&mut child).await?
+        }
+        status = child.wait() => status?.code(),
+        signal = stop => {
+            pass_signal(&child, signal);
+            wait_or_kill(&mut child).await?
         }
     };
     from_child.abort();
     Ok(status)
 }
 
-/// One writer per direction: lines arrive on a channel and are written whole, each followed by a newline.
-fn writer(mut sink: impl AsyncWrite + Unpin + Send + 'static) -> Lines {
+/// Waits [`EXIT_GRACE`] for the child, then kills it: it never outlives the wrapper.
+async fn wait_or_kill(child: &mut Child) -> std::io::Result<Option<i32>> {
+    match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+        Ok(status) => Ok(status?.code()),
+        Err(_) => {
+            child.kill().await?;
+            Ok(None)
+        }
+    }
+}
+
+/// Passes the signal that stops the wrapper (SIGTERM, SIGINT) on to the child.
+fn pass_signal(child: &Child, signal: i32) {
+    let pid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    let signal = rustix::process::Signal::from_named_raw(signal);
+    if let (Some(pid), Some(signal)) = (pid, signal) {
+        // The child has not been reaped (its `wait` has not returned), so the pid is still its own.
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
+/// One writer per direction: lines arrive on a channel and are written whole, each followed by a newline. The
+/// returned sender closes the sink (the child's stdin) even while tasks still hold the lines' sender.
+fn writer(mut sink: impl AsyncWrite + Unpin + Send + 'static) -> (Lines, oneshot::Sender<()>) {
     let (lines, mut pending) = mpsc::unbounded_channel::<String>();
+    let (close, mut closed) = oneshot::channel::<()>();
     tokio::spawn(async move {
-        while let Some(line) = pending.recv().await {
+        // A dropped closer only means nobody will close the sink early.
+        let mut closer_dropped = false;
+        loop {
+            let line = tokio::select! {
+                line = pending.recv() => line,
+                close = &mut closed, if !closer_dropped => match close {
+                    Ok(()) => None,
+                    Err(_) => {
+                        closer_dropped = true;
+                        continue;
+                    }
+                },
+            };
+            let Some(line) = line else { break };
             if sink.write_all(line.as_bytes()).await.is_err()
                 || sink.write_all(b"\n").await.is_err()
                 || sink.flush().await.is_err()
@@ -117,309 +237,144 @@ fn writer(mut sink: impl AsyncWrite + Unpin + Send + 'static) -> Lines {
         }
         let _ = sink.shutdown().await;
     });
-    lines
+    (lines, close)
 }
 
-/// Harness → server: declares elicitation in `initialize`, notes the calls that may elicit, passes the rest.
-async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, to_child: Lines, open: Open) {
+/// Harness → server: declares elicitation (in `initialize`, or in each modern request's `_meta`), notes the
+/// calls that may need input, withdraws held calls the harness cancels, and passes everything on.
+async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, relay: Arc<Relay>) {
     let mut lines = BufReader::new(harness_in).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(mut message) = serde_json::from_str::<Value>(&line) else {
-            let _ = to_child.send(line);
+            let _ = relay.to_child.send(line);
             continue;
         };
-        let out = if declare_elicitation_in_initialize(&mut message) {
-            message.to_string()
-        } else {
-            line
+        let line = match classify(&message) {
+            Line::Request { id, method } => {
+                let declared = declare_elicitation_in_initialize(&mut message)
+                    || (is_modern_request(&message) && declare_elicitation_in_meta(&mut message));
+                relay
+                    .books()
+                    .outstanding
+                    .started(&id, &method, message.get("params"));
+                if declared { message.to_string() } else { line }
+            }
+            Line::Notification { method } if method == "notifications/cancelled" => {
+                if let Some(id) = message.pointer("/params/requestId")
+                    && let Some(withdraw) = relay.books().held.remove(&id_key(id))
+                {
+                    let _ = withdraw.send(true);
+                }
+                line
+            }
+            _ => line,
         };
-        if let Line::Request { id, method } = classify(&message)
-            && let Ok(mut open) = open.lock()
-        {
-            open.started(&id, &method, message.get("params"));
-        }
-        if to_child.send(out).is_err() {
+        if relay.to_child.send(line).is_err() {
             break;
         }
     }
 }
 
-/// Server → harness: answers the server's questions through Anteroom, forgets finished calls, passes the rest.
-async fn pump_from_child(
-    child_out: impl AsyncRead + Unpin,
-    to_child: Lines,
-    to_harness: Lines,
-    open: Open,
-    anteroom: Arc<Anteroom>,
-    server: Option<String>,
-    progress_every: Duration,
-) {
+/// Server → harness: answers the server's questions through Anteroom, holds calls that need input, routes the
+/// responses to the wrapper's own requests, and passes the rest.
+async fn pump_from_child(child_out: impl AsyncRead + Unpin, relay: Arc<Relay>) {
     let mut lines = BufReader::new(child_out).lines();
     // Each question being worked, by the server's request id: how to tell its task the server withdrew it.
-    let mut asking: HashMap<String, oneshot::Sender<()>> = HashMap::new();
+    let mut asking: HashMap<String, Withdraw> = HashMap::new();
     while let Ok(Some(line)) = lines.next_line().await {
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            let _ = to_harness.send(line);
+            let _ = relay.to_harness.send(line);
             continue;
         };
         match classify(&message) {
             Line::Request { id, method } if method == "elicitation/create" => {
-                let operation = open.lock().ok().and_then(|open| open.current().cloned());
+                let operation = relay.books().outstanding.current().cloned();
                 // Both sides may be timing the wait: the harness its call, the server its own question.
-                let progress = Progress::default();
+                let progress = Progress::new();
                 if let Some(token) = operation.as_ref().and_then(|o| o.progress_token.clone()) {
-                    progress.keep_alive(token, to_harness.clone(), progress_every);
+                    progress.keep_alive(token, relay.to_harness.clone(), relay.progress_every);
                 }
                 if let Some(token) = message
                     .pointer("/params/_meta/progressToken")
                     .filter(|token| token.is_string() || token.is_number())
                     .cloned()
                 {
-                    progress.keep_alive(token, to_child.clone(), progress_every);
+                    progress.keep_alive(token, relay.to_child.clone(), relay.progress_every);
                 }
                 let question = Question {
                     id: id.clone(),
                     params: message.get("params").cloned().unwrap_or(Value::Null),
-                    operation_kind: operation.as_ref().map(|o| o.kind),
-                    operation_name: operation.map(|o| o.name),
-                    server: server.clone(),
+                    operation,
                 };
-                let (anteroom, to_child) = (Arc::clone(&anteroom), to_child.clone());
-                let (withdraw, withdrawn) = oneshot::channel();
-                asking.insert(id.to_string(), withdraw);
-                tokio::spawn(async move {
-                    question
-                        .answer(&anteroom, &to_child, withdrawn, &progress)
-                        .await;
-                    progress.stop();
-                });
+                let (withdraw, withdrawn) = Withdrawal::new();
+                asking.insert(id_key(&id), withdraw);
+                tokio::spawn(question.answer(Arc::clone(&relay), withdrawn, progress));
             }
             Line::Notification { method } if method == "notifications/cancelled" => {
                 // The server withdrew one of its own questions: stop waiting for it (the harness never saw it).
                 let withdrawn = message
                     .pointer("/params/requestId")
-                    .map(ToString::to_string)
-                    .and_then(|id| asking.remove(&id));
+                    .and_then(|id| asking.remove(&id_key(id)));
                 match withdrawn {
                     Some(withdraw) => {
-                        let _ = withdraw.send(());
+                        let _ = withdraw.send(true);
                     }
                     None => {
-                        let _ = to_harness.send(line);
+                        let _ = relay.to_harness.send(line);
                     }
                 }
             }
-            Line::Response { id } => {
-                if let Ok(mut open) = open.lock() {
-                    open.finished(&id);
+            Line::Notification { method } if method == "notifications/elicitation/complete" => {
+                // The completion of a URL elicitation the harness never saw is not the harness's to hear.
+                let ours = message
+                    .pointer("/params/elicitationId")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| {
+                        relay
+                            .books()
+                            .url_elicitations
+                            .iter()
+                            .any(|known| known == id)
+                    });
+                if !ours {
+                    let _ = relay.to_harness.send(line);
                 }
-                let _ = to_harness.send(line);
             }
+            Line::Response { id } => route_response(&relay, id, message, line),
             _ => {
-                let _ = to_harness.send(line);
+                let _ = relay.to_harness.send(line);
             }
         }
         asking.retain(|_, withdraw| !withdraw.is_closed());
     }
+    // The server's stdout closed: nobody will answer the wrapper's own requests.
+    relay.books().own.clear();
 }
 
-/// One `elicitation/create` from the server, on its way to a person.
-struct Question {
-    id: Value,
-    params: Value,
-    operation_kind: Option<OperationKind>,
-    operation_name: Option<String>,
-    server: Option<String>,
-}
-
-/// The progress notes a question keeps sending while a person decides. Stopping them waits for a note being
-/// written, so no note for the question can follow its reply.
-#[derive(Default)]
-struct Progress {
-    stopped: Arc<Mutex<bool>>,
-}
-
-impl Progress {
-    /// Tells one side (the harness about its call, or the server about its question), every `every`, that a
-    /// person is still deciding: `notifications/progress` with strictly increasing progress.
-    fn keep_alive(&self, token: Value, to: Lines, every: Duration) {
-        let stopped = Arc::clone(&self.stopped);
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            for progress in 1_u64.. {
-                ticks.tick().await;
-                let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                    "progressToken": token,
-                    "progress": progress,
-                    "message": "Waiting for a person to answer in Anteroom",
-                }});
-                // Written under the lock `stop` takes: a note is either before the reply or never.
-                let Ok(stopped) = stopped.lock() else { return };
-                if *stopped || to.send(note.to_string()).is_err() {
-                    return;
-                }
-            }
-        });
-    }
-
-    fn stop(&self) {
-        if let Ok(mut stopped) = self.stopped.lock() {
-            *stopped = true;
+/// A response from the server: to the wrapper's own request, a call the wrapper holds, or the harness.
+fn route_response(relay: &Arc<Relay>, id: Value, message: Value, line: String) {
+    let key = id_key(&id);
+    let (own, operation) = {
+        let mut books = relay.books();
+        match books.own.remove(&key) {
+            Some(own) => (Some(own), None),
+            None => (None, books.outstanding.finished(&id)),
         }
+    };
+    if let Some(own) = own {
+        let _ = own.send(message);
+        return;
     }
-}
-
-/// Why a question got no answer from the wrapper.
-enum NoAnswer {
-    /// The server withdrew it (`notifications/cancelled`): it expects no reply.
-    Withdrawn,
-    /// Nobody answered, or Anteroom could not be asked: the server gets an error saying so.
-    Because(String),
-}
-
-impl From<String> for NoAnswer {
-    fn from(message: String) -> Self {
-        Self::Because(message)
-    }
-}
-
-impl Question {
-    /// Answers the server: the person's answer, or an error that says why there is none (nothing when the server
-    /// withdrew the question).
-    async fn answer(
-        self,
-        anteroom: &Anteroom,
-        to_child: &Lines,
-        withdrawn: oneshot::Receiver<()>,
-        progress: &Progress,
-    ) {
-        let id = self.id.clone();
-        match self
-            .ask_and_deliver(anteroom, to_child, withdrawn, progress)
-            .await
-        {
-            Ok(()) | Err(NoAnswer::Withdrawn) => {}
-            Err(NoAnswer::Because(message)) => {
-                progress.stop();
-                eprintln!("anteroom wrap: {message}");
-                let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": NO_ANSWER, "message": message}});
-                let _ = to_child.send(error.to_string());
-            }
-        }
-    }
-
-    async fn ask_and_deliver(
-        self,
-        anteroom: &Anteroom,
-        to_child: &Lines,
-        mut withdrawn: oneshot::Receiver<()>,
-        progress: &Progress,
-    ) -> Result<(), NoAnswer> {
-        let request = elicitation_request(&self.params).map_err(|error| error.to_string())?;
-        let key = RequestKey::parse("answer").map_err(|error| error.to_string())?;
-        let ask = Ask {
-            // A string id as itself, not as JSON text with quotes.
-            logical_operation_id: format!(
-                "elicitation-{}",
-                self.id
-                    .as_str()
-                    .map_or_else(|| self.id.to_string(), str::to_owned)
-            ),
-            server: self.server,
-            operation_kind: self.operation_kind.unwrap_or(OperationKind::Tool),
-            operation_name: self.operation_name.unwrap_or_else(|| "unknown".to_owned()),
-            requests: [(key.clone(), request.clone())].into(),
-            request_state: None,
-            round_index: 0,
-            round_limit: 1,
-            deadline: None,
-        };
-        let unreachable = |error: AnteroomError| format!("no answer: {error}");
-        let round = anteroom.ask(&ask).await.map_err(unreachable)?;
-        let lease = anteroom
-            .claim(round.round_id, LEASE_SECONDS)
-            .await
-            .map_err(unreachable)?;
-        let answered = tokio::select! {
-            answered = wait_for_person(anteroom, &round, &lease) => answered?,
-            Ok(()) = &mut withdrawn => {
-                let ended = anteroom
-                    .fail(round.round_id, &lease, "cancelled", "The asking server withdrew the question.")
-                    .await;
-                if let Err(error) = ended {
-                    eprintln!("anteroom wrap: the server withdrew its question, but {error}");
-                }
-                return Err(NoAnswer::Withdrawn);
-            }
-        };
-        let response = answered
-            .responses
-            .as_ref()
-            .and_then(|responses| responses.get(&key))
-            .ok_or_else(|| "no answer: the round was answered without this request".to_owned())?;
-        let result = match (response.action, &request) {
-            (ResponseAction::Accept, ElicitationRequest::Form { .. }) => {
-                json!({"action": "accept", "content": response.content.clone().unwrap_or_default()})
-            }
-            (action, _) => json!({"action": action.as_str()}),
-        };
-        anteroom
-            .step(round.round_id, &lease, DeliveryStep::Start)
-            .await
-            .map_err(unreachable)?;
-        let reply = json!({"jsonrpc": "2.0", "id": self.id, "result": result});
-        progress.stop();
-        if to_child.send(reply.to_string()).is_err() {
-            let _ = anteroom
-                .fail(
-                    round.round_id,
-                    &lease,
-                    "delivery_failed",
-                    "The wrapped server had exited.",
-                )
-                .await;
-            return Err(NoAnswer::Withdrawn);
-        }
-        // The server has what it asked for: the round is delivered and, with nothing left to do, resolved.
-        for step in [DeliveryStep::Delivered, DeliveryStep::Resolve] {
-            if let Err(error) = anteroom.step(round.round_id, &lease, step).await {
-                eprintln!("anteroom wrap: the answer was given to the server, but {error}");
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Waits for a person's answer, renewing the lease as it goes; an ended round is an honest error.
-async fn wait_for_person(
-    anteroom: &Anteroom,
-    round: &RoundState,
-    lease: &HeldLease,
-) -> Result<RoundState, String> {
-    let renew_every = Duration::from_secs(u64::try_from(LEASE_SECONDS / 3).unwrap_or(20));
-    let mut renewed = tokio::time::Instant::now();
-    loop {
-        let state = anteroom
-            .wait(round.round_id)
-            .await
-            .map_err(|error| format!("no answer: {error}"))?;
-        match state.status {
-            RoundStatus::Pending => {}
-            RoundStatus::Failed => {
-                let why = state
-                    .failure
-                    .map(|failure| format!("{} ({})", failure.message, failure.code.as_str()))
-                    .unwrap_or_else(|| "the question ended without an answer".to_owned());
-                return Err(format!("no answer: {why}"));
-            }
-            _ => return Ok(state),
-        }
-        if renewed.elapsed() >= renew_every {
-            anteroom
-                .renew(round.round_id, lease, LEASE_SECONDS)
-                .await
-                .map_err(|error| format!("no answer: {error}"))?;
-            renewed = tokio::time::Instant::now();
-        }
-    }
+    let held = operation.and_then(|operation| Some((operation, needs_input(&message)?)));
+    let Some((operation, needs)) = held else {
+        let _ = relay.to_harness.send(line);
+        return;
+    };
+    let (withdraw, cancelled) = Withdrawal::new();
+    relay.books().held.insert(key, withdraw);
+    let call = HeldCall {
+        harness_id: id,
+        operation,
+    };
+    tokio::spawn(call.finish(Arc::clone(relay), needs, cancelled));
 }

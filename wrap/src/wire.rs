@@ -13,6 +13,11 @@ use serde_json::{Map, Value, json};
 
 /// The key under which the 2026-07-28 revision carries a client's capabilities in every request's `_meta`.
 pub const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The key under which the 2026-07-28 revision carries the protocol version in every request's `_meta`: its
+/// presence is how the wrapper tells a modern request from a legacy one.
+pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+/// The error a server answers a tool call with when the person must first visit a URL (URL-mode elicitation).
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 
 /// What a line is, by its JSON-RPC shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,6 +128,14 @@ pub fn declare_elicitation_in_meta(message: &mut Value) -> bool {
     }
 }
 
+/// Whether a harness request speaks the 2026-07-28 revision (its `_meta` names the protocol version).
+pub fn is_modern_request(message: &Value) -> bool {
+    message
+        .pointer("/params/_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_META))
+}
+
 /// The operation a question belongs to: what the banner names ("tool deploy", "prompt summary").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Operation {
@@ -131,6 +144,10 @@ pub struct Operation {
     pub name: String,
     /// The harness's `_meta.progressToken`, when it asked to hear progress (and so waits while it comes).
     pub progress_token: Option<Value>,
+    /// The request's `params` as the server received them, so the wrapper can retry it.
+    pub params: Value,
+    /// The method, for the retry.
+    pub method: String,
 }
 
 impl Operation {
@@ -155,6 +172,8 @@ impl Operation {
             kind,
             name,
             progress_token,
+            params: params.cloned().unwrap_or_else(|| json!({})),
+            method: method.to_owned(),
         })
     }
 }
@@ -166,7 +185,7 @@ pub struct Outstanding {
 }
 
 /// A JSON-RPC id as a map key: `1` and `"1"` are different ids.
-fn id_key(id: &Value) -> String {
+pub fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
@@ -178,9 +197,9 @@ impl Outstanding {
         }
     }
 
-    /// Forgets a request the server answered.
-    pub fn finished(&mut self, id: &Value) {
-        self.by_id.remove(&id_key(id));
+    /// Forgets a request the server answered, returning the operation it was.
+    pub fn finished(&mut self, id: &Value) -> Option<Operation> {
+        self.by_id.remove(&id_key(id))
     }
 
     /// The operation a server's question belongs to: the only outstanding one, else unknown (the server asked
@@ -192,6 +211,69 @@ impl Outstanding {
             _ => None,
         }
     }
+}
+
+/// What a server's reply to a harness call needs before the call can finish, when the wrapper can supply it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NeedsInput {
+    /// 2026-07-28: a result with `resultType: "input_required"` whose `inputRequests` are all
+    /// `elicitation/create` (by the server's keys, in order), with the opaque state to echo. No requests and only a
+    /// state means "retry as you are".
+    InputRequired {
+        requests: Vec<(String, Value)>,
+        request_state: Option<String>,
+    },
+    /// A `-32042` error: the person must visit these URLs (`elicitation/create` params in URL mode) before the
+    /// call is retried. `error` is the server's, for the harness when the person declines.
+    UrlRequired {
+        elicitations: Vec<Value>,
+        error: Value,
+    },
+}
+
+/// Reads a server's response as something the wrapper answers itself. `None` for a final result, any other
+/// error, and an `input_required` that also asks for what only the harness can give (sampling, roots): those
+/// pass through unchanged.
+pub fn needs_input(response: &Value) -> Option<NeedsInput> {
+    if let Some(error) = response.get("error") {
+        if error.get("code").and_then(Value::as_i64) != Some(URL_ELICITATION_REQUIRED) {
+            return None;
+        }
+        let elicitations = error.pointer("/data/elicitations")?.as_array()?;
+        let all_urls = elicitations.iter().all(|elicitation| {
+            elicitation.get("mode").and_then(Value::as_str) == Some("url")
+                && elicitation.get("url").is_some_and(Value::is_string)
+        });
+        return (all_urls && !elicitations.is_empty()).then(|| NeedsInput::UrlRequired {
+            elicitations: elicitations.clone(),
+            error: error.clone(),
+        });
+    }
+    let result = response.get("result")?;
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return None;
+    }
+    let request_state = match result.get("requestState") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(state)) => Some(state.clone()),
+        Some(_) => return None,
+    };
+    let mut requests = Vec::new();
+    if let Some(input_requests) = result.get("inputRequests") {
+        for (key, request) in input_requests.as_object()? {
+            if request.get("method").and_then(Value::as_str) != Some("elicitation/create") {
+                return None;
+            }
+            requests.push((
+                key.clone(),
+                request.get("params").cloned().unwrap_or(Value::Null),
+            ));
+        }
+    }
+    (!requests.is_empty() || request_state.is_some()).then_some(NeedsInput::InputRequired {
+        requests,
+        request_state,
+    })
 }
 
 /// A server's `elicitation/create` params as Anteroom's request (form or URL), checked the way a producer's are.
@@ -313,6 +395,8 @@ mod tests {
                 kind: OperationKind::Tool,
                 name: "deploy".into(),
                 progress_token: None,
+                params: json!({"name": "deploy"}),
+                method: "tools/call".into(),
             })
         );
         open.started(
@@ -338,6 +422,52 @@ mod tests {
         assert_eq!(operation.progress_token, Some(json!("p-1")));
         let without = Operation::of_request("tools/call", Some(&json!({"name": "deploy"})));
         assert_eq!(without.and_then(|o| o.progress_token), None);
+    }
+
+    #[test]
+    fn an_elicitation_only_input_required_result_is_the_wrappers_to_answer() {
+        let response = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "resultType": "input_required",
+            "inputRequests": {
+                "env": {"method": "elicitation/create", "params": {"message": "Which?"}},
+                "ok": {"method": "elicitation/create", "params": {"message": "Sure?"}}
+            },
+            "requestState": "opaque"
+        }});
+        let Some(NeedsInput::InputRequired {
+            requests,
+            request_state,
+        }) = needs_input(&response)
+        else {
+            panic!("input required");
+        };
+        assert_eq!(requests.len(), 2);
+        assert_eq!(request_state.as_deref(), Some("opaque"));
+        let sampling = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "resultType": "input_required",
+            "inputRequests": {
+                "env": {"method": "elicitation/create", "params": {"message": "Which?"}},
+                "llm": {"method": "sampling/createMessage", "params": {}}
+            }
+        }});
+        assert_eq!(needs_input(&sampling), None, "left to the harness");
+        let complete = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": []}});
+        assert_eq!(needs_input(&complete), None);
+        let empty = json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required"}});
+        assert_eq!(needs_input(&empty), None, "neither requests nor state");
+    }
+
+    #[test]
+    fn a_url_elicitation_required_error_asks_for_consent() {
+        let error = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32042, "message": "visit",
+            "data": {"elicitations": [{"mode": "url", "message": "Sign in", "url": "https://example.com",
+                                       "elicitationId": "e1"}]}}});
+        assert!(matches!(
+            needs_input(&error),
+            Some(NeedsInput::UrlRequired { elicitations, .. }) if elicitations.len() == 1
+        ));
+        let other = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad"}});
+        assert_eq!(needs_input(&other), None);
     }
 
     #[test]

@@ -30,8 +30,28 @@ pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
         server: args.server,
         progress_every: PROGRESS_EVERY,
     };
-    let code = relay(wrapped, anteroom, tokio::io::stdin(), tokio::io::stdout())
-        .await
-        .with_context(|| format!("cannot run {program}"))?;
+    let code = relay(
+        wrapped,
+        anteroom,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        stop_signal()?,
+    )
+    .await
+    .with_context(|| format!("cannot run {program}"))?;
     Ok(code.and_then(|code| u8::try_from(code).ok()).unwrap_or(0))
+}
+
+/// Resolves with SIGTERM or SIGINT, whichever stops the wrapper first, so the relay passes it to the server
+/// (and the server never outlives the wrapper).
+fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = i32>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => SignalKind::terminate().as_raw_value(),
+            _ = interrupt.recv() => SignalKind::interrupt().as_raw_value(),
+        }
+    })
 }

@@ -24,11 +24,13 @@ struct Harness {
 impl Harness {
     async fn start(server: &TestServer) -> Self {
         let env = server.session("s1").await;
-        let anteroom = Anteroom::new(
-            &env.request_url,
-            OwnerId::parse("wrap-test").expect("owner"),
-        )
-        .expect("capability URL");
+        Self::start_at(&env.request_url)
+    }
+
+    /// A relay whose Anteroom is at `request_url` (which may not answer).
+    fn start_at(request_url: &str) -> Self {
+        let anteroom = Anteroom::new(request_url, OwnerId::parse("wrap-test").expect("owner"))
+            .expect("capability URL");
         let fixture = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/eliciting_server.py"
@@ -41,7 +43,13 @@ impl Harness {
         };
         let (to_relay, relay_in) = tokio::io::duplex(64 * 1024);
         let (relay_out, from_relay) = tokio::io::duplex(64 * 1024);
-        let relay = tokio::spawn(run(wrapped, anteroom, relay_in, relay_out));
+        let relay = tokio::spawn(run(
+            wrapped,
+            anteroom,
+            relay_in,
+            relay_out,
+            std::future::pending(),
+        ));
         Self {
             to_relay,
             from_relay: BufReader::new(from_relay).lines(),
@@ -89,6 +97,16 @@ impl Harness {
         self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "deploy", "arguments": {}}}))
             .await;
+    }
+
+    /// The next line that is not a progress note.
+    async fn read_past_progress(&mut self) -> Value {
+        loop {
+            let line = self.read().await;
+            if line["method"] != "notifications/progress" {
+                return line;
+            }
+        }
     }
 
     async fn close(self) {
@@ -299,7 +317,211 @@ async fn a_waiting_call_hears_progress_while_a_person_decides(db: Db) {
     server.stop().await;
 }
 
+/// A 2026-07-28 `tools/call`: the request carries the protocol version and capabilities in `_meta`.
+fn modern_call(id: Value, tool: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool, "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                  "progressToken": "p-1"}}})
+}
+
+/// The rounds of session `s1` once there are `count`, oldest first.
+async fn rounds_asked(server: &TestServer, count: usize) -> Vec<anteroom_domain::round::Round> {
+    let session = anteroom_domain::ids::SessionId::parse("s1").expect("id");
+    for _ in 0..500 {
+        let mut rounds = server.store.list_rounds(&session).await.expect("rounds");
+        if rounds.len() >= count {
+            rounds.sort_by_key(|round| round.created_at);
+            return rounds;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    panic!("the wrapped server's {count} question(s) never reached Anteroom");
+}
+
+/// Waits for round `id` to reach `status`.
+async fn settles(
+    server: &TestServer,
+    id: anteroom_domain::ids::RoundId,
+    status: RoundStatus,
+) -> anteroom_domain::round::Round {
+    let mut round = server.store.get_round(id).await.expect("round");
+    for _ in 0..500 {
+        if round.status == status {
+            return round;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+        round = server.store.get_round(id).await.expect("round");
+    }
+    panic!("round {id} stayed {:?}, never {status:?}", round.status);
+}
+
+/// The tool result's text, read as the JSON the fixture writes there.
+fn reported(result: &Value) -> Value {
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text result: {result}"));
+    serde_json::from_str(text).expect("the server's report")
+}
+
+async fn a_modern_call_is_one_round_answered_per_request(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.send(modern_call(json!("h-7"), "plan")).await;
+    let round = rounds_asked(&server, 1).await.remove(0);
+    assert_eq!(
+        round.requests.len(),
+        2,
+        "one round for both of the server's requests"
+    );
+    assert_eq!(round.request_state.as_deref(), Some("state-1+/=opaque"));
+    assert_eq!((round.round_index, round.round_limit), (0, 10));
+    assert_eq!(round.operation_name, "plan");
+    let answered = server
+        .respond_each(
+            &server.responder_key,
+            &round.round_id.to_string(),
+            json!({"env": {"action": "accept", "content": {"env": "prod"}},
+                   "notify": {"action": "decline"}}),
+        )
+        .await;
+    assert_eq!(answered.status(), 200);
+
+    let result = harness.read_past_progress().await;
+    assert_eq!(result["id"], "h-7", "the harness's own id: {result}");
+    let report = reported(&result);
+    assert_eq!(
+        report["inputResponses"],
+        json!({"env": {"action": "accept", "content": {"env": "prod"}}, "notify": {"action": "decline"}})
+    );
+    assert_eq!(report["requestState"], "state-1+/=opaque", "echoed exactly");
+    let retried = report["retried_id"].as_str().expect("a string id");
+    assert!(
+        retried.starts_with("anteroom-wrap-"),
+        "the wrapper's own id: {retried}"
+    );
+    settles(&server, round.round_id, RoundStatus::Resolved).await;
+    harness.close().await;
+    server.stop().await;
+}
+
+async fn concurrent_calls_get_their_own_rounds_and_answers(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.send(modern_call(json!(1), "plan")).await;
+    harness.send(modern_call(json!(2), "plan")).await;
+    let rounds = rounds_asked(&server, 2).await;
+    assert_ne!(
+        rounds[0].logical_operation_id,
+        rounds[1].logical_operation_id
+    );
+    for (round, env) in rounds.iter().zip(["first", "second"]) {
+        let answered = server
+            .respond_each(
+                &server.responder_key,
+                &round.round_id.to_string(),
+                json!({"env": {"action": "accept", "content": {"env": env}},
+                       "notify": {"action": "cancel"}}),
+            )
+            .await;
+        assert_eq!(answered.status(), 200);
+    }
+    let mut by_call = std::collections::BTreeMap::new();
+    while by_call.len() < 2 {
+        let result = harness.read_past_progress().await;
+        let report = reported(&result);
+        by_call.insert(
+            result["id"].to_string(),
+            report["inputResponses"]["env"]["content"]["env"].clone(),
+        );
+    }
+    // Each call got its own round's answer, whichever round each call opened.
+    let mut answers: Vec<String> = by_call.values().map(ToString::to_string).collect();
+    answers.sort();
+    assert_eq!(answers, ["\"first\"", "\"second\""]);
+    harness.close().await;
+    server.stop().await;
+}
+
+async fn a_url_consent_lets_the_call_be_retried(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.initialize().await;
+    harness
+        .send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": "sign_in", "arguments": {}}}))
+        .await;
+    let round = rounds_asked(&server, 1).await.remove(0);
+    let answered = server
+        .respond(
+            &server.responder_key,
+            &round.round_id.to_string(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    assert_eq!(answered.status(), 200);
+    // The completion notice came before the result: had it been passed on, it would be read first.
+    let result = harness.read().await;
+    assert_eq!(result["id"], 5, "{result}");
+    assert_eq!(result["result"]["content"][0]["text"], "signed in");
+    settles(&server, round.round_id, RoundStatus::Resolved).await;
+    harness.close().await;
+    server.stop().await;
+}
+
+async fn a_cancelled_call_withdraws_its_question(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.send(modern_call(json!(3), "plan")).await;
+    let round = rounds_asked(&server, 1).await.remove(0);
+    harness
+        .send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 3, "reason": "the user pressed Esc"}}),
+        )
+        .await;
+    let ended = settles(&server, round.round_id, RoundStatus::Failed).await;
+    let failure = ended.failure.expect("a failure");
+    assert_eq!(failure.code.as_str(), "cancelled");
+    assert!(
+        failure.message.contains("harness cancelled"),
+        "{}",
+        failure.message
+    );
+    harness.close().await;
+    server.stop().await;
+}
+
+/// Anteroom is down: the harness hears an honest error at once, never a decline, and nothing hangs.
+#[tokio::test]
+async fn an_unreachable_anteroom_is_an_honest_error() {
+    // Port 9 (discard) has no listener here: the connection is refused at once.
+    let mut harness = Harness::start_at("http://127.0.0.1:9/api/v1/s/ars_token/elicitations");
+    harness.send(modern_call(json!(1), "plan")).await;
+    let result = harness.read_past_progress().await;
+    assert_eq!(result["id"], 1);
+    let message = result["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an error: {result}"));
+    assert!(message.contains("could not be reached"), "{message}");
+    assert!(!message.contains("ars_token"), "{message}");
+    harness.close().await;
+}
+
 on_both_backends!(
+    a_modern_call_is_one_round_answered_per_request,
+    concurrent_calls_get_their_own_rounds_and_answers,
+    a_url_consent_lets_the_call_be_retried,
+    a_cancelled_call_withdraws_its_question,
     a_persons_answer_reaches_the_tool_result,
     an_unanswered_question_is_an_honest_error,
     a_withdrawn_question_ends_cancelled_and_the_call_goes_on,
