@@ -40,6 +40,8 @@ use crate::{
 /// How long the child has to exit after its stdin closes or a signal, before it is killed (SDK clients wait
 /// 2 s before they send SIGTERM).
 const EXIT_GRACE: Duration = Duration::from_millis(1500);
+/// How long the last lines of a direction have to be written once the relay ends.
+const FLUSH_GRACE: Duration = Duration::from_millis(500);
 /// The JSON-RPC error code the wrapper answers with when no answer can be given.
 pub const NO_ANSWER: i64 = -32001;
 /// How many answered URL elicitations the wrapper remembers, to consume their completion notices.
@@ -156,22 +158,22 @@ pub async fn run(
             "the child's stdio could not be opened",
         ));
     };
-    let (to_child, close_child_stdin) = writer(child_in);
-    let (to_harness, _) = writer(harness_out);
+    let to_child = Writer::spawn(child_in);
+    let to_harness = Writer::spawn(harness_out);
     let relay = Arc::new(Relay {
         anteroom,
         server: wrapped.server.clone(),
         progress_every: wrapped.progress_every,
-        to_child,
-        to_harness,
+        to_child: to_child.lines.clone(),
+        to_harness: to_harness.lines.clone(),
         books: Mutex::default(),
         numbers: AtomicU64::new(0),
     });
-    let from_child = tokio::spawn(pump_from_child(child_out, Arc::clone(&relay)));
+    let mut from_child = tokio::spawn(pump_from_child(child_out, Arc::clone(&relay)));
     let status = tokio::select! {
         () = pump_from_harness(harness_in, Arc::clone(&relay)) => {
             // The harness closed its side: so does the server's stdin; it has a moment to exit.
-            let _ = close_child_stdin.send(());
+            to_child.finish().await;
             wait_or_kill(&mut child).await?
         }
         status = child.wait() => status?.code(),
@@ -180,7 +182,14 @@ pub async fn run(
             wait_or_kill(&mut child).await?
         }
     };
-    from_child.abort();
+    // The server is gone: its last lines reach the harness before the wrapper ends.
+    if tokio::time::timeout(FLUSH_GRACE, &mut from_child)
+        .await
+        .is_err()
+    {
+        from_child.abort();
+    }
+    to_harness.finish().await;
     Ok(status)
 }
 
@@ -208,36 +217,51 @@ fn pass_signal(child: &Child, signal: i32) {
     }
 }
 
-/// One writer per direction: lines arrive on a channel and are written whole, each followed by a newline. The
-/// returned sender closes the sink (the child's stdin) even while tasks still hold the lines' sender.
-fn writer(mut sink: impl AsyncWrite + Unpin + Send + 'static) -> (Lines, oneshot::Sender<()>) {
-    let (lines, mut pending) = mpsc::unbounded_channel::<String>();
-    let (close, mut closed) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        // A dropped closer only means nobody will close the sink early.
-        let mut closer_dropped = false;
-        loop {
-            let line = tokio::select! {
-                line = pending.recv() => line,
-                close = &mut closed, if !closer_dropped => match close {
-                    Ok(()) => None,
-                    Err(_) => {
-                        closer_dropped = true;
-                        continue;
+/// One direction's single writer: lines arrive on a channel and are written whole, each followed by a newline.
+struct Writer {
+    lines: Lines,
+    /// Closes the sink once what is queued is written, even while tasks still hold senders of `lines`.
+    close: oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Writer {
+    fn spawn(mut sink: impl AsyncWrite + Unpin + Send + 'static) -> Self {
+        let (lines, mut pending) = mpsc::unbounded_channel::<String>();
+        let (close, mut closed) = oneshot::channel::<()>();
+        let done = tokio::spawn(async move {
+            let mut closing = false;
+            loop {
+                let line = if closing {
+                    // Closing: what is already queued still goes out, then the sink closes.
+                    pending.try_recv().ok()
+                } else {
+                    tokio::select! {
+                        line = pending.recv() => line,
+                        _ = &mut closed => {
+                            closing = true;
+                            continue;
+                        }
                     }
-                },
-            };
-            let Some(line) = line else { break };
-            if sink.write_all(line.as_bytes()).await.is_err()
-                || sink.write_all(b"\n").await.is_err()
-                || sink.flush().await.is_err()
-            {
-                break;
+                };
+                let Some(line) = line else { break };
+                if sink.write_all(line.as_bytes()).await.is_err()
+                    || sink.write_all(b"\n").await.is_err()
+                    || sink.flush().await.is_err()
+                {
+                    break;
+                }
             }
-        }
-        let _ = sink.shutdown().await;
-    });
-    (lines, close)
+            let _ = sink.shutdown().await;
+        });
+        Self { lines, close, done }
+    }
+
+    /// Writes what is queued, closes the sink, and waits (briefly) until it is done.
+    async fn finish(self) {
+        let _ = self.close.send(());
+        let _ = tokio::time::timeout(FLUSH_GRACE, self.done).await;
+    }
 }
 
 /// Harness → server: declares elicitation (in `initialize`, or in each modern request's `_meta`), notes the

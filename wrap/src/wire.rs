@@ -55,11 +55,6 @@ pub fn classify(message: &Value) -> Line {
     }
 }
 
-/// The elicitation capability the wrapper declares for the harness: both modes.
-fn elicitation_capability() -> Value {
-    json!({"form": {}, "url": {}})
-}
-
 /// Adds both elicitation modes to an object of capabilities, keeping whatever else it declares (and any settings
 /// of a mode the harness already declared).
 fn declare_in(capabilities: &mut Map<String, Value>) -> bool {
@@ -121,7 +116,7 @@ pub fn declare_elicitation_in_meta(message: &mut Value) -> bool {
     };
     let capabilities = meta
         .entry(CLIENT_CAPABILITIES_META)
-        .or_insert_with(|| json!({ "elicitation": elicitation_capability() }));
+        .or_insert_with(|| Value::Object(Map::new()));
     match capabilities.as_object_mut() {
         Some(capabilities) => declare_in(capabilities),
         None => false,
@@ -377,7 +372,10 @@ mod tests {
         assert_eq!(capabilities["sampling"], json!({}));
         assert_eq!(capabilities["elicitation"], json!({"form": {}, "url": {}}));
         let mut bare = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"});
-        declare_elicitation_in_meta(&mut bare);
+        assert!(
+            declare_elicitation_in_meta(&mut bare),
+            "a change to pass on"
+        );
         assert_eq!(
             bare["params"]["_meta"][CLIENT_CAPABILITIES_META]["elicitation"],
             json!({"form": {}, "url": {}})

@@ -10,7 +10,8 @@ use anyhow::Context;
 
 use super::init_logging;
 
-/// Relays until the harness closes stdin; exits with the server's exit code when it had one.
+/// Relays until the harness closes stdin, the server exits or a signal arrives; exits the process with the
+/// server's exit code when it had one.
 pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
     // stdout is the protocol's: logs go to stderr only.
     init_logging("warn");
@@ -39,7 +40,9 @@ pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
     )
     .await
     .with_context(|| format!("cannot run {program}"))?;
-    Ok(code.and_then(|code| u8::try_from(code).ok()).unwrap_or(0))
+    // Exit now: the runtime would otherwise wait on its blocking read of a stdin the harness may keep open
+    // (after a signal, or when the server exited first).
+    std::process::exit(code.unwrap_or(0));
 }
 
 /// Resolves with SIGTERM or SIGINT, whichever stops the wrapper first, so the relay passes it to the server

@@ -13,3 +13,4 @@ mod jobs;
 mod processes;
 mod web;
 mod webhooks;
+mod wrap;
