@@ -306,6 +306,9 @@ pub struct AnswerPost {
     pub attempt: String,
     /// Control values; the field `f` of request `k` is posted as `k/f`.
     pub values: Vec<(String, String)>,
+    /// In a round of several requests, each request's own choice, posted as `choice@k`.
+    #[serde(default)]
+    pub choices: Vec<(String, String)>,
 }
 
 impl AnswerPost {
@@ -322,6 +325,11 @@ impl AnswerPost {
             values: pairs
                 .iter()
                 .filter(|(key, _)| key.contains('/'))
+                .cloned()
+                .collect(),
+            choices: pairs
+                .iter()
+                .filter(|(key, _)| key.starts_with("choice@"))
                 .cloned()
                 .collect(),
         }

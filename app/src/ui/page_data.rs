@@ -316,10 +316,22 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
     {
         return settled_notice(&round);
     }
-    let responses = match read_answer(&request_views(&round), action, &post.values, &RegexPatterns)
-    {
+    let responses = match read_answer(
+        &request_views(&round),
+        action,
+        &post.choices,
+        &post.values,
+        &RegexPatterns,
+    ) {
         Ok(responses) => responses,
         Err(fields) => return refused(&post, "Some answers need another look.", fields),
+    };
+    // One word for the notice: the action every request got, or "mixed".
+    let recorded_action = match responses.values().next().map(|first| first.action) {
+        Some(first) if responses.values().all(|response| response.action == first) => {
+            first.as_str()
+        }
+        _ => "mixed",
     };
     match store
         .submit_responses(
@@ -336,7 +348,7 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
             }
             AnswerNotice::Recorded {
                 round_id: post.round_id.clone(),
-                action: action.as_str().to_owned(),
+                action: recorded_action.to_owned(),
             }
         }
         Err(StoreError::Refused(ManagedInputError::ValidationError { message, details })) => {
@@ -358,7 +370,8 @@ fn refused(post: &AnswerPost, message: &str, fields: FieldErrors) -> AnswerNotic
         round_id: post.round_id.clone(),
         message: message.to_owned(),
         fields,
-        posted: post.values.clone(),
+        // The choices too, so a refused round of several keeps how each request was being answered.
+        posted: post.values.iter().chain(&post.choices).cloned().collect(),
     }
 }
 

@@ -11,17 +11,45 @@ use crate::domain::{
 
 use super::model::{RequestBody, RequestView, control_name, round_field_errors};
 
-/// The response map for `action` from the posted `values`, or the problems per control name.
-/// Decline and dismiss carry no content, so nothing is read or checked for them.
+/// The name of the choice a request of a round of several is answered with (`accept`, `decline`, `cancel`).
+/// `@` is never part of a request key, and a field's control name always holds a `/`, so neither can clash.
+pub fn choice_name(request_key: &str) -> String {
+    format!("choice@{request_key}")
+}
+
+/// The action each request is answered with: the pressed button's for Decline all / Dismiss all, and for Send
+/// (accept) each request's own choice where the round has several (Accept when none was posted).
+pub fn request_action(
+    pressed: ResponseAction,
+    request_key: &str,
+    choices: &[(String, String)],
+) -> ResponseAction {
+    if pressed != ResponseAction::Accept {
+        return pressed;
+    }
+    let name = choice_name(request_key);
+    choices
+        .iter()
+        .rev()
+        .find(|(posted, _)| *posted == name)
+        .and_then(|(_, value)| ResponseAction::parse(value))
+        .unwrap_or(ResponseAction::Accept)
+}
+
+/// The response map for the pressed action (and, for a round of several requests, each request's posted
+/// choice) from the posted `values`, or the problems per control name. Declining and dismissing carry no
+/// content, so nothing is read or checked for a request answered so.
 pub fn read_answer(
     requests: &[RequestView],
-    action: ResponseAction,
+    pressed: ResponseAction,
+    choices: &[(String, String)],
     values: &[(String, String)],
     patterns: &dyn PatternMatcher,
 ) -> Result<BTreeMap<RequestKey, ElicitationResponse>, FieldErrors> {
     let mut responses = BTreeMap::new();
     let mut problems = BTreeMap::new();
     for request in requests {
+        let action = request_action(pressed, &request.key, choices);
         let content = match (&request.body, action) {
             (RequestBody::Form { form }, ResponseAction::Accept) => {
                 let (content, mut errors) =
@@ -49,14 +77,16 @@ pub fn read_answer(
     }
 }
 
-/// The problems of one control as the person edits it (the same rules as a full check).
+/// The problems of one control as the person edits it (the same rules as a full check; a request the person
+/// chose to decline or dismiss has none).
 pub fn control_problems(
     requests: &[RequestView],
     control: &str,
+    choices: &[(String, String)],
     values: &[(String, String)],
     patterns: &dyn PatternMatcher,
 ) -> Vec<String> {
-    match read_answer(requests, ResponseAction::Accept, values, patterns) {
+    match read_answer(requests, ResponseAction::Accept, choices, values, patterns) {
         Ok(_) => Vec::new(),
         Err(mut errors) => errors.remove(control).unwrap_or_default(),
     }
@@ -110,6 +140,7 @@ mod tests {
         let answer = read_answer(
             &requests(),
             ResponseAction::Accept,
+            &[],
             &values(&[("q1/age", "30")]),
             &NoPatterns,
         )
@@ -132,13 +163,14 @@ mod tests {
         let errors = read_answer(
             &requests(),
             ResponseAction::Accept,
+            &[],
             &values(&[("q1/age", "12")]),
             &NoPatterns,
         )
         .expect_err("too young");
         assert_eq!(errors["q1/age"], vec!["must be at least 18"]);
         assert_eq!(
-            control_problems(&requests(), "q1/age", &values(&[]), &NoPatterns),
+            control_problems(&requests(), "q1/age", &[], &values(&[]), &NoPatterns),
             vec!["is required"]
         );
     }
@@ -149,6 +181,7 @@ mod tests {
             let answer = read_answer(
                 &requests(),
                 action,
+                &values(&[(&choice_name("q1"), "accept")]),
                 &values(&[("q1/age", "x")]),
                 &NoPatterns,
             )
@@ -159,5 +192,50 @@ mod tests {
                     .all(|r| r.action == action && r.content.is_none())
             );
         }
+    }
+
+    #[test]
+    fn each_request_of_a_round_takes_its_own_choice() {
+        let choices = values(&[
+            (&choice_name("q1"), "decline"),
+            (&choice_name("q2"), "accept"),
+        ]);
+        let answer = read_answer(
+            &requests(),
+            ResponseAction::Accept,
+            &choices,
+            &values(&[("q1/age", "not a number")]),
+            &NoPatterns,
+        )
+        .expect("a declined form is not checked");
+        let action = |key: &str| answer[&RequestKey::parse(key).expect("key")].action;
+        assert_eq!(action("q1"), ResponseAction::Decline);
+        assert_eq!(action("q2"), ResponseAction::Accept);
+        assert!(
+            control_problems(&requests(), "q1/age", &choices, &[], &NoPatterns).is_empty(),
+            "no problems shown for a request being declined"
+        );
+        let dismissed = read_answer(
+            &requests(),
+            ResponseAction::Cancel,
+            &choices,
+            &[],
+            &NoPatterns,
+        )
+        .expect("dismiss all");
+        assert!(
+            dismissed
+                .values()
+                .all(|r| r.action == ResponseAction::Cancel)
+        );
+        assert_eq!(
+            request_action(
+                ResponseAction::Accept,
+                "q1",
+                &values(&[(&choice_name("q1"), "bogus")])
+            ),
+            ResponseAction::Accept,
+            "an unknown choice reads as the default"
+        );
     }
 }

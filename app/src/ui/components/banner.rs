@@ -13,7 +13,7 @@ use crate::{
             ActiveRound, AnswerNotice, AnswerPost, AskerSeenView, RequestBody, RequestView,
             control_name,
         },
-        posted_answer::{control_problems, read_answer},
+        posted_answer::{choice_name, control_problems, read_answer},
         server_fns::post_answer,
     },
 };
@@ -78,12 +78,27 @@ pub fn RoundBanner(
         };
         let Some(name) = wasm_bindgen::JsCast::dyn_ref::<web_sys::Element>(&target)
             .and_then(|element| element.get_attribute("name"))
-            .filter(|name| name.contains('/'))
         else {
             return;
         };
+        let posted = AnswerPost::from_pairs("", form_pairs(&form));
+        if let Some(key) = name.strip_prefix("choice@") {
+            // A request now declined or dismissed has nothing to correct; an accepted one is checked on submit.
+            let prefix = format!("{key}/");
+            errors.update(|errors| errors.retain(|control, _| !control.starts_with(&prefix)));
+            return;
+        }
+        if !name.contains('/') {
+            return;
+        }
         let problems = requests.with_value(|requests| {
-            control_problems(requests, &name, &form_pairs(&form), &BrowserPatterns)
+            control_problems(
+                requests,
+                &name,
+                &posted.choices,
+                &posted.values,
+                &BrowserPatterns,
+            )
         });
         errors.update(|errors| {
             if problems.is_empty() {
@@ -114,6 +129,7 @@ pub fn RoundBanner(
                 read_answer(
                     requests,
                     ResponseAction::Accept,
+                    &post.choices,
                     &post.values,
                     &BrowserPatterns,
                 )
@@ -157,6 +173,8 @@ pub fn RoundBanner(
         .chars()
         .filter(char::is_ascii_alphanumeric)
         .collect();
+    // A round of several requests is answered request by request: each has its own choice, sent together.
+    let several = round.requests.len() > 1;
     let bodies = round
         .requests
         .iter()
@@ -167,9 +185,23 @@ pub fn RoundBanner(
                 &format!("f{dom_stem}-{index}"),
                 errors,
                 posted_values.clone(),
+                several,
             )
         })
         .collect_view();
+    let buttons = if several {
+        [
+            ("accept", "Send answers", "button"),
+            ("decline", "Decline all", "button button-quiet"),
+            ("cancel", "Dismiss all", "button button-quiet"),
+        ]
+    } else {
+        [
+            ("accept", "Accept", "button"),
+            ("decline", "Decline", "button button-quiet"),
+            ("cancel", "Dismiss", "button button-quiet"),
+        ]
+    };
 
     view! {
         <section
@@ -211,11 +243,7 @@ pub fn RoundBanner(
                     {move || problem.get()}
                 </p>
                 <div class="banner-actions">
-                    {[
-                        ("accept", "Accept", "button"),
-                        ("decline", "Decline", "button button-quiet"),
-                        ("cancel", "Dismiss", "button button-quiet"),
-                    ]
+                    {buttons
                         .into_iter()
                         .map(|(action, text, class)| {
                             view! {
@@ -278,13 +306,16 @@ fn AskerPresence(
     }
 }
 
-/// One request's part of the banner: its message, then its form or the URL to consent to.
+/// One request's part of the banner: its message, then its form or the URL to consent to, and — in a round of
+/// several — how this request is answered.
 fn request_body(
     request: &RequestView,
     dom_stem: &str,
     errors: RwSignal<FieldErrors>,
     posted_values: Option<Vec<(String, String)>>,
+    several: bool,
 ) -> impl IntoView + use<> {
+    let choice = several.then(|| request_choice(request, posted_values.as_deref()));
     let body = match &request.body {
         RequestBody::Form { form } => form
             .fields
@@ -306,10 +337,45 @@ fn request_body(
         RequestBody::Url { url, host } => url_consent(url, host).into_any(),
     };
     view! {
-        <div class="request">
+        <div class="request" data-request-key=request.key.clone()>
             <p class="banner-message">{request.message.clone()}</p>
-            {body}
+            <div class="request-body">{body}</div>
+            {choice}
         </div>
+    }
+}
+
+/// Answer, decline or dismiss one request of a round of several; Answer unless the person chose otherwise
+/// (also after a refused post without JavaScript).
+fn request_choice(
+    request: &RequestView,
+    posted: Option<&[(String, String)]>,
+) -> impl IntoView + use<> {
+    let name = choice_name(&request.key);
+    let chosen = posted
+        .and_then(|posted| posted.iter().rev().find(|(posted, _)| *posted == name))
+        .map_or_else(|| "accept".to_owned(), |(_, value)| value.clone());
+    let options = [
+        ("accept", "Answer"),
+        ("decline", "Decline"),
+        ("cancel", "Dismiss"),
+    ]
+    .into_iter()
+    .map(|(value, text)| {
+        view! {
+            <label class="request-choice-option">
+                <input type="radio" name=name.clone() value=value checked=chosen == value />
+                {text}
+            </label>
+        }
+        .into_any()
+    })
+    .collect_view();
+    view! {
+        <fieldset class="request-choice">
+            <legend class="visually-hidden">"How to answer: " {request.message.clone()}</legend>
+            {options}
+        </fieldset>
     }
 }
 

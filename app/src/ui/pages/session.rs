@@ -217,6 +217,9 @@ fn notice_view(notice: AnswerNotice) -> impl IntoView {
                     "Your answer was recorded; the agent receives it on its next poll.".to_owned()
                 }
                 "decline" => "You declined; the agent is told so on its next poll.".to_owned(),
+                "mixed" => "Your answers were recorded, each as you chose; the agent receives them on its next \
+                            poll."
+                    .to_owned(),
                 _ => "You dismissed the question; the agent is told it was dismissed.".to_owned(),
             },
         ),
