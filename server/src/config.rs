@@ -54,6 +54,10 @@ pub struct WrapArgs {
     /// The session's capability URL, from its environment block.
     #[arg(long, env = "ELICITATION_REQUEST_URL", hide_env_values = true)]
     pub request_url: String,
+    /// Seconds between the progress notifications a waiting call hears (keep it under the harness's timeout
+    /// when the harness resets its timeout on progress).
+    #[arg(long, env = "ANTEROOM_WRAP_PROGRESS_SECONDS", default_value_t = anteroom_wrap::relay::PROGRESS_EVERY.as_secs_f64())]
+    pub progress_seconds: f64,
     /// The server's command and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,

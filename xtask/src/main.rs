@@ -187,7 +187,10 @@ fn test_everything() -> Result<()> {
              (e.g. postgres://postgres@127.0.0.1:5432/test)"
         ),
     }
-    run(cargo().args(["test", "--workspace", "--exclude", "xtask"]))?;
+    let sdks = tools::ensure_mcp_sdks()?;
+    run(cargo()
+        .args(["test", "--workspace", "--exclude", "xtask"])
+        .envs(sdks))?;
 
     step("end-to-end tests (Playwright, Chromium)");
     site::build(Profile::Debug)?;

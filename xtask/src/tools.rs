@@ -49,6 +49,39 @@ pub fn ensure_npm_packages() -> Result<()> {
         .current_dir(&dir))
 }
 
+/// The MCP SDKs `anteroom wrap`'s tests run real servers and harnesses with: npm packages in `wrap/tests/sdk/`
+/// and a Python virtual environment in `target/mcp-sdk-venv/`, both from lockfiles, installed when missing.
+/// Returns the environment variables that tell the tests where they are.
+pub fn ensure_mcp_sdks() -> Result<Vec<(&'static str, String)>> {
+    let sdk = workspace_root().join("wrap/tests/sdk");
+    let marker = sdk.join("node_modules/.package-lock.json");
+    if !is_newer_or_equal(&marker, &sdk.join("package-lock.json")) {
+        step("installing the MCP SDK test packages from npm (wrap/tests/sdk)");
+        run(Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&sdk))?;
+    }
+    let venv = workspace_root().join("target/mcp-sdk-venv");
+    let python = venv.join("bin/python");
+    let installed = venv.join("installed-requirements.txt");
+    let requirements = sdk.join("requirements.txt");
+    if !is_newer_or_equal(&installed, &requirements) {
+        step("installing the Python MCP SDK from PyPI (wrap/tests/sdk/requirements.txt)");
+        if !python.exists() {
+            run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+        }
+        // Every package is pinned in the file, so nothing unpinned is pulled in.
+        run(Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--no-deps", "-r"])
+            .arg(&requirements))?;
+        std::fs::copy(&requirements, &installed)?;
+    }
+    Ok(vec![
+        ("ANTEROOM_TEST_MCP_SDKS", sdk.display().to_string()),
+        ("ANTEROOM_TEST_MCP_PYTHON", python.display().to_string()),
+    ])
+}
+
 /// The wasm-opt that release builds run (binaryen from npm; Debian's is too old for current rustc output).
 pub fn wasm_opt() -> Result<PathBuf> {
     ensure_npm_packages()?;

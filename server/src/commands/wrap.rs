@@ -4,9 +4,10 @@ use anteroom_domain::{ids::OwnerId, round::check_server_name};
 use anteroom_server::config::WrapArgs;
 use anteroom_wrap::{
     anteroom::Anteroom,
-    relay::{PROGRESS_EVERY, Wrapped, run as relay},
+    relay::{Wrapped, run as relay},
 };
 use anyhow::Context;
+use std::time::Duration;
 
 use super::init_logging;
 
@@ -29,7 +30,7 @@ pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
         program: program.clone(),
         args: rest.to_vec(),
         server: args.server,
-        progress_every: PROGRESS_EVERY,
+        progress_every: progress_every(args.progress_seconds)?,
     };
     let code = relay(
         wrapped,
@@ -43,6 +44,15 @@ pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
     // Exit now: the runtime would otherwise wait on its blocking read of a stdin the harness may keep open
     // (after a signal, or when the server exited first).
     std::process::exit(code.unwrap_or(0));
+}
+
+/// The progress interval: a positive number of seconds, at least a tenth of one.
+fn progress_every(seconds: f64) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        seconds.is_finite() && (0.1..=3600.0).contains(&seconds),
+        "--progress-seconds must be between 0.1 and 3600 (it was {seconds})"
+    );
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// Resolves with SIGTERM or SIGINT, whichever stops the wrapper first, so the relay passes it to the server
