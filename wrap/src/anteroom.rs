@@ -2,7 +2,11 @@
 //! it opens — claim, renew while waiting, start delivery, delivered, resolve, or fail with a code
 //! (docs/lifecycle.md#worker-leases).
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use anteroom_domain::{
     ids::{OwnerId, RequestKey, RoundId},
@@ -78,6 +82,8 @@ pub struct Anteroom {
     /// `{public url}/api/v1/s/{token}`.
     session_base: String,
     owner: OwnerId,
+    /// The leases this worker holds on rounds not yet resolved or failed: what it ends when it stops.
+    held: Arc<Mutex<HashMap<RoundId, HeldLease>>>,
 }
 
 /// How long one long-poll of a round may wait on the server (its ceiling is 30 s).
@@ -107,6 +113,7 @@ impl Anteroom {
             http,
             session_base,
             owner,
+            held: Arc::default(),
         })
     }
 
@@ -152,16 +159,34 @@ impl Anteroom {
         .await
     }
 
-    /// Takes (or, with `renew`, extends) the round's lease for `seconds`.
+    /// Takes the round's lease for `seconds` (and remembers it until the round is resolved or failed).
     pub async fn claim(&self, round: RoundId, seconds: i64) -> Result<HeldLease, AnteroomError> {
         let body = json!({"owner_id": self.owner, "lease_seconds": seconds});
-        self.send(
-            "the lease",
-            self.http
-                .post(self.url(&format!("/rounds/{round}/claim")))
-                .json(&body),
-        )
-        .await
+        let lease: HeldLease = self
+            .send(
+                "the lease",
+                self.http
+                    .post(self.url(&format!("/rounds/{round}/claim")))
+                    .json(&body),
+            )
+            .await?;
+        self.held().insert(round, lease.clone());
+        Ok(lease)
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<RoundId, HeldLease>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Ends every round this worker still holds as failed with `code`: a worker that stops says so at once,
+    /// rather than leave a question people can answer for nothing until its deadline.
+    pub async fn fail_all_held(&self, code: &str, message: &str) {
+        let held: Vec<(RoundId, HeldLease)> = self.held().drain().collect();
+        for (round, lease) in held {
+            if let Err(error) = self.fail(round, &lease, code, message).await {
+                eprintln!("anteroom wrap: {message}, but ending round {round} failed: {error}");
+            }
+        }
     }
 
     pub async fn renew(
@@ -209,13 +234,18 @@ impl Anteroom {
         step: DeliveryStep,
     ) -> Result<RoundState, AnteroomError> {
         let body = json!({"owner_id": self.owner, "lease_token": lease.lease_token});
-        self.send(
-            step.what(),
-            self.http
-                .post(self.url(&format!("/rounds/{round}/{}", step.path())))
-                .json(&body),
-        )
-        .await
+        let state = self
+            .send(
+                step.what(),
+                self.http
+                    .post(self.url(&format!("/rounds/{round}/{}", step.path())))
+                    .json(&body),
+            )
+            .await?;
+        if step == DeliveryStep::Resolve {
+            self.held().remove(&round);
+        }
+        Ok(state)
     }
 
     /// Ends the round as failed with `code`, saying why.
@@ -226,6 +256,8 @@ impl Anteroom {
         code: &str,
         message: &str,
     ) -> Result<RoundState, AnteroomError> {
+        // Forgotten first: a refused failure (the round had ended) is not retried at exit either.
+        self.held().remove(&round);
         let body = json!({"owner_id": self.owner, "lease_token": lease.lease_token, "code": code, "message": message});
         self.send(
             "the failure",

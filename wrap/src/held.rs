@@ -265,7 +265,9 @@ fn keyed(requests: &[(String, Value)]) -> Result<Vec<Keyed>, NoAnswer> {
         .iter()
         .enumerate()
         .map(|(index, (server_key, params))| {
-            let request = elicitation_request(params).map_err(|error| {
+            // A 2026-07-28 URL question carries no id of its own: the server's key names it.
+            let fallback_id = format!("anteroom-{server_key}");
+            let request = elicitation_request(params, Some(&fallback_id)).map_err(|error| {
                 NoAnswer::Because(format!(
                     "the server's question {server_key:?} cannot be asked: {error}"
                 ))

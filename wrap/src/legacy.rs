@@ -47,7 +47,7 @@ impl Question {
         mut withdrawn: Withdrawal,
         progress: &Progress,
     ) -> Result<(), NoAnswer> {
-        let request = elicitation_request(&self.params).map_err(|error| error.to_string())?;
+        let request = elicitation_request(&self.params, None).map_err(|error| error.to_string())?;
         if let ElicitationRequest::Url { elicitation_id, .. } = &request {
             relay.remember_url_elicitation(elicitation_id);
         }

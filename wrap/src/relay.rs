@@ -42,6 +42,8 @@ use crate::{
 const EXIT_GRACE: Duration = Duration::from_millis(1500);
 /// How long the last lines of a direction have to be written once the relay ends.
 const FLUSH_GRACE: Duration = Duration::from_millis(500);
+/// How long the wrapper waits, when it stops, for Anteroom to confirm that its open questions ended.
+const ABANDON_GRACE: Duration = Duration::from_secs(3);
 /// The JSON-RPC error code the wrapper answers with when no answer can be given.
 pub const NO_ANSWER: i64 = -32001;
 /// How many answered URL elicitations the wrapper remembers, to consume their completion notices.
@@ -182,6 +184,17 @@ pub async fn run(
             wait_or_kill(&mut child).await?
         }
     };
+    // Questions still open can no longer reach anyone: they end now, saying why, not at their deadline.
+    let abandoned = relay.anteroom.fail_all_held(
+        "wrapper_stopped",
+        "anteroom wrap stopped (its harness or server went away) before the question was settled.",
+    );
+    if tokio::time::timeout(ABANDON_GRACE, abandoned)
+        .await
+        .is_err()
+    {
+        eprintln!("anteroom wrap: Anteroom did not confirm the end of the open questions in time");
+    }
     // The server is gone: its last lines reach the harness before the wrapper ends.
     if tokio::time::timeout(FLUSH_GRACE, &mut from_child)
         .await

@@ -272,7 +272,12 @@ pub fn needs_input(response: &Value) -> Option<NeedsInput> {
 }
 
 /// A server's `elicitation/create` params as Anteroom's request (form or URL), checked the way a producer's are.
-pub fn elicitation_request(params: &Value) -> Result<ElicitationRequest, ManagedInputError> {
+/// A URL question without an `elicitationId` (the 2026-07-28 shape: the server keeps track in its
+/// `requestState`) gets `fallback_id` when one is given; a legacy one must carry its own.
+pub fn elicitation_request(
+    params: &Value,
+    fallback_id: Option<&str>,
+) -> Result<ElicitationRequest, ManagedInputError> {
     let invalid = |what: &str| ManagedInputError::validation(format!("elicitation/create: {what}"));
     let object = params
         .as_object()
@@ -282,7 +287,16 @@ pub fn elicitation_request(params: &Value) -> Result<ElicitationRequest, Managed
         .and_then(Value::as_str)
         .ok_or_else(|| invalid("`message` is missing"))?
         .to_owned();
-    let meta = object.get("_meta").and_then(Value::as_object).cloned();
+    // A progress token is the transport's business (the wrapper keeps it alive), not part of the question.
+    let meta = object
+        .get("_meta")
+        .and_then(Value::as_object)
+        .map(|meta| {
+            let mut meta = meta.clone();
+            meta.remove("progressToken");
+            meta
+        })
+        .filter(|meta| !meta.is_empty());
     match object.get("mode").and_then(Value::as_str).unwrap_or("form") {
         "form" => Ok(ElicitationRequest::Form {
             message,
@@ -302,6 +316,7 @@ pub fn elicitation_request(params: &Value) -> Result<ElicitationRequest, Managed
             elicitation_id: object
                 .get("elicitationId")
                 .and_then(Value::as_str)
+                .or(fallback_id)
                 .ok_or_else(|| invalid("`elicitationId` is missing"))?
                 .to_owned(),
             meta,
@@ -470,19 +485,39 @@ mod tests {
 
     #[test]
     fn elicitation_create_reads_as_a_form_or_a_url_request() {
-        let form = elicitation_request(&json!({
-            "message": "Which environment?",
-            "requestedSchema": {"type": "object", "properties": {"env": {"type": "string"}}}
-        }))
+        let form = elicitation_request(
+            &json!({
+                "message": "Which environment?",
+                "requestedSchema": {"type": "object", "properties": {"env": {"type": "string"}}},
+                "_meta": {"progressToken": 7}
+            }),
+            None,
+        )
         .expect("form");
-        assert!(matches!(form, ElicitationRequest::Form { .. }));
-        let url = elicitation_request(&json!({
-            "mode": "url", "message": "Sign in", "url": "https://example.com/auth", "elicitationId": "e1"
-        }))
+        assert!(
+            matches!(form, ElicitationRequest::Form { meta: None, .. }),
+            "the progress token is not part of the question: {form:?}"
+        );
+        let url = elicitation_request(
+            &json!({
+                "mode": "url", "message": "Sign in", "url": "https://example.com/auth", "elicitationId": "e1"
+            }),
+            Some("unused"),
+        )
         .expect("url");
-        assert!(matches!(url, ElicitationRequest::Url { .. }));
-        assert!(elicitation_request(&json!({"mode": "url", "message": "x"})).is_err());
-        assert!(elicitation_request(&json!({"mode": "sms", "message": "x"})).is_err());
-        assert!(elicitation_request(&json!("nope")).is_err());
+        assert!(
+            matches!(&url, ElicitationRequest::Url { elicitation_id, .. } if elicitation_id == "e1")
+        );
+        let url_only = json!({"mode": "url", "message": "x", "url": "https://example.com"});
+        assert!(
+            elicitation_request(&url_only, None).is_err(),
+            "legacy: the id is required"
+        );
+        let modern = elicitation_request(&url_only, Some("login")).expect("2026-07-28 shape");
+        assert!(
+            matches!(&modern, ElicitationRequest::Url { elicitation_id, .. } if elicitation_id == "login")
+        );
+        assert!(elicitation_request(&json!({"mode": "sms", "message": "x"}), None).is_err());
+        assert!(elicitation_request(&json!("nope"), None).is_err());
     }
 }

@@ -262,3 +262,333 @@ async fn a_server_deaf_to_eof_is_killed_after_the_grace() {
         "the server does not outlive the wrapper"
     );
 }
+
+/// Real MCP SDKs on both sides of the wrapper: servers from `@modelcontextprotocol/sdk` 1.32 (legacy
+/// `elicitInput`), `@modelcontextprotocol/server` 2.4 (2026-07-28 `inputRequired`) and the Python `mcp` 2.3 (both
+/// eras), and a harness on `@modelcontextprotocol/client` 2.4 that declares no elicitation, waits 3 s for a result
+/// and resets that on progress. `cargo xtask test` installs them from their lockfiles (`wrap/tests/sdk/`).
+mod sdks {
+    use super::*;
+
+    /// The SDK test packages' folder and the Python SDK's interpreter, as `cargo xtask test` installed them.
+    fn installed() -> (String, String) {
+        let folder = std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
+            "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
+        );
+        let python = std::env::var("ANTEROOM_TEST_MCP_PYTHON").expect("ANTEROOM_TEST_MCP_PYTHON");
+        (folder, python)
+    }
+
+    /// What the harness printed: the call's result or error, and how many progress notes it heard.
+    struct Called {
+        result: Value,
+        progress: u64,
+    }
+
+    impl Called {
+        /// The tool result's text, read as the JSON the fixture servers write there.
+        fn reported(&self) -> Value {
+            let text = self.result["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a text result: {}", self.result));
+            serde_json::from_str(text).expect("the server's report")
+        }
+    }
+
+    /// Runs the harness against `server` under `anteroom wrap`; `answer` plays the person once the question is
+    /// in Anteroom, `wait` after it arrived (longer than the harness's 3 s: only progress keeps the call alive).
+    async fn call_through_wrapper(
+        anteroom: &TestServer,
+        era: &str,
+        tool: &str,
+        server: &[&str],
+        wait: StdDuration,
+        answer: Value,
+    ) -> (Called, anteroom_domain::round::Round) {
+        let (folder, _) = installed();
+        let env = anteroom.session("s1").await;
+        let mut harness = Command::new("node")
+            .arg(format!("{folder}/harness.mjs"))
+            .args([
+                "--era",
+                era,
+                "--tool",
+                tool,
+                "--timeout-ms",
+                "3000",
+                "--reset-on-progress",
+                "--",
+            ])
+            .args([
+                BINARY,
+                "wrap",
+                "--server",
+                "sdk",
+                "--progress-seconds",
+                "1",
+                "--",
+            ])
+            .args(server)
+            .current_dir(&folder)
+            .env("ELICITATION_REQUEST_URL", &env.request_url)
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("run the harness");
+        let session = SessionId::parse("s1").expect("id");
+        let mut asked = None;
+        for _ in 0..1000 {
+            if let Some(round) = anteroom
+                .store
+                .list_rounds(&session)
+                .await
+                .expect("rounds")
+                .pop()
+            {
+                asked = Some(round);
+                break;
+            }
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
+        }
+        let round = asked.expect("the SDK server's question reached Anteroom");
+        assert_eq!(round.server.as_deref(), Some("sdk"));
+        assert_eq!(round.operation_name, tool);
+        tokio::time::sleep(wait).await;
+        let answered = if round.requests.len() == 1 && answer.get("action_type").is_some() {
+            anteroom
+                .respond(&anteroom.responder_key, &round.round_id.to_string(), answer)
+                .await
+        } else {
+            anteroom
+                .respond_each(&anteroom.responder_key, &round.round_id.to_string(), answer)
+                .await
+        };
+        assert_eq!(answered.status(), 200);
+        let mut stdout = BufReader::new(harness.stdout.take().expect("stdout")).lines();
+        let line = tokio::time::timeout(StdDuration::from_secs(30), stdout.next_line())
+            .await
+            .expect("the harness prints its call's outcome within 30 s")
+            .expect("read")
+            .expect("a line");
+        let printed: Value = serde_json::from_str(&line).expect("JSON");
+        let _ = tokio::time::timeout(StdDuration::from_secs(10), harness.wait()).await;
+        let called = Called {
+            progress: printed["progress"].as_u64().unwrap_or(0),
+            result: printed,
+        };
+        (called, round)
+    }
+
+    async fn settled(anteroom: &TestServer, round: &anteroom_domain::round::Round) -> RoundStatus {
+        let mut status = RoundStatus::Pending;
+        for _ in 0..250 {
+            status = anteroom
+                .store
+                .get_round(round.round_id)
+                .await
+                .expect("round")
+                .status;
+            if status == RoundStatus::Resolved {
+                break;
+            }
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
+        }
+        status
+    }
+
+    async fn typescript_sdk_legacy_form_accepted_after_the_harness_timeout(db: Db) {
+        let Some(anteroom) = TestServer::start(db).await else {
+            return;
+        };
+        let (called, round) = call_through_wrapper(
+            &anteroom,
+            "legacy",
+            "deploy",
+            &["node", "legacy_server.mjs"],
+            StdDuration::from_secs(4),
+            json!({"action_type": "accept", "content": {"env": "prod"}}),
+        )
+        .await;
+        assert_eq!(
+            called.reported(),
+            json!({"action": "accept", "content": {"env": "prod"}}),
+            "{}",
+            called.result
+        );
+        assert!(
+            called.progress >= 3,
+            "progress kept the 3 s call alive: {}",
+            called.progress
+        );
+        assert_eq!(settled(&anteroom, &round).await, RoundStatus::Resolved);
+        anteroom.stop().await;
+    }
+
+    async fn typescript_sdk_legacy_url_consent(db: Db) {
+        let Some(anteroom) = TestServer::start(db).await else {
+            return;
+        };
+        let (called, round) = call_through_wrapper(
+            &anteroom,
+            "legacy",
+            "sign_in",
+            &["node", "legacy_server.mjs"],
+            StdDuration::ZERO,
+            json!({"action_type": "accept"}),
+        )
+        .await;
+        assert_eq!(
+            called.reported(),
+            json!({"action": "accept"}),
+            "{}",
+            called.result
+        );
+        assert_eq!(settled(&anteroom, &round).await, RoundStatus::Resolved);
+        anteroom.stop().await;
+    }
+
+    async fn typescript_sdk_modern_round_answered_per_request(db: Db) {
+        let Some(anteroom) = TestServer::start(db).await else {
+            return;
+        };
+        let (called, round) = call_through_wrapper(
+            &anteroom,
+            "modern",
+            "plan",
+            &["node", "mrtr_server.mjs"],
+            StdDuration::from_secs(4),
+            json!({"env": {"action": "accept", "content": {"env": "prod"}}, "notify": {"action": "decline"}}),
+        )
+        .await;
+        assert_eq!(round.requests.len(), 2);
+        assert_eq!(
+            round.request_state.as_deref(),
+            Some("plan-state-1+/=opaque")
+        );
+        assert_eq!(
+            called.reported(),
+            json!({"inputResponses": {"env": {"action": "accept", "content": {"env": "prod"}},
+                                      "notify": {"action": "decline"}},
+                   "requestState": "plan-state-1+/=opaque"}),
+            "{}",
+            called.result
+        );
+        assert!(
+            called.progress >= 3,
+            "progress kept the 3 s call alive: {}",
+            called.progress
+        );
+        assert_eq!(settled(&anteroom, &round).await, RoundStatus::Resolved);
+        anteroom.stop().await;
+    }
+
+    async fn typescript_sdk_modern_url_question(db: Db) {
+        let Some(anteroom) = TestServer::start(db).await else {
+            return;
+        };
+        let (called, round) = call_through_wrapper(
+            &anteroom,
+            "modern",
+            "sign_in",
+            &["node", "mrtr_server.mjs"],
+            StdDuration::ZERO,
+            json!({"login": {"action": "accept"}}),
+        )
+        .await;
+        assert_eq!(
+            called.reported(),
+            json!({"inputResponses": {"login": {"action": "accept"}}, "requestState": "sign-in-state-1"}),
+            "{}",
+            called.result
+        );
+        assert_eq!(settled(&anteroom, &round).await, RoundStatus::Resolved);
+        anteroom.stop().await;
+    }
+
+    async fn python_sdk_legacy_question_dismissed(db: Db) {
+        let Some(anteroom) = TestServer::start(db).await else {
+            return;
+        };
+        let (_, python) = installed();
+        let (called, round) = call_through_wrapper(
+            &anteroom,
+            "legacy",
+            "deploy",
+            &[&python, "python_server.py"],
+            StdDuration::ZERO,
+            json!({"action_type": "cancel"}),
+        )
+        .await;
+        assert_eq!(
+            called.reported(),
+            json!({"action": "cancel"}),
+            "{}",
+            called.result
+        );
+        assert_eq!(settled(&anteroom, &round).await, RoundStatus::Resolved);
+        anteroom.stop().await;
+    }
+
+    async fn python_sdk_modern_round_answered(db: Db) {
+        let Some(anteroom) = TestServer::start(db).await else {
+            return;
+        };
+        let (_, python) = installed();
+        let (called, round) = call_through_wrapper(
+            &anteroom,
+            "modern",
+            "plan",
+            &[&python, "python_server.py"],
+            StdDuration::ZERO,
+            json!({"env": {"action": "accept", "content": {"env": "dev"}},
+                   "notify": {"action": "accept", "content": {"channel": "#ops"}}}),
+        )
+        .await;
+        let report = called.reported();
+        assert_eq!(
+            report["inputResponses"],
+            json!({"env": {"action": "accept", "content": {"env": "dev"}},
+                   "notify": {"action": "accept", "content": {"channel": "#ops"}}}),
+            "{}",
+            called.result
+        );
+        assert_eq!(settled(&anteroom, &round).await, RoundStatus::Resolved);
+        anteroom.stop().await;
+    }
+
+    /// Each SDK test on both backends, run only when the SDKs are installed (reported as ignored otherwise).
+    macro_rules! sdk_tests {
+        ($($name:ident),* $(,)?) => {
+            mod sqlite {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    #[cfg_attr(not(anteroom_mcp_sdk_tests), ignore = "run through `cargo xtask test`, which installs the MCP SDKs")]
+                    async fn $name() {
+                        super::$name(anteroom_testkit::Db::Sqlite).await;
+                    }
+                )*
+            }
+            mod postgres {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    #[cfg_attr(
+                        any(not(anteroom_mcp_sdk_tests), not(anteroom_postgres_tests)),
+                        ignore = "needs the MCP SDKs (cargo xtask test) and ANTEROOM_TEST_POSTGRES_URL"
+                    )]
+                    async fn $name() {
+                        super::$name(anteroom_testkit::Db::Postgres).await;
+                    }
+                )*
+            }
+        };
+    }
+
+    sdk_tests!(
+        typescript_sdk_legacy_form_accepted_after_the_harness_timeout,
+        typescript_sdk_legacy_url_consent,
+        typescript_sdk_modern_round_answered_per_request,
+        typescript_sdk_modern_url_question,
+        python_sdk_legacy_question_dismissed,
+        python_sdk_modern_round_answered,
+    );
+}

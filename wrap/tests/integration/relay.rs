@@ -501,6 +501,40 @@ async fn a_cancelled_call_withdraws_its_question(db: Db) {
     server.stop().await;
 }
 
+async fn a_wrapper_that_stops_ends_its_open_question(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.send(modern_call(json!(1), "plan")).await;
+    let round = rounds_asked(&server, 1).await.remove(0);
+    // The question is being worked (its lease is held) when the harness goes away.
+    for _ in 0..300 {
+        if server
+            .store
+            .get_round(round.round_id)
+            .await
+            .expect("round")
+            .lease
+            .is_some()
+        {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    harness.close().await;
+    let ended = server.store.get_round(round.round_id).await.expect("round");
+    assert_eq!(
+        ended.status,
+        RoundStatus::Failed,
+        "not left open until its deadline"
+    );
+    let failure = ended.failure.expect("a failure");
+    assert_eq!(failure.code.as_str(), "wrapper_stopped");
+    assert!(failure.message.contains("stopped"), "{}", failure.message);
+    server.stop().await;
+}
+
 /// Anteroom is down: the harness hears an honest error at once, never a decline, and nothing hangs.
 #[tokio::test]
 async fn an_unreachable_anteroom_is_an_honest_error() {
@@ -518,6 +552,7 @@ async fn an_unreachable_anteroom_is_an_honest_error() {
 }
 
 on_both_backends!(
+    a_wrapper_that_stops_ends_its_open_question,
     a_modern_call_is_one_round_answered_per_request,
     concurrent_calls_get_their_own_rounds_and_answers,
     a_url_consent_lets_the_call_be_retried,

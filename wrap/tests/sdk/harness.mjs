@@ -42,7 +42,7 @@ const options = parse(process.argv.slice(2));
 const client = new Client(
     { name: 'anteroom-sdk-harness', version: '1.0.0' },
     {
-        // No elicitation: the wrapper declares it for us. (An empty object, not omitted: the SDK's default.)
+        // No elicitation: only the wrapper can answer, so it must declare it for us.
         capabilities: {},
         versionNegotiation: { mode: options.era === 'legacy' ? 'legacy' : { pin: '2026-07-28' } }
     }

@@ -5,7 +5,7 @@
 //   deploy   form mode: "Which environment?" {env: string, required}
 //   sign_in  URL mode: https://auth.example.com/login (then sends the URL's completion notice)
 //
-// The SDK registers nothing conditionally, but `elicitInput` refuses when the client did not declare the mode:
+// Both tools are always listed, but the SDK's `elicitInput` refuses when the client did not declare the mode:
 // the wrapper must add elicitation to the harness's `initialize`.
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -14,7 +14,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 const server = new McpServer({ name: 'legacy-sdk-fixture', version: '1.0.0' });
 
 // The server times its own question: 60 s by default. A person may take longer, so the question waits up to
-// an hour, and any progress the wrapper sends on it restarts that clock.
+// an hour, and any progress the wrapper sends on it restarts that clock. When the harness cancels the call, the
+// question is withdrawn too (the SDK sends `notifications/cancelled` for it).
 function waitingOptions(extra) {
     let heard = 0;
     return {
@@ -24,6 +25,7 @@ function waitingOptions(extra) {
             heard += 1;
             console.error(`legacy_server: progress on our question #${heard}: ${JSON.stringify(progress)}`);
         },
+        signal: extra.signal,
         relatedRequestId: extra.requestId
     };
 }

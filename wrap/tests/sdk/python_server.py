@@ -31,7 +31,7 @@ class Environment(BaseModel):
 
 
 def text(value: object) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(value))])
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(value, separators=(",", ":")))])
 
 
 @server.tool(description="Asks which environment to deploy to (legacy form elicitation).")
