@@ -535,6 +535,66 @@ async fn a_wrapper_that_stops_ends_its_open_question(db: Db) {
     server.stop().await;
 }
 
+/// A raw wire driver: what the wrapper does not handle passes byte for byte in both directions — odd spacing,
+/// key order, escapes, lines that are not JSON, notifications, responses to the server's own requests.
+async fn everything_else_passes_byte_for_byte(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.initialize().await;
+    let sent = [
+        r#"{"method" : "tools/list",   "id":9 ,"jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#,
+        r#"{"jsonrpc":"2.0","id":"server-7","result":{"roots":[{"uri":"file:///wérk"}]}}"#,
+        "not JSON at all {",
+        r#"[{"jsonrpc":"2.0","method":"a batch"}]"#,
+        r#"{"jsonrpc":"2.0","id":10,"method":"prompts/list","params":{"cursor":null,"_meta":{"x":1}}}"#,
+    ];
+    for line in sent {
+        harness
+            .to_relay
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write");
+    }
+    let mut answered = Vec::new();
+    while answered.len() < 2 {
+        answered.push(harness.read().await);
+    }
+    assert_eq!(answered[0]["id"], 9);
+    assert_eq!(answered[1]["id"], 10);
+    harness
+        .send(json!({"jsonrpc": "2.0", "id": 11, "method": "debug/received"}))
+        .await;
+    let received = harness.read().await;
+    let lines: Vec<&str> = received["result"]["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    // The first line is the initialize, with elicitation declared; every other line is exactly as sent.
+    assert!(lines[0].contains("\"elicitation\""), "{}", lines[0]);
+    assert_eq!(&lines[1..], &sent[..]);
+
+    harness
+        .send(json!({"jsonrpc": "2.0", "id": 12, "method": "debug/notify"}))
+        .await;
+    let raw = tokio::time::timeout(StdDuration::from_secs(30), harness.from_relay.next_line())
+        .await
+        .expect("a line")
+        .expect("read")
+        .expect("a line");
+    assert_eq!(
+        raw,
+        r#"{"params":{"data":"d\u00e9j\u00e0 vu  ✓","level":"info"} ,"method":"notifications/message","jsonrpc":"2.0"}"#
+    );
+    assert_eq!(harness.read().await["id"], 12);
+    harness.close().await;
+    server.stop().await;
+}
+
 /// Anteroom is down: the harness hears an honest error at once, never a decline, and nothing hangs.
 #[tokio::test]
 async fn an_unreachable_anteroom_is_an_honest_error() {
@@ -552,6 +612,7 @@ async fn an_unreachable_anteroom_is_an_honest_error() {
 }
 
 on_both_backends!(
+    everything_else_passes_byte_for_byte,
     a_wrapper_that_stops_ends_its_open_question,
     a_modern_call_is_one_round_answered_per_request,
     concurrent_calls_get_their_own_rounds_and_answers,
