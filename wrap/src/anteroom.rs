@@ -83,7 +83,14 @@ pub struct Anteroom {
     session_base: String,
     owner: OwnerId,
     /// The leases this worker holds on rounds not yet resolved or failed: what it ends when it stops.
-    held: Arc<Mutex<HashMap<RoundId, HeldLease>>>,
+    held: Arc<Mutex<HashMap<RoundId, Held>>>,
+}
+
+/// A round the worker holds, and whether its delivery has started.
+#[derive(Debug)]
+struct Held {
+    lease: HeldLease,
+    delivering: bool,
 }
 
 /// How long one long-poll of a round may wait on the server (its ceiling is 30 s).
@@ -170,18 +177,35 @@ impl Anteroom {
                     .json(&body),
             )
             .await?;
-        self.held().insert(round, lease.clone());
+        self.held().insert(
+            round,
+            Held {
+                lease: lease.clone(),
+                delivering: false,
+            },
+        );
         Ok(lease)
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<RoundId, HeldLease>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<RoundId, Held>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Ends every round this worker still holds as failed with `code`: a worker that stops says so at once,
-    /// rather than leave a question people can answer for nothing until its deadline.
-    pub async fn fail_all_held(&self, code: &str, message: &str) {
-        let held: Vec<(RoundId, HeldLease)> = self.held().drain().collect();
+    /// rather than leave a question people can answer for nothing until its deadline. A delivery under way
+    /// (its answer already handed over, its last steps in flight) gets `settle` to finish first.
+    pub async fn fail_all_held(&self, code: &str, message: &str, settle: Duration) {
+        let until = tokio::time::Instant::now() + settle;
+        while self.held().values().any(|held| held.delivering)
+            && tokio::time::Instant::now() < until
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let held: Vec<(RoundId, HeldLease)> = self
+            .held()
+            .drain()
+            .map(|(round, held)| (round, held.lease))
+            .collect();
         for (round, lease) in held {
             if let Err(error) = self.fail(round, &lease, code, message).await {
                 eprintln!("anteroom wrap: {message}, but ending round {round} failed: {error}");
@@ -242,8 +266,16 @@ impl Anteroom {
                     .json(&body),
             )
             .await?;
-        if step == DeliveryStep::Resolve {
-            self.held().remove(&round);
+        match step {
+            DeliveryStep::Start => {
+                if let Some(held) = self.held().get_mut(&round) {
+                    held.delivering = true;
+                }
+            }
+            DeliveryStep::Delivered => {}
+            DeliveryStep::Resolve => {
+                self.held().remove(&round);
+            }
         }
         Ok(state)
     }

@@ -42,8 +42,10 @@ use crate::{
 const EXIT_GRACE: Duration = Duration::from_millis(1500);
 /// How long the last lines of a direction have to be written once the relay ends.
 const FLUSH_GRACE: Duration = Duration::from_millis(500);
+/// How long a delivery under way (its answer handed over) has to finish its steps when the wrapper stops.
+const DELIVERY_SETTLE: Duration = Duration::from_secs(1);
 /// How long the wrapper waits, when it stops, for Anteroom to confirm that its open questions ended.
-const ABANDON_GRACE: Duration = Duration::from_secs(3);
+const ABANDON_GRACE: Duration = Duration::from_secs(4);
 /// The JSON-RPC error code the wrapper answers with when no answer can be given.
 pub const NO_ANSWER: i64 = -32001;
 /// How many answered URL elicitations the wrapper remembers, to consume their completion notices.
@@ -188,6 +190,7 @@ pub async fn run(
     let abandoned = relay.anteroom.fail_all_held(
         "wrapper_stopped",
         "anteroom wrap stopped (its harness or server went away) before the question was settled.",
+        DELIVERY_SETTLE,
     );
     if tokio::time::timeout(ABANDON_GRACE, abandoned)
         .await
