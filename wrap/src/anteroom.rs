@@ -4,7 +4,10 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -24,6 +27,10 @@ pub enum AnteroomError {
         "ELICITATION_REQUEST_URL is not a session's capability URL (…/api/v1/s/TOKEN/elicitations)"
     )]
     NotACapabilityUrl,
+    /// The request never reached Anteroom (the connection failed): safe to send again.
+    #[error("Anteroom could not be reached: {0}")]
+    NotReached(String),
+    /// The request may have reached Anteroom, but no reply came (a timeout, a broken connection).
     #[error("Anteroom could not be reached: {0}")]
     Unreachable(String),
     #[error("Anteroom refused {what}: {status} {body}")]
@@ -34,7 +41,32 @@ pub enum AnteroomError {
     },
     #[error("Anteroom's reply to {what} could not be read: {error}")]
     Unreadable { what: &'static str, error: String },
+    #[error("the wrapper is stopping")]
+    Stopping,
 }
+
+impl AnteroomError {
+    /// Whether sending the same request again is safe and may succeed.
+    fn may_retry(&self, retry_timeouts: bool) -> bool {
+        match self {
+            Self::NotReached(_) => true,
+            Self::Unreachable(_) => retry_timeouts,
+            Self::Refused { status, .. } => matches!(status, 429 | 502 | 503 | 504),
+            Self::NotACapabilityUrl | Self::Unreadable { .. } | Self::Stopping => false,
+        }
+    }
+}
+
+/// A failed attempt, with how long Anteroom asked the wrapper to wait before the next.
+struct Transient {
+    error: AnteroomError,
+    retry_after: Option<Duration>,
+}
+
+/// How many times a request is sent at most ([`Anteroom::send`]).
+const ATTEMPTS: u32 = 5;
+/// The longest pause between two attempts, whatever `Retry-After` says.
+const MAX_PAUSE: Duration = Duration::from_secs(5);
 
 /// A round as the wrapper needs it: where it stands, and the answers once given.
 #[derive(Debug, Clone, Deserialize)]
@@ -84,6 +116,8 @@ pub struct Anteroom {
     owner: OwnerId,
     /// The leases this worker holds on rounds not yet resolved or failed: what it ends when it stops.
     held: Arc<Mutex<HashMap<RoundId, Held>>>,
+    /// Set when the wrapper stops: no new rounds.
+    stopping: Arc<AtomicBool>,
 }
 
 /// A round the worker holds, and whether its delivery has started.
@@ -121,6 +155,7 @@ impl Anteroom {
             session_base,
             owner,
             held: Arc::default(),
+            stopping: Arc::default(),
         })
     }
 
@@ -128,28 +163,74 @@ impl Anteroom {
         &self.owner
     }
 
+    /// Sends `request`, trying again (with growing pauses, or as long as Anteroom's `Retry-After` says, up to
+    /// [`ATTEMPTS`] in all) when Anteroom turned it away for now (429, 502, 503, 504) or it never reached
+    /// Anteroom; a read (`retry_timeouts`) is also tried again after a timeout. A write that may have been
+    /// done is not repeated.
     async fn send<T: for<'de> Deserialize<'de>>(
         &self,
         what: &'static str,
         request: reqwest::RequestBuilder,
+        retry_timeouts: bool,
     ) -> Result<T, AnteroomError> {
+        let mut pause = Duration::from_millis(250);
+        for _ in 1..ATTEMPTS {
+            let Some(attempt) = request.try_clone() else {
+                break;
+            };
+            match self.send_once(what, attempt).await {
+                Err(Transient { error, retry_after }) if error.may_retry(retry_timeouts) => {
+                    tokio::time::sleep(retry_after.unwrap_or(pause).min(MAX_PAUSE)).await;
+                    pause *= 2;
+                }
+                outcome => return outcome.map_err(|transient| transient.error),
+            }
+        }
+        self.send_once(what, request)
+            .await
+            .map_err(|transient| transient.error)
+    }
+
+    async fn send_once<T: for<'de> Deserialize<'de>>(
+        &self,
+        what: &'static str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, Transient> {
         // reqwest names the URL in its errors, and the URL holds the session's token: the message goes to the
         // log and, as the server's error, into the agent's transcript, so it is dropped.
-        let unreachable =
-            |error: reqwest::Error| AnteroomError::Unreachable(error.without_url().to_string());
+        let unreachable = |error: reqwest::Error| Transient {
+            retry_after: None,
+            error: if error.is_connect() {
+                AnteroomError::NotReached(error.without_url().to_string())
+            } else {
+                AnteroomError::Unreachable(error.without_url().to_string())
+            },
+        };
         let reply = request.send().await.map_err(unreachable)?;
         let status = reply.status();
+        let retry_after = reply
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
         let body = reply.text().await.map_err(unreachable)?;
         if !status.is_success() {
-            return Err(AnteroomError::Refused {
-                what,
-                status: status.as_u16(),
-                body,
+            return Err(Transient {
+                retry_after,
+                error: AnteroomError::Refused {
+                    what,
+                    status: status.as_u16(),
+                    body,
+                },
             });
         }
-        serde_json::from_str(&body).map_err(|error| AnteroomError::Unreadable {
-            what,
-            error: error.to_string(),
+        serde_json::from_str(&body).map_err(|error| Transient {
+            retry_after: None,
+            error: AnteroomError::Unreadable {
+                what,
+                error: error.to_string(),
+            },
         })
     }
 
@@ -159,9 +240,13 @@ impl Anteroom {
 
     /// Opens a round in the session.
     pub async fn ask(&self, ask: &Ask) -> Result<RoundState, AnteroomError> {
+        if self.stopping.load(Ordering::Acquire) {
+            return Err(AnteroomError::Stopping);
+        }
         self.send(
             "the question",
             self.http.post(self.url("/rounds")).json(ask),
+            false,
         )
         .await
     }
@@ -175,8 +260,21 @@ impl Anteroom {
                 self.http
                     .post(self.url(&format!("/rounds/{round}/claim")))
                     .json(&body),
+                false,
             )
             .await?;
+        if self.stopping.load(Ordering::Acquire) {
+            // Claimed after the wrapper began to stop: nobody will work it, so it ends now.
+            let _ = self
+                .fail(
+                    round,
+                    &lease,
+                    "wrapper_stopped",
+                    "anteroom wrap stopped before anyone answered.",
+                )
+                .await;
+            return Err(AnteroomError::Stopping);
+        }
         self.held().insert(
             round,
             Held {
@@ -191,26 +289,40 @@ impl Anteroom {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// From now on the worker opens no round, and a round it claims is ended at once (it is stopping).
+    pub fn stop_asking(&self) {
+        self.stopping.store(true, Ordering::Release);
+    }
+
     /// Ends every round this worker still holds as failed with `code`: a worker that stops says so at once,
     /// rather than leave a question people can answer for nothing until its deadline. A delivery under way
-    /// (its answer already handed over, its last steps in flight) gets `settle` to finish first.
-    pub async fn fail_all_held(&self, code: &str, message: &str, settle: Duration) {
+    /// (its answer already handed over, its last steps in flight) gets `settle` to finish first. Rounds end
+    /// concurrently.
+    pub async fn fail_all_held(&self, code: &str, settle: Duration) {
         let until = tokio::time::Instant::now() + settle;
         while self.held().values().any(|held| held.delivering)
             && tokio::time::Instant::now() < until
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let held: Vec<(RoundId, HeldLease)> = self
-            .held()
-            .drain()
-            .map(|(round, held)| (round, held.lease))
-            .collect();
-        for (round, lease) in held {
-            if let Err(error) = self.fail(round, &lease, code, message).await {
-                eprintln!("anteroom wrap: {message}, but ending round {round} failed: {error}");
-            }
+        let held: Vec<(RoundId, Held)> = self.held().drain().collect();
+        let mut endings = tokio::task::JoinSet::new();
+        for (round, held) in held {
+            let (worker, code) = (self.clone(), code.to_owned());
+            endings.spawn(async move {
+                let message = if held.delivering {
+                    "anteroom wrap stopped (its harness or server went away) after it handed the answer to the \
+                     server, before the call that asked finished."
+                } else {
+                    "anteroom wrap stopped (its harness or server went away) before anyone answered; the \
+                     question can no longer reach its server."
+                };
+                if let Err(error) = worker.fail(round, &held.lease, &code, message).await {
+                    eprintln!("anteroom wrap: ending round {round} as it stopped failed: {error}");
+                }
+            });
         }
+        while endings.join_next().await.is_some() {}
     }
 
     pub async fn renew(
@@ -226,6 +338,8 @@ impl Anteroom {
                 self.http
                     .post(self.url(&format!("/rounds/{round}/renew")))
                     .json(&body),
+                // Renewing twice only moves the expiry twice.
+                true,
             )
             .await?;
         Ok(())
@@ -235,6 +349,7 @@ impl Anteroom {
         self.send(
             "the round",
             self.http.get(self.url(&format!("/rounds/{round}"))),
+            true,
         )
         .await
     }
@@ -246,7 +361,7 @@ impl Anteroom {
             "/elicitations/{round}?wait={}",
             LONG_POLL.as_secs()
         ));
-        let _: Value = self.send("the long-poll", self.http.get(url)).await?;
+        let _: Value = self.send("the long-poll", self.http.get(url), true).await?;
         self.read(round).await
     }
 
@@ -264,6 +379,7 @@ impl Anteroom {
                 self.http
                     .post(self.url(&format!("/rounds/{round}/{}", step.path())))
                     .json(&body),
+                false,
             )
             .await?;
         match step {
@@ -296,6 +412,7 @@ impl Anteroom {
             self.http
                 .post(self.url(&format!("/rounds/{round}/fail")))
                 .json(&body),
+            false,
         )
         .await
     }
@@ -366,7 +483,7 @@ mod tests {
             .read(RoundId(uuid::Uuid::nil()))
             .await
             .expect_err("nothing listens there");
-        assert!(matches!(error, AnteroomError::Unreachable(_)), "{error}");
+        assert!(matches!(error, AnteroomError::NotReached(_)), "{error}");
         assert!(!error.to_string().contains("ars_secret"), "{error}");
     }
 }

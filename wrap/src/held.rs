@@ -3,7 +3,7 @@
 //! error. The person answers in Anteroom, the wrapper retries the call itself under an id of its own, and the
 //! harness gets the final result under its own id. It never sees the interim reply.
 
-use std::sync::{Arc, atomic::AtomicU64};
+use std::{sync::Arc, time::Duration};
 
 use anteroom_domain::{
     ids::RequestKey,
@@ -24,6 +24,10 @@ use crate::{
 /// 2026-07-28 rounds carry.
 pub const ROUND_LIMIT: u32 = 10;
 
+/// How long, after the person consents to a URL, the wrapper waits for the server to say the visit is complete
+/// (`notifications/elicitation/complete`) before it retries the call anyway.
+pub const URL_COMPLETION_WAIT: Duration = Duration::from_secs(600);
+
 /// A harness call whose server needs input before it can finish.
 pub(crate) struct HeldCall {
     pub harness_id: Value,
@@ -43,6 +47,12 @@ struct Retry {
     answered: Option<Answered>,
 }
 
+/// Where a held call ends: the response for the harness, and the round to resolve once it has it.
+struct Finished {
+    response: Value,
+    answered: Option<Answered>,
+}
+
 impl HeldCall {
     /// Works the call to its end and tells the harness: the final result under its own id, or an error that says
     /// why there is none (nothing when the harness cancelled it).
@@ -51,9 +61,16 @@ impl HeldCall {
         let outcome = self.work(&relay, needs, cancelled).await;
         relay.release(&harness_id);
         match outcome {
-            Ok(mut response) => {
+            Ok(Finished {
+                mut response,
+                answered,
+            }) => {
                 response["id"] = harness_id;
                 let _ = relay.to_harness.send(response.to_string());
+                // The harness has its result first; the round's last step follows.
+                if let Some(answered) = answered {
+                    answered.step(&relay.anteroom, DeliveryStep::Resolve).await;
+                }
             }
             Err(NoAnswer::Withdrawn) => {}
             Err(NoAnswer::Because(message)) => {
@@ -70,14 +87,12 @@ impl HeldCall {
         relay: &Relay,
         mut needs: NeedsInput,
         mut cancelled: Withdrawal,
-    ) -> Result<Value, NoAnswer> {
+    ) -> Result<Finished, NoAnswer> {
         let logical_operation_id = format!(
             "call-{}-{}",
             plain_id(&self.harness_id),
             relay.next_number()
         );
-        // One count for the call's progress notes, across its rounds: the harness hears it rise.
-        let counter = Arc::new(AtomicU64::new(0));
         for round_index in 0..ROUND_LIMIT {
             let retry = self
                 .ask(
@@ -85,18 +100,19 @@ impl HeldCall {
                     &needs,
                     &logical_operation_id,
                     round_index,
-                    &counter,
                     &mut cancelled,
                 )
                 .await?;
-            let Some(retry) = retry else {
-                // The person declined a URL the call needs: the harness gets the server's own refusal.
-                return Ok(needs_original(&needs));
-            };
-            let response = self.retry(relay, retry, &mut cancelled).await?;
+            let (response, answered) = self.retry(relay, retry, &mut cancelled).await?;
             match needs_input(&response) {
-                Some(next) => needs = next,
-                None => return Ok(response),
+                Some(next) => {
+                    // The call goes on with another round: this one's answer was used.
+                    if let Some(answered) = answered {
+                        answered.step(&relay.anteroom, DeliveryStep::Resolve).await;
+                    }
+                    needs = next;
+                }
+                None => return Ok(Finished { response, answered }),
             }
         }
         Err(NoAnswer::Because(format!(
@@ -104,26 +120,41 @@ impl HeldCall {
         )))
     }
 
-    /// Asks the person what the server needs; the retry to send, or `None` when the call cannot go on.
+    /// Progress notes for the harness while the call waits for a person (or a URL visit), continuing the
+    /// call's own count and stopping when the call does.
+    fn progress(&self, relay: &Relay) -> Progress {
+        let progress = Progress::default();
+        if let Some(token) = &self.operation.progress_token {
+            progress.keep_alive(
+                token.clone(),
+                relay.to_harness.clone(),
+                relay.progress_every,
+                &self.operation.progress,
+                Some(Arc::clone(&self.operation.open)),
+            );
+        }
+        progress
+    }
+
+    /// Asks the person what the server needs; the retry to send.
     async fn ask(
         &self,
         relay: &Relay,
         needs: &NeedsInput,
         logical_operation_id: &str,
         round_index: u32,
-        counter: &Arc<AtomicU64>,
         cancelled: &mut Withdrawal,
-    ) -> Result<Option<Retry>, NoAnswer> {
+    ) -> Result<Retry, NoAnswer> {
         let (keyed, request_state) = match needs {
             NeedsInput::InputRequired {
                 requests,
                 request_state,
             } if requests.is_empty() => {
                 // Only state: the server asks to be called again as it is (it shed load, say).
-                return Ok(Some(Retry {
+                return Ok(Retry {
                     params: with_input(&self.operation.params, None, request_state.as_deref()),
                     answered: None,
-                }));
+                });
             }
             NeedsInput::InputRequired {
                 requests,
@@ -138,11 +169,6 @@ impl HeldCall {
                 (keyed(&numbered)?, None)
             }
         };
-        for request in &keyed {
-            if let ElicitationRequest::Url { elicitation_id, .. } = &request.request {
-                relay.remember_url_elicitation(elicitation_id);
-            }
-        }
         let ask = Ask {
             logical_operation_id: logical_operation_id.to_owned(),
             server: relay.server.clone(),
@@ -157,14 +183,13 @@ impl HeldCall {
             round_limit: ROUND_LIMIT,
             deadline: None,
         };
-        let progress = Progress::counting(counter);
-        if let Some(token) = &self.operation.progress_token {
-            progress.keep_alive(
-                token.clone(),
-                relay.to_harness.clone(),
-                relay.progress_every,
-            );
+        // Known before the person answers: a completion notice may come early (the visit is the server's).
+        for request in &keyed {
+            if let ElicitationRequest::Url { elicitation_id, .. } = &request.request {
+                relay.remember_url_elicitation(elicitation_id);
+            }
         }
+        let progress = self.progress(relay);
         let answered = ask_person(
             &relay.anteroom,
             &ask,
@@ -172,12 +197,17 @@ impl HeldCall {
             "The harness cancelled the call that asked.",
         )
         .await?;
-        progress.stop();
         let mut responses = Map::new();
-        let mut all_accepted = true;
+        let mut consented = Vec::new();
+        let mut refused = None;
         for request in &keyed {
             let response = answered.response(&request.key)?;
-            all_accepted &= response.action == ResponseAction::Accept;
+            if let ElicitationRequest::Url { elicitation_id, .. } = &request.request {
+                match response.action {
+                    ResponseAction::Accept => consented.push(elicitation_id.clone()),
+                    action => refused = Some(action),
+                }
+            }
             responses.insert(
                 request.server_key.clone(),
                 Answered::elicit_result(response, &request.request),
@@ -189,34 +219,55 @@ impl HeldCall {
                 Some(responses),
                 request_state.as_deref(),
             ),
-            NeedsInput::UrlRequired { .. } if all_accepted => self.operation.params.clone(),
-            NeedsInput::UrlRequired { .. } => {
-                // Declined: the harness hears the server's refusal; that is this round's delivery.
-                answered.start_delivery(&relay.anteroom).await?;
-                for step in [DeliveryStep::Delivered, DeliveryStep::Resolve] {
-                    answered.step(&relay.anteroom, step).await;
+            NeedsInput::UrlRequired { error, .. } => {
+                if let Some(action) = refused {
+                    // The harness is told the call cannot go on, and why; that is this round's delivery.
+                    answered.start_delivery(&relay.anteroom).await?;
+                    progress.stop();
+                    let said = error.get("message").and_then(Value::as_str).unwrap_or("");
+                    let verb = if action == ResponseAction::Decline {
+                        "declined"
+                    } else {
+                        "dismissed"
+                    };
+                    answered
+                        .step(&relay.anteroom, DeliveryStep::Delivered)
+                        .await;
+                    answered.step(&relay.anteroom, DeliveryStep::Resolve).await;
+                    return Err(NoAnswer::Because(format!(
+                        "the person {verb} the URL the server needs before this call ({said})"
+                    )));
                 }
-                return Ok(None);
+                // Consent is not the visit: the call is retried once the server says the visit is complete.
+                answered
+                    .holding(
+                        &relay.anteroom,
+                        wait_for_completion(relay, &consented, cancelled),
+                    )
+                    .await?;
+                self.operation.params.clone()
             }
         };
-        Ok(Some(Retry {
+        progress.stop();
+        Ok(Retry {
             params,
             answered: Some(answered),
-        }))
+        })
     }
 
     /// Sends the retry under an id of the wrapper's own and waits for the server's response, holding the round's
-    /// lease meanwhile; the round is delivered once the retry is sent and resolved once it is answered.
+    /// lease meanwhile; the round is delivered once the retry is on its way.
     async fn retry(
         &self,
         relay: &Relay,
         retry: Retry,
         cancelled: &mut Withdrawal,
-    ) -> Result<Value, NoAnswer> {
+    ) -> Result<(Value, Option<Answered>), NoAnswer> {
         let anteroom = &relay.anteroom;
         if let Some(answered) = &retry.answered {
             answered.start_delivery(anteroom).await?;
         }
+        let exited = "the wrapped server exited before it answered the retried call";
         let Some((own_id, response)) = relay.request_child(&self.operation.method, retry.params)
         else {
             if let Some(answered) = &retry.answered {
@@ -228,22 +279,21 @@ impl HeldCall {
                     )
                     .await;
             }
-            return Err(NoAnswer::Because(
-                "the wrapped server exited before the call could be retried".to_owned(),
-            ));
+            return Err(NoAnswer::Because(exited.to_owned()));
         };
         if let Some(answered) = &retry.answered {
             answered.step(anteroom, DeliveryStep::Delivered).await;
         }
         let waiting = async {
             tokio::select! {
-                response = response => response.ok(),
+                response = response => response.map_err(|_| NoAnswer::Because(exited.to_owned())),
                 () = cancelled.wait() => {
                     // The harness gave up: the server hears it under the id it knows.
+                    relay.forget_request(&own_id);
                     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                         "params": {"requestId": own_id, "reason": "The harness cancelled the call."}});
                     let _ = relay.to_child.send(cancel.to_string());
-                    None
+                    Err(NoAnswer::Withdrawn)
                 }
             }
         };
@@ -251,37 +301,77 @@ impl HeldCall {
             Some(answered) => answered.holding(anteroom, waiting).await,
             None => waiting.await,
         };
-        if let Some(answered) = &retry.answered {
-            answered.step(anteroom, DeliveryStep::Resolve).await;
+        match response {
+            Ok(response) => Ok((response, retry.answered)),
+            Err(no_answer) => {
+                // The answer reached the server; the call's end did not reach the harness.
+                if let Some(answered) = &retry.answered {
+                    answered.step(anteroom, DeliveryStep::Resolve).await;
+                }
+                Err(no_answer)
+            }
         }
-        response.ok_or(NoAnswer::Withdrawn)
+    }
+}
+
+/// Waits until the server says each consented URL visit is complete, the harness cancels, or
+/// [`URL_COMPLETION_WAIT`] passes (then the call is retried anyway: the server has the last word).
+async fn wait_for_completion(
+    relay: &Relay,
+    consented: &[String],
+    cancelled: &mut Withdrawal,
+) -> Result<(), NoAnswer> {
+    let mut completions = relay.url_completions();
+    let until = tokio::time::Instant::now() + URL_COMPLETION_WAIT;
+    loop {
+        if consented.iter().all(|id| relay.url_is_complete(id)) {
+            return Ok(());
+        }
+        tokio::select! {
+            changed = completions.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+            }
+            () = tokio::time::sleep_until(until) => return Ok(()),
+            () = cancelled.wait() => return Err(NoAnswer::Withdrawn),
+        }
     }
 }
 
 /// The server's requests as Anteroom's, each under the server's key when it is a valid request key and under
-/// `input-N` when it is not (the server's key is kept for the reply).
+/// an `input-N` no other request uses when it is not (the server's key is kept for the reply).
 fn keyed(requests: &[(String, Value)]) -> Result<Vec<Keyed>, NoAnswer> {
-    requests
-        .iter()
-        .enumerate()
-        .map(|(index, (server_key, params))| {
-            // A 2026-07-28 URL question carries no id of its own: the server's key names it.
-            let fallback_id = format!("anteroom-{server_key}");
-            let request = elicitation_request(params, Some(&fallback_id)).map_err(|error| {
-                NoAnswer::Because(format!(
-                    "the server's question {server_key:?} cannot be asked: {error}"
-                ))
-            })?;
-            let key = RequestKey::parse(server_key.clone())
-                .or_else(|_| RequestKey::parse(format!("input-{}", index + 1)))
-                .map_err(|error| NoAnswer::Because(error.to_string()))?;
-            Ok(Keyed {
-                server_key: server_key.clone(),
-                key,
-                request,
-            })
-        })
-        .collect()
+    let mut taken: Vec<RequestKey> = Vec::new();
+    let mut keyed = Vec::with_capacity(requests.len());
+    for (index, (server_key, params)) in requests.iter().enumerate() {
+        // A 2026-07-28 URL question carries no id of its own: its place names it.
+        let fallback_id = format!("anteroom-{}", index + 1);
+        let request = elicitation_request(params, Some(&fallback_id)).map_err(|error| {
+            NoAnswer::Because(format!(
+                "the server's question {server_key:?} cannot be asked: {error}"
+            ))
+        })?;
+        let own = RequestKey::parse(server_key.clone())
+            .ok()
+            .filter(|key| !taken.contains(key));
+        let key = match own {
+            Some(key) => key,
+            None => (index + 1..)
+                .filter_map(|number| RequestKey::parse(format!("input-{number}")).ok())
+                .find(|key| {
+                    !taken.contains(key) && !requests.iter().any(|(k, _)| k == key.as_str())
+                })
+                .ok_or_else(|| NoAnswer::Because("no request key is free".to_owned()))?,
+        };
+        taken.push(key.clone());
+        keyed.push(Keyed {
+            server_key: server_key.clone(),
+            key,
+            request,
+        });
+    }
+    Ok(keyed)
 }
 
 /// The call's params with the person's answers and the server's state, exactly as the server gave it.
@@ -296,15 +386,6 @@ fn with_input(params: &Value, responses: Option<Map<String, Value>>, state: Opti
         params.insert("requestState".to_owned(), Value::String(state.to_owned()));
     }
     Value::Object(params)
-}
-
-/// The server's own refusal of a call whose URL the person declined.
-fn needs_original(needs: &NeedsInput) -> Value {
-    match needs {
-        NeedsInput::UrlRequired { error, .. } => json!({"jsonrpc": "2.0", "error": error}),
-        NeedsInput::InputRequired { .. } => json!({"jsonrpc": "2.0", "error": {
-            "code": NO_ANSWER, "message": "the call cannot go on without the input the server asked for"}}),
-    }
 }
 
 #[cfg(test)]
@@ -336,5 +417,11 @@ mod tests {
         assert_eq!(asked[1].key.as_str(), "input-2");
         assert_eq!(asked[1].server_key, "not a key/");
         assert!(keyed(&[("x".to_owned(), json!({"mode": "sms", "message": "?"}))]).is_err());
+        let clashing = vec![
+            ("input-2".to_owned(), json!({"message": "A"})),
+            ("bad key/".to_owned(), json!({"message": "B"})),
+        ];
+        let asked = keyed(&clashing).ok().expect("valid questions");
+        assert_ne!(asked[0].key, asked[1].key, "two requests, two keys");
     }
 }

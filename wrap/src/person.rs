@@ -74,7 +74,17 @@ pub(crate) async fn ask_person(
         .await
         .map_err(no_answer)?;
     tokio::select! {
-        answered = wait_for_person(anteroom, &round, &lease) => Ok(Answered { round: answered?, lease }),
+        answered = wait_for_person(anteroom, &round, &lease) => match answered {
+            Ok(answered) => Ok(Answered { round: answered, lease }),
+            Err(Waited::Ended(why)) => Err(NoAnswer::Because(why)),
+            Err(Waited::Failed(error)) => {
+                // Anteroom could not be asked any more: end the round while the lease still holds, so nobody
+                // answers a question its asker already gave up on (best effort: Anteroom may be gone).
+                let why = format!("no answer: {error}");
+                let _ = anteroom.fail(round.round_id, &lease, "worker_gave_up", &why).await;
+                Err(NoAnswer::Because(why))
+            }
+        },
         () = withdrawn.wait() => {
             if let Err(error) = anteroom.fail(round.round_id, &lease, "cancelled", why).await {
                 eprintln!("anteroom wrap: the question was withdrawn, but {error}");
@@ -84,15 +94,26 @@ pub(crate) async fn ask_person(
     }
 }
 
+/// Why a wait for a person ended without an answer.
+enum Waited {
+    /// The round ended (expired, cancelled, …): its own words.
+    Ended(String),
+    /// Anteroom could not be asked (after its retries): the round may still be open.
+    Failed(AnteroomError),
+}
+
 /// Waits for a person's answer, renewing the lease as it goes; an ended round is an honest error.
 async fn wait_for_person(
     anteroom: &Anteroom,
     round: &RoundState,
     lease: &HeldLease,
-) -> Result<RoundState, NoAnswer> {
+) -> Result<RoundState, Waited> {
     let mut renewed = tokio::time::Instant::now();
     loop {
-        let state = anteroom.wait(round.round_id).await.map_err(no_answer)?;
+        let state = anteroom
+            .wait(round.round_id)
+            .await
+            .map_err(Waited::Failed)?;
         match state.status {
             RoundStatus::Pending => {}
             RoundStatus::Failed => {
@@ -100,7 +121,7 @@ async fn wait_for_person(
                     .failure
                     .map(|failure| format!("{} ({})", failure.message, failure.code.as_str()))
                     .unwrap_or_else(|| "the question ended without an answer".to_owned());
-                return Err(NoAnswer::Because(format!("no answer: {why}")));
+                return Err(Waited::Ended(format!("no answer: {why}")));
             }
             _ => return Ok(state),
         }
@@ -108,7 +129,7 @@ async fn wait_for_person(
             anteroom
                 .renew(round.round_id, lease, LEASE_SECONDS)
                 .await
-                .map_err(no_answer)?;
+                .map_err(Waited::Failed)?;
             renewed = tokio::time::Instant::now();
         }
     }

@@ -4,7 +4,7 @@
 use std::{
     sync::{
         Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -15,34 +15,35 @@ use crate::relay::Lines;
 
 /// The progress notes one wait keeps sending. Stopping them waits for a note being written, so no note can
 /// follow the reply that ends the wait.
+#[derive(Default)]
 pub(crate) struct Progress {
     stopped: Arc<Mutex<bool>>,
-    /// Shared by every note of the call, across its rounds, so each token hears strictly increasing progress.
-    counter: Arc<AtomicU64>,
 }
 
 impl Progress {
-    /// A wait whose notes continue `counter`.
-    pub(crate) fn counting(counter: &Arc<AtomicU64>) -> Self {
-        Self {
-            stopped: Arc::default(),
-            counter: Arc::clone(counter),
-        }
-    }
-
-    pub(crate) fn new() -> Self {
-        Self::counting(&Arc::default())
-    }
-
     /// Tells one side (the harness about its call, or the server about its question), every `every`, that a
-    /// person is still deciding: `notifications/progress` with strictly increasing progress.
-    pub(crate) fn keep_alive(&self, token: Value, to: Lines, every: Duration) {
+    /// person is still deciding: `notifications/progress` continuing `counter` (so strictly increasing for the
+    /// token), for as long as the wait lasts and the request the notes name is `open`.
+    pub(crate) fn keep_alive(
+        &self,
+        token: Value,
+        to: Lines,
+        every: Duration,
+        counter: &Arc<AtomicU64>,
+        open: Option<Arc<AtomicBool>>,
+    ) {
         let stopped = Arc::clone(&self.stopped);
-        let counter = Arc::clone(&self.counter);
+        let counter = Arc::clone(counter);
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
                 ticks.tick().await;
+                if open
+                    .as_ref()
+                    .is_some_and(|open| !open.load(Ordering::Relaxed))
+                {
+                    return;
+                }
                 // Written under the lock `stop` takes: a note is either before the reply or never.
                 let Ok(stopped) = stopped.lock() else { return };
                 if *stopped {

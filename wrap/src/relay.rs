@@ -13,14 +13,14 @@ use std::{
     process::Stdio,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
 
 use serde_json::{Value, json};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
+    io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
     process::{Child, Command},
     sync::{mpsc, oneshot},
 };
@@ -32,7 +32,7 @@ use crate::{
     person::{Withdraw, Withdrawal},
     progress::Progress,
     wire::{
-        Line, Outstanding, classify, declare_elicitation_in_initialize,
+        Line, NeedsInput, Outstanding, classify, declare_elicitation_in_initialize,
         declare_elicitation_in_meta, id_key, is_modern_request, needs_input,
     },
 };
@@ -50,6 +50,11 @@ const ABANDON_GRACE: Duration = Duration::from_secs(4);
 pub const NO_ANSWER: i64 = -32001;
 /// How many answered URL elicitations the wrapper remembers, to consume their completion notices.
 const URL_ELICITATIONS_KEPT: usize = 256;
+/// The longest line relayed, either way (a `resources/read` may carry a large blob); a longer one is dropped
+/// whole and reported on stderr rather than held in memory without bound.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+/// How many questions the wrapper works at once; a server asking more is answered at once that it must wait.
+pub const MAX_OPEN_QUESTIONS: usize = 16;
 
 /// What the relay is started with.
 #[derive(Debug, Clone)]
@@ -67,8 +72,19 @@ pub struct Wrapped {
 /// clients wait without progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
-/// A line to write, with the direction's single writer.
-pub(crate) type Lines = mpsc::UnboundedSender<String>;
+/// Where a direction's lines go: its single writer. A line is bytes, so what is not UTF-8 passes unchanged.
+#[derive(Clone)]
+pub(crate) struct Lines(mpsc::UnboundedSender<Vec<u8>>);
+
+/// The writer of a direction is gone.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+impl Lines {
+    pub(crate) fn send(&self, line: impl Into<Vec<u8>>) -> Result<(), Closed> {
+        self.0.send(line.into()).map_err(|_| Closed)
+    }
+}
 
 /// What the relay's tasks share: where lines go, Anteroom, and the bookkeeping of both directions.
 pub(crate) struct Relay {
@@ -79,6 +95,12 @@ pub(crate) struct Relay {
     pub to_harness: Lines,
     books: Mutex<Books>,
     numbers: AtomicU64,
+    /// Questions and held calls being worked, against [`MAX_OPEN_QUESTIONS`].
+    open_questions: AtomicUsize,
+    /// Tells the wrapper's own requests from the harness's: the process and its start, in every id.
+    id_prefix: String,
+    /// Bumped on every `notifications/elicitation/complete`, so held calls waiting for one look again.
+    url_completed: tokio::sync::watch::Sender<u64>,
 }
 
 /// Both directions' bookkeeping; held only for map updates, never across a wait.
@@ -93,6 +115,24 @@ struct Books {
     own: HashMap<String, oneshot::Sender<Value>>,
     /// URL elicitations the wrapper answered, whose `notifications/elicitation/complete` it consumes.
     url_elicitations: VecDeque<String>,
+    /// Of those, the ones the server said are complete (bounded the same way).
+    url_completed: VecDeque<String>,
+}
+
+impl Books {
+    fn remember_url(&mut self, elicitation_id: &str) {
+        if self
+            .url_elicitations
+            .iter()
+            .any(|known| known == elicitation_id)
+        {
+            return;
+        }
+        if self.url_elicitations.len() >= URL_ELICITATIONS_KEPT {
+            self.url_elicitations.pop_front();
+        }
+        self.url_elicitations.push_back(elicitation_id.to_owned());
+    }
 }
 
 impl Relay {
@@ -115,7 +155,7 @@ impl Relay {
         method: &str,
         params: Value,
     ) -> Option<(Value, oneshot::Receiver<Value>)> {
-        let id = Value::String(format!("anteroom-wrap-{}", self.next_number()));
+        let id = Value::String(format!("{}-{}", self.id_prefix, self.next_number()));
         let (respond, response) = oneshot::channel();
         self.books().own.insert(id_key(&id), respond);
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -128,17 +168,55 @@ impl Relay {
 
     /// Notes a URL elicitation the wrapper answers, so its completion notice is not passed on.
     pub(crate) fn remember_url_elicitation(&self, elicitation_id: &str) {
-        let mut books = self.books();
-        if books.url_elicitations.len() >= URL_ELICITATIONS_KEPT {
-            books.url_elicitations.pop_front();
-        }
-        books.url_elicitations.push_back(elicitation_id.to_owned());
+        self.books().remember_url(elicitation_id);
     }
 
     /// Forgets a held call once the harness has its answer.
     pub(crate) fn release(&self, harness_id: &Value) {
         self.books().held.remove(&id_key(harness_id));
     }
+
+    /// Forgets one of the wrapper's own requests whose answer nobody waits for any more.
+    pub(crate) fn forget_request(&self, own_id: &Value) {
+        self.books().own.remove(&id_key(own_id));
+    }
+
+    /// Whether the server said URL elicitation `elicitation_id` is complete.
+    pub(crate) fn url_is_complete(&self, elicitation_id: &str) -> bool {
+        self.books()
+            .url_completed
+            .iter()
+            .any(|known| known == elicitation_id)
+    }
+
+    /// A receiver that changes whenever a URL elicitation completes.
+    pub(crate) fn url_completions(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.url_completed.subscribe()
+    }
+
+    /// Takes a place for one more question, or says there is none ([`MAX_OPEN_QUESTIONS`]).
+    pub(crate) fn open_question(self: &Arc<Self>) -> Option<QuestionSlot> {
+        let taken = self.open_questions.fetch_add(1, Ordering::AcqRel);
+        let slot = QuestionSlot(Arc::clone(self));
+        (taken < MAX_OPEN_QUESTIONS).then_some(slot)
+    }
+}
+
+/// One question's place among the [`MAX_OPEN_QUESTIONS`]; given back when dropped.
+pub(crate) struct QuestionSlot(Arc<Relay>);
+
+impl Drop for QuestionSlot {
+    fn drop(&mut self) {
+        self.0.open_questions.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a server that asks too much at once is told.
+pub(crate) fn too_many_questions() -> String {
+    format!(
+        "no answer: this server already has {MAX_OPEN_QUESTIONS} questions waiting for a person; ask again \
+         once one is answered"
+    )
 }
 
 /// Runs `wrapped` between `harness_in`/`harness_out` until the harness closes its side, the server exits, or
@@ -164,6 +242,9 @@ pub async fn run(
     };
     let to_child = Writer::spawn(child_in);
     let to_harness = Writer::spawn(harness_out);
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos());
     let relay = Arc::new(Relay {
         anteroom,
         server: wrapped.server.clone(),
@@ -172,52 +253,63 @@ pub async fn run(
         to_harness: to_harness.lines.clone(),
         books: Mutex::default(),
         numbers: AtomicU64::new(0),
+        open_questions: AtomicUsize::new(0),
+        id_prefix: format!("anteroom-wrap-{}-{started:x}", std::process::id()),
+        url_completed: tokio::sync::watch::Sender::new(0),
     });
     let mut from_child = tokio::spawn(pump_from_child(child_out, Arc::clone(&relay)));
     let status = tokio::select! {
         () = pump_from_harness(harness_in, Arc::clone(&relay)) => {
             // The harness closed its side: so does the server's stdin; it has a moment to exit.
             to_child.finish().await;
-            wait_or_kill(&mut child).await?
+            wait_or_kill(&mut child).await
         }
-        status = child.wait() => status?.code(),
+        _ = &mut from_child => {
+            // The server closed its stdout (it is exiting, or can no longer be heard): the relay is over.
+            wait_or_kill(&mut child).await
+        }
         signal = stop => {
             pass_signal(&child, signal);
-            wait_or_kill(&mut child).await?
+            wait_or_kill(&mut child).await
         }
     };
+    // The server is gone: its last lines reach the harness before the wrapper ends.
+    if !from_child.is_finished()
+        && tokio::time::timeout(FLUSH_GRACE, &mut from_child)
+            .await
+            .is_err()
+    {
+        from_child.abort();
+    }
+    relay.anteroom.stop_asking();
     // Questions still open can no longer reach anyone: they end now, saying why, not at their deadline.
-    let abandoned = relay.anteroom.fail_all_held(
-        "wrapper_stopped",
-        "anteroom wrap stopped (its harness or server went away) before the question was settled.",
-        DELIVERY_SETTLE,
-    );
+    let abandoned = relay
+        .anteroom
+        .fail_all_held("wrapper_stopped", DELIVERY_SETTLE);
     if tokio::time::timeout(ABANDON_GRACE, abandoned)
         .await
         .is_err()
     {
         eprintln!("anteroom wrap: Anteroom did not confirm the end of the open questions in time");
     }
-    // The server is gone: its last lines reach the harness before the wrapper ends.
-    if tokio::time::timeout(FLUSH_GRACE, &mut from_child)
-        .await
-        .is_err()
-    {
-        from_child.abort();
-    }
     to_harness.finish().await;
-    Ok(status)
+    status
 }
 
-/// Waits [`EXIT_GRACE`] for the child, then kills it: it never outlives the wrapper.
+/// Waits [`EXIT_GRACE`] for the child, then kills it: it never outlives the wrapper. The exit code, or 128 +
+/// the signal that ended it, as a shell reports it.
 async fn wait_or_kill(child: &mut Child) -> std::io::Result<Option<i32>> {
-    match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-        Ok(status) => Ok(status?.code()),
+    use std::os::unix::process::ExitStatusExt;
+    let status = match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+        Ok(status) => status?,
         Err(_) => {
             child.kill().await?;
-            Ok(None)
+            child.wait().await?
         }
-    }
+    };
+    Ok(status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal)))
 }
 
 /// Passes the signal that stops the wrapper (SIGTERM, SIGINT) on to the child.
@@ -243,7 +335,7 @@ struct Writer {
 
 impl Writer {
     fn spawn(mut sink: impl AsyncWrite + Unpin + Send + 'static) -> Self {
-        let (lines, mut pending) = mpsc::unbounded_channel::<String>();
+        let (lines, mut pending) = mpsc::unbounded_channel::<Vec<u8>>();
         let (close, mut closed) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
             let mut closing = false;
@@ -261,7 +353,7 @@ impl Writer {
                     }
                 };
                 let Some(line) = line else { break };
-                if sink.write_all(line.as_bytes()).await.is_err()
+                if sink.write_all(&line).await.is_err()
                     || sink.write_all(b"\n").await.is_err()
                     || sink.flush().await.is_err()
                 {
@@ -270,7 +362,11 @@ impl Writer {
             }
             let _ = sink.shutdown().await;
         });
-        Self { lines, close, done }
+        Self {
+            lines: Lines(lines),
+            close,
+            done,
+        }
     }
 
     /// Writes what is queued, closes the sink, and waits (briefly) until it is done.
@@ -280,16 +376,69 @@ impl Writer {
     }
 }
 
+/// One line read from a peer: its bytes without the newline, or the fact that it was longer than [`MAX_LINE`]
+/// (skipped whole).
+enum Read {
+    Line,
+    TooLong,
+}
+
+/// Reads the next line into `line` (a `\r` before the newline is kept: bytes pass as they came); `None` at the
+/// end of the stream.
+async fn next_line(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<Read>> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Some(Read::TooLong),
+                (false, true) => None,
+                (false, false) => Some(Read::Line),
+            });
+        }
+        let newline = available.iter().position(|byte| *byte == b'\n');
+        let taken = newline.map_or(available.len(), |at| at + 1);
+        if !too_long {
+            if line.len() + taken > MAX_LINE + 1 {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(&available[..taken]);
+            }
+        }
+        reader.consume(taken);
+        if newline.is_some() {
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            return Ok(Some(if too_long { Read::TooLong } else { Read::Line }));
+        }
+    }
+}
+
 /// Harness → server: declares elicitation (in `initialize`, or in each modern request's `_meta`), notes the
 /// calls that may need input, withdraws held calls the harness cancels, and passes everything on.
 async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, relay: Arc<Relay>) {
-    let mut lines = BufReader::new(harness_in).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let Ok(mut message) = serde_json::from_str::<Value>(&line) else {
-            let _ = relay.to_child.send(line);
+    let mut reader = BufReader::new(harness_in);
+    let mut line = Vec::new();
+    while let Ok(Some(read)) = next_line(&mut reader, &mut line).await {
+        if let Read::TooLong = read {
+            eprintln!(
+                "anteroom wrap: dropped a line from the harness longer than {MAX_LINE} bytes"
+            );
+            continue;
+        }
+        let Ok(mut message) = serde_json::from_slice::<Value>(&line) else {
+            if relay.to_child.send(line.clone()).is_err() {
+                break;
+            }
             continue;
         };
-        let line = match classify(&message) {
+        let rewritten = match classify(&message) {
             Line::Request { id, method } => {
                 let declared = declare_elicitation_in_initialize(&mut message)
                     || (is_modern_request(&message) && declare_elicitation_in_meta(&mut message));
@@ -297,19 +446,26 @@ async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, relay: Arc<Relay>
                     .books()
                     .outstanding
                     .started(&id, &method, message.get("params"));
-                if declared { message.to_string() } else { line }
+                declared.then(|| message.to_string())
             }
             Line::Notification { method } if method == "notifications/cancelled" => {
-                if let Some(id) = message.pointer("/params/requestId")
-                    && let Some(withdraw) = relay.books().held.remove(&id_key(id))
-                {
-                    let _ = withdraw.send(true);
+                if let Some(id) = message.pointer("/params/requestId") {
+                    // One lock for both: a result that crosses the cancel is then passed on, never held.
+                    let mut books = relay.books();
+                    books.outstanding.finished(id);
+                    if let Some(withdraw) = books.held.remove(&id_key(id)) {
+                        let _ = withdraw.send(true);
+                    }
                 }
-                line
+                None
             }
-            _ => line,
+            _ => None,
         };
-        if relay.to_child.send(line).is_err() {
+        let sent = match rewritten {
+            Some(rewritten) => relay.to_child.send(rewritten),
+            None => relay.to_child.send(line.clone()),
+        };
+        if sent.is_err() {
             break;
         }
     }
@@ -318,37 +474,23 @@ async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, relay: Arc<Relay>
 /// Server → harness: answers the server's questions through Anteroom, holds calls that need input, routes the
 /// responses to the wrapper's own requests, and passes the rest.
 async fn pump_from_child(child_out: impl AsyncRead + Unpin, relay: Arc<Relay>) {
-    let mut lines = BufReader::new(child_out).lines();
+    let mut reader = BufReader::new(child_out);
+    let mut line = Vec::new();
     // Each question being worked, by the server's request id: how to tell its task the server withdrew it.
     let mut asking: HashMap<String, Withdraw> = HashMap::new();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            let _ = relay.to_harness.send(line);
+    while let Ok(Some(read)) = next_line(&mut reader, &mut line).await {
+        if let Read::TooLong = read {
+            eprintln!("anteroom wrap: dropped a line from the server longer than {MAX_LINE} bytes");
+            continue;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+            let _ = relay.to_harness.send(line.clone());
             continue;
         };
         match classify(&message) {
             Line::Request { id, method } if method == "elicitation/create" => {
-                let operation = relay.books().outstanding.current().cloned();
-                // Both sides may be timing the wait: the harness its call, the server its own question.
-                let progress = Progress::new();
-                if let Some(token) = operation.as_ref().and_then(|o| o.progress_token.clone()) {
-                    progress.keep_alive(token, relay.to_harness.clone(), relay.progress_every);
-                }
-                if let Some(token) = message
-                    .pointer("/params/_meta/progressToken")
-                    .filter(|token| token.is_string() || token.is_number())
-                    .cloned()
-                {
-                    progress.keep_alive(token, relay.to_child.clone(), relay.progress_every);
-                }
-                let question = Question {
-                    id: id.clone(),
-                    params: message.get("params").cloned().unwrap_or(Value::Null),
-                    operation,
-                };
-                let (withdraw, withdrawn) = Withdrawal::new();
-                asking.insert(id_key(&id), withdraw);
-                tokio::spawn(question.answer(Arc::clone(&relay), withdrawn, progress));
+                asking.retain(|_, withdraw| !withdraw.is_closed());
+                ask_a_person(&relay, id, &message, &mut asking);
             }
             Line::Notification { method } if method == "notifications/cancelled" => {
                 // The server withdrew one of its own questions: stop waiting for it (the harness never saw it).
@@ -360,61 +502,151 @@ async fn pump_from_child(child_out: impl AsyncRead + Unpin, relay: Arc<Relay>) {
                         let _ = withdraw.send(true);
                     }
                     None => {
-                        let _ = relay.to_harness.send(line);
+                        let _ = relay.to_harness.send(line.clone());
                     }
                 }
             }
             Line::Notification { method } if method == "notifications/elicitation/complete" => {
-                // The completion of a URL elicitation the harness never saw is not the harness's to hear.
+                // The completion of a URL elicitation the harness never saw is not the harness's to hear; a
+                // held call may be waiting for it.
                 let ours = message
                     .pointer("/params/elicitationId")
                     .and_then(Value::as_str)
-                    .is_some_and(|id| {
+                    .filter(|id| {
                         relay
                             .books()
                             .url_elicitations
                             .iter()
                             .any(|known| known == id)
-                    });
-                if !ours {
-                    let _ = relay.to_harness.send(line);
+                    })
+                    .map(str::to_owned);
+                match ours {
+                    Some(id) => {
+                        let mut books = relay.books();
+                        if books.url_completed.len() >= URL_ELICITATIONS_KEPT {
+                            books.url_completed.pop_front();
+                        }
+                        books.url_completed.push_back(id);
+                        drop(books);
+                        relay.url_completed.send_modify(|count| *count += 1);
+                    }
+                    None => {
+                        let _ = relay.to_harness.send(line.clone());
+                    }
                 }
             }
-            Line::Response { id } => route_response(&relay, id, message, line),
+            Line::Response { id } => route_response(&relay, id, message, line.clone()),
             _ => {
-                let _ = relay.to_harness.send(line);
+                let _ = relay.to_harness.send(line.clone());
             }
         }
-        asking.retain(|_, withdraw| !withdraw.is_closed());
     }
     // The server's stdout closed: nobody will answer the wrapper's own requests.
     relay.books().own.clear();
 }
 
-/// A response from the server: to the wrapper's own request, a call the wrapper holds, or the harness.
-fn route_response(relay: &Arc<Relay>, id: Value, message: Value, line: String) {
-    let key = id_key(&id);
-    let (own, operation) = {
-        let mut books = relay.books();
-        match books.own.remove(&key) {
-            Some(own) => (Some(own), None),
-            None => (None, books.outstanding.finished(&id)),
-        }
+/// Starts working a server's `elicitation/create`: a task of its own, with progress for whoever waits.
+fn ask_a_person(
+    relay: &Arc<Relay>,
+    id: Value,
+    message: &Value,
+    asking: &mut HashMap<String, Withdraw>,
+) {
+    let Some(slot) = relay.open_question() else {
+        let error = json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": NO_ANSWER, "message": too_many_questions()}});
+        eprintln!("anteroom wrap: {}", too_many_questions());
+        let _ = relay.to_child.send(error.to_string());
+        return;
     };
-    if let Some(own) = own {
+    let operation = relay.books().outstanding.current().cloned();
+    // Both sides may be timing the wait: the harness its call, the server its own question.
+    let progress = Progress::default();
+    if let Some(operation) = &operation
+        && let Some(token) = operation.progress_token.clone()
+    {
+        progress.keep_alive(
+            token,
+            relay.to_harness.clone(),
+            relay.progress_every,
+            &operation.progress,
+            Some(Arc::clone(&operation.open)),
+        );
+    }
+    if let Some(token) = message
+        .pointer("/params/_meta/progressToken")
+        .filter(|token| token.is_string() || token.is_number())
+        .cloned()
+    {
+        progress.keep_alive(
+            token,
+            relay.to_child.clone(),
+            relay.progress_every,
+            &Arc::default(),
+            None,
+        );
+    }
+    let question = Question {
+        id: id.clone(),
+        params: message.get("params").cloned().unwrap_or(Value::Null),
+        operation,
+    };
+    let (withdraw, withdrawn) = Withdrawal::new();
+    asking.insert(id_key(&id), withdraw);
+    let relay = Arc::clone(relay);
+    tokio::spawn(async move {
+        question.answer(relay, withdrawn, progress).await;
+        drop(slot);
+    });
+}
+
+/// A response from the server: to the wrapper's own request, a call the wrapper holds, or the harness.
+fn route_response(relay: &Arc<Relay>, id: Value, message: Value, line: Vec<u8>) {
+    let key = id_key(&id);
+    let mut books = relay.books();
+    if let Some(own) = books.own.remove(&key) {
+        drop(books);
         let _ = own.send(message);
         return;
     }
-    let held = operation.and_then(|operation| Some((operation, needs_input(&message)?)));
-    let Some((operation, needs)) = held else {
+    let Some(operation) = books.outstanding.finished(&id) else {
+        drop(books);
         let _ = relay.to_harness.send(line);
         return;
     };
+    let Some(needs) = needs_input(&message) else {
+        drop(books);
+        let _ = relay.to_harness.send(line);
+        return;
+    };
+    let Some(slot) = relay.open_question() else {
+        drop(books);
+        let error = json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": NO_ANSWER, "message": too_many_questions()}});
+        let _ = relay.to_harness.send(error.to_string());
+        return;
+    };
+    // Known before the next line is read: the server may say at once that a URL visit is complete.
+    if let NeedsInput::UrlRequired { elicitations, .. } = &needs {
+        for id in elicitations
+            .iter()
+            .filter_map(|elicitation| elicitation.get("elicitationId").and_then(Value::as_str))
+        {
+            books.remember_url(id);
+        }
+    }
+    // The harness still waits for this call: the wrapper holds it until the server's final answer.
+    operation.open.store(true, Ordering::Relaxed);
     let (withdraw, cancelled) = Withdrawal::new();
-    relay.books().held.insert(key, withdraw);
+    books.held.insert(key, withdraw);
+    drop(books);
     let call = HeldCall {
         harness_id: id,
         operation,
     };
-    tokio::spawn(call.finish(Arc::clone(relay), needs, cancelled));
+    let relay = Arc::clone(relay);
+    tokio::spawn(async move {
+        call.finish(relay, needs, cancelled).await;
+        drop(slot);
+    });
 }

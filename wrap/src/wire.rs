@@ -3,7 +3,13 @@
 //! A line that is not a JSON object passes through unchanged; only the messages the wrapper handles are parsed
 //! into anything more than a `Value`.
 
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+};
 
 use anteroom_domain::{
     ManagedInputError,
@@ -132,7 +138,7 @@ pub fn is_modern_request(message: &Value) -> bool {
 }
 
 /// The operation a question belongs to: what the banner names ("tool deploy", "prompt summary").
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Operation {
     pub kind: OperationKind,
     /// The tool or prompt name, or the resource URI.
@@ -143,6 +149,12 @@ pub struct Operation {
     pub params: Value,
     /// The method, for the retry.
     pub method: String,
+    /// Whether the harness still waits for it: cleared when the server answers it or the harness cancels it,
+    /// so progress notes for it stop (notes may only name requests still in progress).
+    pub open: Arc<AtomicBool>,
+    /// The last progress value the harness heard for it: every note for the call, across its questions and
+    /// rounds, continues this count.
+    pub progress: Arc<AtomicU64>,
 }
 
 impl Operation {
@@ -169,6 +181,8 @@ impl Operation {
             progress_token,
             params: params.cloned().unwrap_or_else(|| json!({})),
             method: method.to_owned(),
+            open: Arc::new(AtomicBool::new(true)),
+            progress: Arc::default(),
         })
     }
 }
@@ -192,9 +206,11 @@ impl Outstanding {
         }
     }
 
-    /// Forgets a request the server answered, returning the operation it was.
+    /// Forgets a request the server answered or the harness cancelled, returning the operation it was.
     pub fn finished(&mut self, id: &Value) -> Option<Operation> {
-        self.by_id.remove(&id_key(id))
+        let operation = self.by_id.remove(&id_key(id))?;
+        operation.open.store(false, Ordering::Relaxed);
+        Some(operation)
     }
 
     /// The operation a server's question belongs to: the only outstanding one, else unknown (the server asked
@@ -402,23 +418,23 @@ mod tests {
         let mut open = Outstanding::default();
         open.started(&json!(1), "tools/call", Some(&json!({"name": "deploy"})));
         open.started(&json!(2), "tools/list", None);
+        let current = open.current().expect("one open operation");
         assert_eq!(
-            open.current(),
-            Some(&Operation {
-                kind: OperationKind::Tool,
-                name: "deploy".into(),
-                progress_token: None,
-                params: json!({"name": "deploy"}),
-                method: "tools/call".into(),
-            })
+            (current.kind, current.name.as_str(), current.method.as_str()),
+            (OperationKind::Tool, "deploy", "tools/call")
         );
+        assert_eq!(current.params, json!({"name": "deploy"}));
         open.started(
             &json!("1"),
             "resources/read",
             Some(&json!({"uri": "file:///a"})),
         );
-        assert_eq!(open.current(), None, "two open operations: unknown");
-        open.finished(&json!(1));
+        assert!(open.current().is_none(), "two open operations: unknown");
+        let finished = open.finished(&json!(1)).expect("was open");
+        assert!(
+            !finished.open.load(Ordering::Relaxed),
+            "its progress notes stop"
+        );
         assert_eq!(
             open.current().map(|operation| operation.name.as_str()),
             Some("file:///a")

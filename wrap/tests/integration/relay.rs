@@ -476,6 +476,58 @@ async fn a_url_consent_lets_the_call_be_retried(db: Db) {
     server.stop().await;
 }
 
+async fn a_declined_url_ends_the_call_with_an_honest_error(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    harness.initialize().await;
+    harness
+        .send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": "sign_in", "arguments": {}}}))
+        .await;
+    let round = rounds_asked(&server, 1).await.remove(0);
+    let answered = server
+        .respond(
+            &server.responder_key,
+            &round.round_id.to_string(),
+            json!({"action_type": "decline"}),
+        )
+        .await;
+    assert_eq!(answered.status(), 200);
+    let result = harness.read().await;
+    assert_eq!(result["id"], 5, "{result}");
+    let message = result["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an error: {result}"));
+    assert!(message.contains("declined the URL"), "{message}");
+    assert!(
+        message.contains("Sign in first"),
+        "the server's own words: {message}"
+    );
+    settles(&server, round.round_id, RoundStatus::Resolved).await;
+    harness.close().await;
+    server.stop().await;
+}
+
+async fn a_server_asking_too_much_at_once_is_told_to_wait(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let mut harness = Harness::start(&server).await;
+    let limit = anteroom_wrap::relay::MAX_OPEN_QUESTIONS;
+    for id in 0..=limit {
+        harness.send(modern_call(json!(id), "plan")).await;
+    }
+    let refused = harness.read_past_progress().await;
+    assert_eq!(refused["id"], limit, "the one over the limit: {refused}");
+    let message = refused["error"]["message"].as_str().expect("an error");
+    assert!(message.contains("questions waiting"), "{message}");
+    assert_eq!(rounds_asked(&server, limit).await.len(), limit);
+    harness.close().await;
+    server.stop().await;
+}
+
 async fn a_cancelled_call_withdraws_its_question(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
@@ -612,6 +664,8 @@ async fn an_unreachable_anteroom_is_an_honest_error() {
 }
 
 on_both_backends!(
+    a_declined_url_ends_the_call_with_an_honest_error,
+    a_server_asking_too_much_at_once_is_told_to_wait,
     everything_else_passes_byte_for_byte,
     a_wrapper_that_stops_ends_its_open_question,
     a_modern_call_is_one_round_answered_per_request,
