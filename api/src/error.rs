@@ -130,6 +130,15 @@ impl ApiError {
     pub fn code(&self) -> ErrorCode {
         self.code
     }
+
+    /// What the caller is told.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn details(&self) -> Option<&Value> {
+        self.details.as_ref()
+    }
 }
 
 impl From<ManagedInputError> for ApiError {

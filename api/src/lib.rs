@@ -12,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod gate;
+pub mod mcp;
 pub mod metrics;
 pub mod passwords;
 pub mod producer;

@@ -310,3 +310,32 @@ macro_rules! on_both_backends {
         $crate::anteroom_store::on_both_backends!(|backend, test| test($crate::Db::from(backend)).await; $($name),*);
     };
 }
+
+/// Like [`on_both_backends!`], for tests that need the MCP SDK test packages (`cargo xtask test` installs them
+/// and sets `ANTEROOM_TEST_MCP_SDKS`): reported as ignored, never as passed, when they are not installed.
+#[macro_export]
+macro_rules! on_both_backends_with_mcp_sdks {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(not(anteroom_mcp_sdk_tests), ignore = "run through `cargo xtask test`, which installs the MCP SDKs")]
+                async fn $name() {
+                    super::$name($crate::Db::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    any(not(anteroom_mcp_sdk_tests), not(anteroom_postgres_tests)),
+                    ignore = "needs the MCP SDKs (cargo xtask test) and ANTEROOM_TEST_POSTGRES_URL"
+                )]
+                async fn $name() {
+                    super::$name($crate::Db::Postgres).await;
+                }
+            )*
+        }
+    };
+}

@@ -86,6 +86,7 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(crate::api::router(&state))
+        .merge(crate::api::mcp::router(&state))
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
         .merge(crate::pages::routes())
         .route("/metrics", get(crate::metrics::render))

@@ -10,6 +10,7 @@ mod hostile;
 mod http_smoke;
 mod instances;
 mod jobs;
+mod mcp;
 mod processes;
 mod web;
 mod webhooks;

@@ -556,34 +556,7 @@ mod sdks {
         anteroom.stop().await;
     }
 
-    /// Each SDK test on both backends, run only when the SDKs are installed (reported as ignored otherwise).
-    macro_rules! sdk_tests {
-        ($($name:ident),* $(,)?) => {
-            mod sqlite {
-                $(
-                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                    #[cfg_attr(not(anteroom_mcp_sdk_tests), ignore = "run through `cargo xtask test`, which installs the MCP SDKs")]
-                    async fn $name() {
-                        super::$name(anteroom_testkit::Db::Sqlite).await;
-                    }
-                )*
-            }
-            mod postgres {
-                $(
-                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                    #[cfg_attr(
-                        any(not(anteroom_mcp_sdk_tests), not(anteroom_postgres_tests)),
-                        ignore = "needs the MCP SDKs (cargo xtask test) and ANTEROOM_TEST_POSTGRES_URL"
-                    )]
-                    async fn $name() {
-                        super::$name(anteroom_testkit::Db::Postgres).await;
-                    }
-                )*
-            }
-        };
-    }
-
-    sdk_tests!(
+    anteroom_testkit::on_both_backends_with_mcp_sdks!(
         typescript_sdk_legacy_form_accepted_after_the_harness_timeout,
         typescript_sdk_legacy_url_consent,
         typescript_sdk_modern_round_answered_per_request,

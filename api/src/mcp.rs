@@ -1,0 +1,564 @@
+//! MCP tools at `/mcp` (Streamable HTTP, the official `rmcp` SDK): an orchestrating agent lists and reads the
+//! questions waiting for a person, answers them under the HTTP API's rules, and asks a person itself.
+//!
+//! Authenticated with an API key (`Authorization: Bearer`); roles apply as on the HTTP API. Answers are recorded
+//! with the key's name as who answered and announced like any other.
+
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use anteroom_domain::{
+    access::Role,
+    ids::{IdempotencyKey, RequestId, RequestKey, RoundId, SessionId},
+    round::{
+        AskedThrough, ElicitationRequest, ElicitationResponse, NewRound, OperationKind,
+        ResponseAction, Round, RoundOutcome, RoundStatus,
+    },
+};
+use axum::{
+    Router,
+    extract::{Request, State},
+    http::{StatusCode, request::Parts},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    handler::server::{tool::Extension, wrapper::Parameters},
+    model::{
+        CallToolResult, ContentBlock, Implementation, ProgressNotificationParam,
+        ServerCapabilities, ServerConfig,
+    },
+    service::RequestContext,
+    tool, tool_handler, tool_router,
+    transport::{
+        StreamableHttpServerConfig, StreamableHttpService,
+        streamable_http_server::session::local::LocalSessionManager,
+    },
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::{AppState, credentials, error::ApiError, extract::Caller};
+
+/// The longest `ask_person` waits for an answer when the caller names no timeout, and at most.
+const ASK_TIMEOUT_DEFAULT: Duration = Duration::from_secs(600);
+const ASK_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
+/// How often a waiting `ask_person` looks at its question, and tells a caller that sent a progress token.
+const ASK_LOOK_EVERY: Duration = Duration::from_millis(250);
+const ASK_PROGRESS_EVERY: Duration = Duration::from_secs(10);
+/// The most questions `list_pending_elicitations` returns.
+const LIST_LIMIT: u32 = 200;
+
+/// The `/mcp` routes: the MCP service behind the API-key check.
+pub fn router(state: &AppState) -> Router<AppState> {
+    let for_service = state.clone();
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
+    if let Some(host) = url::Url::parse(&state.config.public_url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+    {
+        hosts.push(host);
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(AnteroomMcp::new(for_service.clone())),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_max_request_body_bytes(state.config.body_limit),
+    );
+    Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_api_key,
+        ))
+}
+
+/// Lets only requests with a valid API key reach the tools, and hands the tools who is calling.
+async fn require_api_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    if crate::extract::bearer(&parts.headers).is_none() {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [("www-authenticate", "Bearer")],
+            ApiError::unauthorized("/mcp needs an API key: Authorization: Bearer ark_…"),
+        )
+            .into_response();
+    }
+    let caller = match <Caller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+        &mut parts, &state,
+    )
+    .await
+    {
+        Ok(caller) => caller,
+        Err(error) => return error.into_response(),
+    };
+    parts.extensions.insert(caller);
+    next.run(Request::from_parts(parts, body)).await
+}
+
+/// The MCP server one request (or session) is served by.
+#[derive(Clone)]
+pub struct AnteroomMcp {
+    state: AppState,
+}
+
+impl AnteroomMcp {
+    fn new(state: AppState) -> Self {
+        Self { state }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListArgs {
+    /// Only this session's questions.
+    session_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GetArgs {
+    /// The question's request id (or its round id).
+    request_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RespondArgs {
+    /// The question's request id (or its round id).
+    request_id: String,
+    /// `accept`, `decline` or `cancel` (dismiss).
+    action_type: String,
+    /// For `accept` of a form: the answer, checked against the question's schema.
+    content: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AskArgs {
+    /// The session to ask in (it must exist).
+    session_id: String,
+    /// What the person is asked.
+    message: String,
+    /// A flat JSON Schema object of the answer's fields; none asks for a plain yes or no.
+    requested_schema: Option<Value>,
+    /// Seconds to wait for an answer (default 600, at most 3600); the question ends then too.
+    timeout: Option<u64>,
+}
+
+/// Who called: put there by [`require_api_key`].
+fn caller(parts: &Parts) -> Result<Caller, ErrorData> {
+    parts
+        .extensions
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("the caller was not identified", None))
+}
+
+/// A refusal the agent can read: a tool error, not a protocol error.
+fn refused(message: impl Into<String>) -> CallToolResult {
+    let message = message.into();
+    CallToolResult::structured_error(json!({"error": message}))
+}
+
+fn allowed(caller: &Caller, rule: impl Fn(Role) -> bool, doing: &str) -> Option<CallToolResult> {
+    caller
+        .require(rule, doing)
+        .err()
+        .map(|error| refused(error.message()))
+}
+
+/// A question as the tools show it.
+fn question_view(round: &Round) -> Value {
+    let requests: Vec<Value> = round
+        .requests
+        .iter()
+        .map(|(key, request)| match request {
+            ElicitationRequest::Form {
+                message,
+                requested_schema,
+                ..
+            } => json!({"key": key, "mode": "form", "message": message, "requested_schema": requested_schema}),
+            ElicitationRequest::Url { message, url, .. } => {
+                json!({"key": key, "mode": "url", "message": message, "url": url})
+            }
+        })
+        .collect();
+    json!({
+        "request_id": round.request_id,
+        "round_id": round.round_id,
+        "session_id": round.session_id,
+        "server": round.server,
+        "tool": round.operation_name,
+        "status": round.status,
+        "deadline": round.deadline,
+        "requests": requests,
+        "outcome": outcome_view(round),
+    })
+}
+
+fn outcome_view(round: &Round) -> Value {
+    match round.outcome() {
+        RoundOutcome::Waiting => json!({"state": "waiting"}),
+        RoundOutcome::Answered(responses) => json!({
+            "state": "answered", "answered_by": round.responded_by, "responses": responses,
+        }),
+        RoundOutcome::Undelivered { responses, message } => json!({
+            "state": "undelivered", "answered_by": round.responded_by, "responses": responses, "message": message,
+        }),
+        RoundOutcome::Expired => json!({"state": "expired"}),
+        RoundOutcome::Revoked { message } => json!({"state": "revoked", "message": message}),
+        RoundOutcome::Failed { code, message } => {
+            json!({"state": "failed", "code": code, "message": message})
+        }
+    }
+}
+
+/// One short line per question, for a reader.
+fn question_line(round: &Round) -> String {
+    let message = round
+        .requests
+        .values()
+        .map(ElicitationRequest::message)
+        .collect::<Vec<_>>()
+        .join(" / ");
+    format!(
+        "{} · {} · {} asks: {message} (until {})",
+        round.request_id,
+        round.session_id,
+        round.server.as_deref().unwrap_or("a server"),
+        round.deadline.to_rfc3339()
+    )
+}
+
+fn with_text(mut result: CallToolResult, text: String) -> CallToolResult {
+    result.content = vec![ContentBlock::text(text)];
+    result
+}
+
+impl AnteroomMcp {
+    /// A question by its request id, or by its round id.
+    async fn find(&self, id: &str) -> Result<Round, CallToolResult> {
+        let store = &self.state.store;
+        let found = match RequestId::parse(id) {
+            Ok(request_id) => match store.get_round_by_request_id(&request_id).await {
+                Err(error) if error.is_not_found() => None,
+                other => Some(other),
+            },
+            Err(_) => None,
+        };
+        let found = match found {
+            Some(found) => found,
+            None => match RoundId::parse(id) {
+                Ok(round_id) => store.get_round(round_id).await,
+                Err(_) => return Err(refused(format!("No question {id} exists."))),
+            },
+        };
+        found.map_err(|error| {
+            if error.is_not_found() {
+                refused(format!("No question {id} exists."))
+            } else {
+                refused(ApiError::from(error).message())
+            }
+        })
+    }
+}
+
+#[tool_router]
+impl AnteroomMcp {
+    /// Open questions waiting for a person, oldest first (optionally one session's).
+    #[tool(
+        description = "List the questions waiting for a person, oldest first: request id, session, server, tool, message, schema and deadline. Optionally only one session's."
+    )]
+    async fn list_pending_elicitations(
+        &self,
+        Parameters(args): Parameters<ListArgs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        caller(&parts)?;
+        let store = &self.state.store;
+        let sessions: Vec<SessionId> = match args.session_id {
+            Some(id) => match SessionId::parse(&id) {
+                Ok(id) => vec![id],
+                Err(error) => return Ok(refused(error.to_string())),
+            },
+            None => match store.list_sessions(LIST_LIMIT).await {
+                Ok(entries) => entries.into_iter().map(|entry| entry.session.id).collect(),
+                Err(error) => return Ok(refused(ApiError::from(error).message())),
+            },
+        };
+        let mut open = Vec::new();
+        for session in &sessions {
+            match store.open_rounds(session, LIST_LIMIT).await {
+                Ok(rounds) => open.extend(rounds),
+                Err(error) if error.is_not_found() => {}
+                Err(error) => return Ok(refused(ApiError::from(error).message())),
+            }
+        }
+        open.sort_by_key(|round| round.created_at);
+        open.truncate(LIST_LIMIT as usize);
+        let text = if open.is_empty() {
+            "No question is waiting for a person.".to_owned()
+        } else {
+            open.iter()
+                .map(question_line)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let questions: Vec<Value> = open.iter().map(question_view).collect();
+        Ok(with_text(
+            CallToolResult::structured(json!({"questions": questions})),
+            text,
+        ))
+    }
+
+    /// One question and its outcome.
+    #[tool(description = "Read one question (by request id) and its outcome so far.")]
+    async fn get_elicitation(
+        &self,
+        Parameters(args): Parameters<GetArgs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        caller(&parts)?;
+        Ok(match self.find(&args.request_id).await {
+            Ok(round) => with_text(
+                CallToolResult::structured(question_view(&round)),
+                question_line(&round),
+            ),
+            Err(refusal) => refusal,
+        })
+    }
+
+    /// Answers a question with the HTTP API's rules: validated, idempotent, first answer wins.
+    #[tool(
+        description = "Answer a question: action_type accept (with content for a form), decline or cancel. Validated against the question's schema; the first answer wins; the same answer again is not an error."
+    )]
+    async fn respond_to_elicitation(
+        &self,
+        Parameters(args): Parameters<RespondArgs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = caller(&parts)?;
+        if let Some(refusal) = allowed(&caller, Role::can_answer, "answer questions") {
+            return Ok(refusal);
+        }
+        let Some(action) = ResponseAction::parse(&args.action_type) else {
+            return Ok(refused("action_type must be accept, decline or cancel."));
+        };
+        let round = match self.find(&args.request_id).await {
+            Ok(round) => round,
+            Err(refusal) => return Ok(refusal),
+        };
+        let Some(key) = round
+            .requests
+            .keys()
+            .next()
+            .cloned()
+            .filter(|_| round.requests.len() == 1)
+        else {
+            return Ok(refused(format!(
+                "Question {} asks {} things at once; answer it in the web app or with POST /api/v1/rounds/{}/responses.",
+                round.request_id,
+                round.requests.len(),
+                round.round_id
+            )));
+        };
+        // The same answer sent again is the same submission (as on PATCH …/respond).
+        let fingerprint = credentials::hash(&json!([action, args.content]).to_string());
+        let Ok(idempotency_key) = IdempotencyKey::parse(format!("mcp-{}", &fingerprint[..40]))
+        else {
+            return Err(ErrorData::internal_error("no idempotency key", None));
+        };
+        let responses = BTreeMap::from([(
+            key,
+            ElicitationResponse {
+                action,
+                content: args.content,
+            },
+        )]);
+        match self
+            .state
+            .store
+            .submit_responses(
+                round.round_id,
+                responses,
+                idempotency_key,
+                Some(caller.label()),
+            )
+            .await
+        {
+            Ok((round, submission)) => {
+                crate::announce::answer_recorded(&self.state, &round, submission);
+                let text = format!(
+                    "Recorded {} for {} (by {}).",
+                    action.as_str(),
+                    round.request_id,
+                    caller.label()
+                );
+                Ok(with_text(
+                    CallToolResult::structured(json!({
+                        "request_id": round.request_id,
+                        "round_id": round.round_id,
+                        "action": action,
+                        "status": round.status,
+                        "answered_by": round.responded_by,
+                        "replayed": submission == anteroom_domain::round::Submission::Replayed,
+                    })),
+                    text,
+                ))
+            }
+            Err(error) => {
+                let error = ApiError::from(error);
+                let mut refusal = refused(error.message());
+                if let Some(details) = error.details() {
+                    refusal.structured_content =
+                        Some(json!({"error": error.message(), "details": details}));
+                }
+                Ok(refusal)
+            }
+        }
+    }
+
+    /// Asks a person directly and waits for the answer.
+    #[tool(
+        description = "Ask a person a question in a session and wait for the answer (progress notifications while waiting when you send a progressToken). Returns accept with content, decline, cancel, or expired."
+    )]
+    async fn ask_person(
+        &self,
+        Parameters(args): Parameters<AskArgs>,
+        Extension(parts): Extension<Parts>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let caller = caller(&parts)?;
+        if let Some(refusal) = allowed(&caller, Role::can_manage, "ask questions") {
+            return Ok(refusal);
+        }
+        let session_id = match SessionId::parse(&args.session_id) {
+            Ok(id) => id,
+            Err(error) => return Ok(refused(error.to_string())),
+        };
+        if let Err(error) = self.state.store.get_session(&session_id).await {
+            return Ok(refused(ApiError::from(error).message()));
+        }
+        let wait = args
+            .timeout
+            .map_or(ASK_TIMEOUT_DEFAULT, Duration::from_secs)
+            .min(ASK_TIMEOUT_MAX);
+        let key = RequestKey::parse("answer")
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let requested_schema = args
+            .requested_schema
+            .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        let now = self.state.store.now();
+        let new = NewRound {
+            session_id,
+            request_id: None,
+            logical_operation_id: format!("mcp-ask-{}", uuid::Uuid::new_v4()),
+            server: Some("anteroom-mcp".to_owned()),
+            operation_kind: OperationKind::Tool,
+            operation_name: "ask_person".to_owned(),
+            requests: BTreeMap::from([(
+                key,
+                ElicitationRequest::Form {
+                    message: args.message,
+                    requested_schema,
+                    meta: None,
+                },
+            )]),
+            request_state: None,
+            round_index: 0,
+            round_limit: 1,
+            deadline: chrono::Duration::from_std(wait).ok().map(|wait| now + wait),
+            fingerprint: None,
+            asked_through: AskedThrough::ApiKey,
+        };
+        let round = match self.state.store.create_round(new).await {
+            Ok(round) => round,
+            Err(error) => return Ok(refused(ApiError::from(error).message())),
+        };
+        crate::announce::round_created(&self.state, &round);
+        let progress_token = context.meta.get_progress_token();
+        let started = tokio::time::Instant::now();
+        let mut told = started;
+        let mut progress = 0.0;
+        let round = loop {
+            tokio::select! {
+                () = tokio::time::sleep(ASK_LOOK_EVERY) => {}
+                () = context.ct.cancelled() => return Ok(refused("The call was cancelled.")),
+            }
+            let round = match self.state.store.get_round(round.round_id).await {
+                Ok(round) => round,
+                Err(error) => return Ok(refused(ApiError::from(error).message())),
+            };
+            if round.status != RoundStatus::Pending {
+                break round;
+            }
+            if let Some(token) = &progress_token
+                && told.elapsed() >= ASK_PROGRESS_EVERY
+            {
+                progress += 1.0;
+                told = tokio::time::Instant::now();
+                let _ = context
+                    .peer
+                    .notify_progress(
+                        ProgressNotificationParam::new(token.clone(), progress)
+                            .with_message("Waiting for a person to answer in Anteroom"),
+                    )
+                    .await;
+            }
+        };
+        // The caller is the asker: its answer is delivered by this reply.
+        let round = match round.status {
+            RoundStatus::ResponseValidated => self
+                .state
+                .store
+                .record_poll_delivery(round.round_id)
+                .await
+                .unwrap_or(round),
+            _ => round,
+        };
+        crate::announce::round_changed(&self.state, &round);
+        let answer = round
+            .responses
+            .as_ref()
+            .and_then(|responses| responses.values().next().cloned());
+        let reply = match (&round.status, answer) {
+            (RoundStatus::Delivered | RoundStatus::ResponseValidated, Some(answer)) => json!({
+                "action": answer.action,
+                "content": answer.content,
+                "answered_by": round.responded_by,
+                "request_id": round.request_id,
+            }),
+            _ => json!({
+                "action": "expired",
+                "reason": round.failure.as_ref().map(|failure| failure.message.clone())
+                    .unwrap_or_else(|| "Nobody answered in time.".to_owned()),
+                "request_id": round.request_id,
+            }),
+        };
+        let text = match reply["action"].as_str() {
+            Some("accept") => format!("The person accepted: {}", reply["content"]),
+            Some("decline") => "The person declined.".to_owned(),
+            Some("cancel") => "The person dismissed the question.".to_owned(),
+            _ => format!(
+                "Nobody answered: {}",
+                reply["reason"].as_str().unwrap_or("expired")
+            ),
+        };
+        Ok(with_text(CallToolResult::structured(reply), text))
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for AnteroomMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("anteroom", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Anteroom holds questions MCP servers ask people. List and read the waiting ones, answer them \
+                 (roles apply), or ask a person yourself with ask_person.",
+            )
+    }
+}
