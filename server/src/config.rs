@@ -44,6 +44,121 @@ pub enum Command {
     /// npx -y @modelcontextprotocol/server-github`. Reads ELICITATION_REQUEST_URL (the session's environment
     /// block). Every other message passes unchanged; the server's stderr is the wrapper's.
     Wrap(WrapArgs),
+    /// Print a session's environment block; with --rotate it issues the session a new token (the old one stops
+    /// working). Tokens are stored hashed, so a block can only be printed when its token is issued.
+    Env(EnvArgs),
+    /// Write Anteroom into harness configuration files: Claude Code's .mcp.json and Codex's config.toml.
+    #[command(subcommand, name = "mcp-config")]
+    McpConfig(McpConfigCommand),
+}
+
+/// How `anteroom env` prints the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BlockFormat {
+    /// KEY=VALUE lines (a `.env` file).
+    Env,
+    /// One JSON object.
+    Json,
+    /// `export KEY='VALUE'` lines for a shell.
+    Shell,
+}
+
+impl BlockFormat {
+    /// The block written this way.
+    pub fn render(self, block: &[(&str, String)]) -> String {
+        match self {
+            Self::Env => block
+                .iter()
+                .map(|(key, value)| format!("{key}={value}\n"))
+                .collect(),
+            Self::Json => {
+                let object: serde_json::Map<String, serde_json::Value> = block
+                    .iter()
+                    .map(|(key, value)| {
+                        ((*key).to_owned(), serde_json::Value::String(value.clone()))
+                    })
+                    .collect();
+                format!("{}\n", serde_json::Value::Object(object))
+            }
+            Self::Shell => block
+                .iter()
+                .map(|(key, value)| format!("export {key}='{}'\n", value.replace('\'', r"'\''")))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EnvArgs {
+    #[arg(long)]
+    pub session: String,
+    /// Write the block for this MCP server's own route, so banners name the server.
+    #[arg(long)]
+    pub server: Option<String>,
+    #[arg(long, value_enum, default_value_t = BlockFormat::Env)]
+    pub format: BlockFormat,
+    /// Issue a new token (required: a stored token cannot be shown again).
+    #[arg(long)]
+    pub rotate: bool,
+    #[command(flatten)]
+    pub public: PublicArgs,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+}
+
+/// What `anteroom mcp-config` changes, and in which files.
+#[derive(Debug, Clone, Args)]
+pub struct McpConfigFiles {
+    /// Only these servers (repeat the flag for several); every stdio server when absent.
+    #[arg(long)]
+    pub only: Vec<String>,
+    /// Print the diff and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// `.mcp.json` / `*.json` (Claude Code) and `config.toml` / `*.toml` (Codex) files.
+    #[arg(required = true)]
+    pub files: Vec<std::path::PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpConfigCommand {
+    /// Write the session's environment block into the `env` of every stdio server: the block's keys take
+    /// Anteroom's values, every other key stays; remote servers are left alone.
+    Inject {
+        /// Issue a new token for this session and write its block (every run issues a new one).
+        #[arg(
+            long,
+            conflicts_with = "env_file",
+            required_unless_present = "env_file"
+        )]
+        session: Option<String>,
+        /// Write this block instead (KEY=VALUE lines, as `anteroom env` prints them): a second run then
+        /// changes nothing.
+        #[arg(long)]
+        env_file: Option<std::path::PathBuf>,
+        /// The session's own `.env` file: a key it sets wins over Anteroom's value.
+        #[arg(long)]
+        dotenv: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        files: McpConfigFiles,
+        #[command(flatten)]
+        public: PublicArgs,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Run every stdio server's command under `anteroom wrap --server NAME --`.
+    Wrap {
+        /// How the harness runs Anteroom.
+        #[arg(long, default_value = "anteroom")]
+        program: String,
+        #[command(flatten)]
+        files: McpConfigFiles,
+    },
+    /// Undo `wrap`.
+    Unwrap {
+        #[command(flatten)]
+        files: McpConfigFiles,
+    },
 }
 
 #[derive(Debug, Clone, Args)]
@@ -346,5 +461,20 @@ mod tests {
                 ),
             }
         }
+    }
+
+    #[test]
+    fn the_block_prints_in_each_format() {
+        use super::BlockFormat;
+        let block = [("A", "x'y".to_owned()), ("B", "2".to_owned())];
+        assert_eq!(BlockFormat::Env.render(&block), "A=x'y\nB=2\n");
+        assert_eq!(
+            BlockFormat::Json.render(&block),
+            "{\"A\":\"x'y\",\"B\":\"2\"}\n"
+        );
+        assert_eq!(
+            BlockFormat::Shell.render(&block),
+            "export A='x'\\''y'\nexport B='2'\n"
+        );
     }
 }

@@ -5,6 +5,7 @@ pub mod ask;
 pub mod config;
 pub mod instance;
 pub mod jobs;
+pub mod mcp_config;
 pub mod pages;
 pub mod router;
 

@@ -50,6 +50,8 @@ async fn main() -> ExitCode {
             .map(|()| 0),
         Some(Command::Ask(args)) => ask::run(args).await,
         Some(Command::Wrap(args)) => commands::wrap::run(args).await,
+        Some(Command::Env(args)) => commands::env::run(args).await,
+        Some(Command::McpConfig(command)) => commands::mcp_config::run(command).await,
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

@@ -7,6 +7,8 @@ use anteroom_server::config::DatabaseArgs;
 use anteroom_store::{Store, StoreOptions};
 
 pub mod apikey;
+pub mod env;
+pub mod mcp_config;
 pub mod serve;
 pub mod session;
 pub mod user;

@@ -28,17 +28,27 @@ pub async fn create(
             agent,
         })
         .await?;
+    for (key, value) in issue_block(store.as_ref(), &id, server.as_deref(), public).await? {
+        println!("{key}={value}");
+    }
+    Ok(())
+}
+
+/// Issues session `id` a new producer token (the old one stops working) and returns its environment block.
+pub async fn issue_block(
+    store: &dyn anteroom_store::Store,
+    id: &SessionId,
+    server: Option<&str>,
+    public: &PublicArgs,
+) -> anyhow::Result<Vec<(&'static str, String)>> {
     let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
     store
-        .set_producer_token(&id, Some(&credentials::hash(&token)))
+        .set_producer_token(id, Some(&credentials::hash(&token)))
         .await?;
     let config = Settings {
         expiry: expiry_policy(public.expiration_minutes.as_deref()),
         ..Settings::default()
     }
     .api_config(&public.public_url());
-    for (key, value) in environment_block(&config, id.as_str(), &token, server.as_deref()) {
-        println!("{key}={value}");
-    }
-    Ok(())
+    Ok(environment_block(&config, id.as_str(), &token, server))
 }

@@ -1,0 +1,102 @@
+//! `anteroom mcp-config inject | wrap | unwrap`: rewrites harness configuration files (the rules are
+//! `anteroom_server::mcp_config`), each through a temporary file and a rename, or only shows the diff.
+
+use std::path::Path;
+
+use anteroom_domain::ids::SessionId;
+use anteroom_server::{
+    config::{McpConfigCommand, McpConfigFiles},
+    mcp_config::{Change, Format, parse_dotenv, rewrite},
+};
+use anteroom_store::StoreOptions;
+use anyhow::Context;
+
+use super::{open_store, session::issue_block};
+
+pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
+    let (change, files) = match command {
+        McpConfigCommand::Inject {
+            session,
+            env_file,
+            dotenv,
+            files,
+            public,
+            database,
+        } => {
+            let block: Vec<(String, String)> = match (env_file, session) {
+                (Some(path), _) => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                    parse_dotenv(&text).into_iter().collect()
+                }
+                (None, Some(session)) => {
+                    let store = open_store(&database, StoreOptions::default()).await?;
+                    let id = SessionId::parse(&session)?;
+                    store.get_session(&id).await?;
+                    issue_block(store.as_ref(), &id, None, &public)
+                        .await?
+                        .into_iter()
+                        .map(|(key, value)| (key.to_owned(), value))
+                        .collect()
+                }
+                (None, None) => anyhow::bail!("name the block: --session ID or --env-file FILE"),
+            };
+            let dotenv = match dotenv {
+                Some(path) => parse_dotenv(
+                    &std::fs::read_to_string(&path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                ),
+                None => Default::default(),
+            };
+            (Change::Inject { block, dotenv }, files)
+        }
+        McpConfigCommand::Wrap { program, files } => (Change::Wrap { program }, files),
+        McpConfigCommand::Unwrap { files } => (Change::Unwrap, files),
+    };
+    Ok(apply(&change, &files))
+}
+
+/// Applies `change` to every file; a file that fails is named and left untouched, and the others still run.
+fn apply(change: &Change, files: &McpConfigFiles) -> u8 {
+    let mut failed = false;
+    for path in &files.files {
+        match apply_one(change, files, path) {
+            Ok(outcome) => eprintln!("{}: {outcome}", path.display()),
+            Err(error) => {
+                eprintln!("{}: {error:#} (left unchanged)", path.display());
+                failed = true;
+            }
+        }
+    }
+    u8::from(failed)
+}
+
+fn apply_one(change: &Change, files: &McpConfigFiles, path: &Path) -> anyhow::Result<&'static str> {
+    let format = Format::of(path)
+        .with_context(|| "neither .json (Claude Code) nor .toml (Codex)".to_owned())?;
+    let text = std::fs::read_to_string(path).context("cannot read it")?;
+    let rewritten = rewrite(format, &text, change, &files.only)?;
+    if rewritten == text {
+        return Ok("unchanged");
+    }
+    if files.dry_run {
+        let diff = similar::TextDiff::from_lines(&text, &rewritten);
+        let name = path.display().to_string();
+        print!("{}", diff.unified_diff().header(&name, &name));
+        return Ok("would change (dry run)");
+    }
+    // A temporary file beside it, then a rename: the file is never half-written.
+    let temporary = path.with_file_name(format!(
+        ".{}.anteroom-{}",
+        path.file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("config"),
+        std::process::id()
+    ));
+    std::fs::write(&temporary, &rewritten).context("cannot write beside it")?;
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&temporary, metadata.permissions());
+    }
+    std::fs::rename(&temporary, path).context("cannot replace it")?;
+    Ok("updated")
+}
