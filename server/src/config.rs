@@ -125,7 +125,8 @@ pub enum McpConfigCommand {
     /// Write the session's environment block into the `env` of every stdio server: the block's keys take
     /// Anteroom's values, every other key stays; remote servers are left alone.
     Inject {
-        /// Issue a new token for this session and write its block (every run issues a new one).
+        /// Write this session's block: the token the files already carry when it still works (so a second
+        /// run changes nothing), else a newly issued one (the old one stops working).
         #[arg(
             long,
             conflicts_with = "env_file",

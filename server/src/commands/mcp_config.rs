@@ -11,7 +11,9 @@ use anteroom_server::{
 use anteroom_store::StoreOptions;
 use anyhow::Context;
 
-use super::{open_store, session::issue_block};
+use anteroom_server::{api::views::environment_block, credentials, instance::Settings};
+
+use super::{expiry_policy, open_store, session::issue_block};
 
 pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
     let (change, files) = match command {
@@ -33,8 +35,19 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
                     let store = open_store(&database, StoreOptions::default()).await?;
                     let id = SessionId::parse(&session)?;
                     store.get_session(&id).await?;
-                    issue_block(store.as_ref(), &id, None, &public)
-                        .await?
+                    let block = match token_in_files(store.as_ref(), &id, &files.files).await {
+                        // The files already carry the session's live token: the same block again.
+                        Some(token) => {
+                            let config = Settings {
+                                expiry: expiry_policy(public.expiration_minutes.as_deref()),
+                                ..Settings::default()
+                            }
+                            .api_config(&public.public_url());
+                            environment_block(&config, id.as_str(), &token, None)
+                        }
+                        None => issue_block(store.as_ref(), &id, None, &public).await?,
+                    };
+                    block
                         .into_iter()
                         .map(|(key, value)| (key.to_owned(), value))
                         .collect()
@@ -54,6 +67,34 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
         McpConfigCommand::Unwrap { files } => (Change::Unwrap, files),
     };
     Ok(apply(&change, &files))
+}
+
+/// A token of session `id` that one of `files` already carries and that still works: tokens are stored hashed,
+/// so this is how a second run writes the same block instead of issuing a new token.
+async fn token_in_files(
+    store: &dyn anteroom_store::Store,
+    id: &SessionId,
+    files: &[std::path::PathBuf],
+) -> Option<String> {
+    let marker = format!("/api/v1/s/{}", credentials::SESSION_TOKEN_PREFIX);
+    for path in files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for (at, _) in text.match_indices(&marker) {
+            let token: String = text[at + "/api/v1/s/".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                .take(200)
+                .collect();
+            if let Ok(Some(session)) = store.session_for_token(&credentials::hash(&token)).await
+                && session.id == *id
+            {
+                return Some(token);
+            }
+        }
+    }
+    None
 }
 
 /// Applies `change` to every file; a file that fails is named and left untouched, and the others still run.

@@ -537,6 +537,40 @@ async fn mcp_config_inject_writes_the_block_into_both_harness_formats() {
         "idempotent"
     );
 
+    // By session: a fresh file gets a newly issued token once; the next run finds it and changes nothing.
+    let fresh = dir.path().join("fresh").join(".mcp.json");
+    std::fs::create_dir_all(fresh.parent().expect("folder")).expect("folder");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/mcp-config/claude.mcp.json"
+        ),
+        &fresh,
+    )
+    .expect("copy");
+    let fresh_path = fresh.display().to_string();
+    let by_session = [
+        "mcp-config",
+        "inject",
+        "--session",
+        "s1",
+        fresh_path.as_str(),
+    ];
+    let first = anteroom(&by_session, &database).await;
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let written = std::fs::read_to_string(&fresh).expect("read");
+    assert!(!written.contains("ars_old"));
+    let second = anteroom(&by_session, &database).await;
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("unchanged"),
+        "the live token is reused"
+    );
+    assert_eq!(std::fs::read_to_string(&fresh).expect("read"), written);
+
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, "{\n  \"mcpServers\": {\n    \"x\": \n").expect("write");
     let broken_path = broken.display().to_string();
