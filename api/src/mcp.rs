@@ -8,10 +8,10 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use anteroom_domain::{
     access::Role,
-    ids::{IdempotencyKey, RequestId, RequestKey, RoundId, SessionId},
+    ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
     round::{
-        AskedThrough, ElicitationRequest, ElicitationResponse, NewRound, OperationKind,
-        ResponseAction, Round, RoundOutcome, RoundStatus,
+        AskedThrough, ElicitationRequest, ElicitationResponse, FailureCode, NewRound,
+        OperationKind, ResponseAction, Round, RoundOutcome, RoundStatus,
     },
 };
 use axum::{
@@ -64,9 +64,13 @@ pub fn router(state: &AppState) -> Router<AppState> {
     {
         hosts.push(host);
     }
+    // A session quiet for its keep-alive is closed, and with it any call still running: `ask_person` may wait
+    // up to its longest timeout without the client saying a word.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(ASK_TIMEOUT_MAX + Duration::from_secs(60));
     let service = StreamableHttpService::new(
         move || Ok(AnteroomMcp::new(for_service.clone())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
             .with_max_request_body_bytes(state.config.body_limit),
@@ -96,7 +100,17 @@ async fn require_api_key(State(state): State<AppState>, request: Request, next: 
     .await
     {
         Ok(caller) => caller,
-        Err(error) => return error.into_response(),
+        Err(error) => {
+            // Every refused key is a 401 that says how to authenticate, as the MCP authorization flow expects.
+            let mut response = error.into_response();
+            if response.status() == StatusCode::UNAUTHORIZED {
+                response.headers_mut().insert(
+                    axum::http::header::WWW_AUTHENTICATE,
+                    axum::http::HeaderValue::from_static("Bearer"),
+                );
+            }
+            return response;
+        }
     };
     parts.extensions.insert(caller);
     next.run(Request::from_parts(parts, body)).await
@@ -115,18 +129,21 @@ impl AnteroomMcp {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListArgs {
     /// Only this session's questions.
     session_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GetArgs {
     /// The question's request id (or its round id).
     request_id: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RespondArgs {
     /// The question's request id (or its round id).
     request_id: String,
@@ -137,6 +154,7 @@ pub struct RespondArgs {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AskArgs {
     /// The session to ask in (it must exist).
     session_id: String,
@@ -281,7 +299,11 @@ impl AnteroomMcp {
         let store = &self.state.store;
         let sessions: Vec<SessionId> = match args.session_id {
             Some(id) => match SessionId::parse(&id) {
-                Ok(id) => vec![id],
+                // Read first: it ends the session's overdue questions, and an unknown session is said so.
+                Ok(id) => match store.get_session(&id).await {
+                    Ok(_) => vec![id],
+                    Err(error) => return Ok(refused(ApiError::from(error).message())),
+                },
                 Err(error) => return Ok(refused(error.to_string())),
             },
             None => match store.list_sessions(LIST_LIMIT).await {
@@ -365,9 +387,10 @@ impl AnteroomMcp {
                 round.round_id
             )));
         };
-        // The same answer sent again is the same submission (as on PATCH …/respond).
+        // The same answer sent again is the same submission, whichever way it came (the key PATCH …/respond
+        // derives).
         let fingerprint = credentials::hash(&json!([action, args.content]).to_string());
-        let Ok(idempotency_key) = IdempotencyKey::parse(format!("mcp-{}", &fingerprint[..40]))
+        let Ok(idempotency_key) = IdempotencyKey::parse(format!("respond-{}", &fingerprint[..40]))
         else {
             return Err(ErrorData::internal_error("no idempotency key", None));
         };
@@ -445,9 +468,12 @@ impl AnteroomMcp {
         let wait = args
             .timeout
             .map_or(ASK_TIMEOUT_DEFAULT, Duration::from_secs)
-            .min(ASK_TIMEOUT_MAX);
+            .clamp(Duration::from_secs(1), ASK_TIMEOUT_MAX);
+        if let Err(error) = self.state.limiter.creates.check(&caller.0.limit_key()) {
+            return Ok(refused(error.message()));
+        }
         let key = RequestKey::parse("answer")
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
         let requested_schema = args
             .requested_schema
             .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
@@ -479,12 +505,35 @@ impl AnteroomMcp {
             Err(error) => return Ok(refused(ApiError::from(error).message())),
         };
         crate::announce::round_created(&self.state, &round);
+        // This call is the question's worker: its lease lasts the whole wait, and a call that stops waiting
+        // (cancelled, disconnected, dropped) ends the question at once rather than leave it answerable.
+        let owner = OwnerId::parse(format!("mcp-{}", uuid::Uuid::new_v4()))
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let lease_length = chrono::Duration::from_std(wait + Duration::from_secs(60))
+            .unwrap_or_else(|_| chrono::Duration::hours(2));
+        let lease = match self
+            .state
+            .store
+            .claim_round(round.round_id, owner.clone(), lease_length)
+            .await
+        {
+            Ok(lease) => lease,
+            Err(error) => return Ok(refused(ApiError::from(error).message())),
+        };
+        let mut abandoned = Abandoned {
+            state: Some(self.state.clone()),
+            round_id: round.round_id,
+            owner: owner.clone(),
+            token: lease.lease_token.clone(),
+        };
         let progress_token = context.meta.get_progress_token();
-        let started = tokio::time::Instant::now();
-        let mut told = started;
+        let mut events = self.state.events.subscribe();
+        let mut told = tokio::time::Instant::now();
         let mut progress = 0.0;
         let round = loop {
+            // An event may concern this question; the tick covers a missed one and the deadline.
             tokio::select! {
+                _ = events.recv() => {}
                 () = tokio::time::sleep(ASK_LOOK_EVERY) => {}
                 () = context.ct.cancelled() => return Ok(refused("The call was cancelled.")),
             }
@@ -509,32 +558,52 @@ impl AnteroomMcp {
                     .await;
             }
         };
-        // The caller is the asker: its answer is delivered by this reply.
-        let round = match round.status {
-            RoundStatus::ResponseValidated => self
-                .state
-                .store
-                .record_poll_delivery(round.round_id)
-                .await
-                .unwrap_or(round),
-            _ => round,
+        // Answered: this reply is the answer's delivery, walked through the worker's steps.
+        let round = if round.status == RoundStatus::ResponseValidated {
+            let store = &self.state.store;
+            let mut delivered = store
+                .start_delivery(round.round_id, &owner, &lease.lease_token)
+                .await;
+            if delivered.is_ok() {
+                delivered = store
+                    .mark_delivered(round.round_id, &owner, &lease.lease_token)
+                    .await;
+            }
+            if delivered.is_ok() {
+                delivered = store
+                    .resolve(round.round_id, &owner, &lease.lease_token)
+                    .await;
+            }
+            match delivered {
+                Ok(round) => round,
+                Err(error) => return Ok(refused(ApiError::from(error).message())),
+            }
+        } else {
+            round
         };
+        abandoned.state = None;
         crate::announce::round_changed(&self.state, &round);
         let answer = round
             .responses
             .as_ref()
             .and_then(|responses| responses.values().next().cloned());
-        let reply = match (&round.status, answer) {
-            (RoundStatus::Delivered | RoundStatus::ResponseValidated, Some(answer)) => json!({
+        let reply = match (round.outcome(), answer) {
+            (RoundOutcome::Answered(_), Some(answer)) => json!({
                 "action": answer.action,
                 "content": answer.content,
                 "answered_by": round.responded_by,
                 "request_id": round.request_id,
             }),
-            _ => json!({
+            (RoundOutcome::Expired, _) => json!({
                 "action": "expired",
-                "reason": round.failure.as_ref().map(|failure| failure.message.clone())
-                    .unwrap_or_else(|| "Nobody answered in time.".to_owned()),
+                "reason": "Nobody answered before the deadline.",
+                "request_id": round.request_id,
+            }),
+            (outcome, _) => json!({
+                "action": "failed",
+                "code": round.failure.as_ref().map(|failure| failure.code.as_str().to_owned()),
+                "reason": outcome_view(&round)["message"].as_str().map(str::to_owned)
+                    .unwrap_or_else(|| format!("{outcome:?}")),
                 "request_id": round.request_id,
             }),
         };
@@ -543,11 +612,44 @@ impl AnteroomMcp {
             Some("decline") => "The person declined.".to_owned(),
             Some("cancel") => "The person dismissed the question.".to_owned(),
             _ => format!(
-                "Nobody answered: {}",
-                reply["reason"].as_str().unwrap_or("expired")
+                "No answer reached you: {}",
+                reply["reason"].as_str().unwrap_or("the question ended")
             ),
         };
         Ok(with_text(CallToolResult::structured(reply), text))
+    }
+}
+
+/// Ends an `ask_person` question whose call stopped waiting (dropped, cancelled, failed): nobody could receive
+/// its answer any more. Disarmed (`state` taken) once the answer is handed back.
+struct Abandoned {
+    state: Option<AppState>,
+    round_id: RoundId,
+    owner: OwnerId,
+    token: LeaseToken,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(state) = self.state.take() else {
+            return;
+        };
+        let (round_id, owner, token) = (self.round_id, self.owner.clone(), self.token.clone());
+        tokio::spawn(async move {
+            let ended = state
+                .store
+                .fail(
+                    round_id,
+                    &owner,
+                    &token,
+                    FailureCode::Cancelled,
+                    "The agent that asked stopped waiting for the answer.".to_owned(),
+                )
+                .await;
+            if let Ok(round) = ended {
+                crate::announce::round_changed(&state, &round);
+            }
+        });
     }
 }
 

@@ -73,13 +73,14 @@ fn env_values(
 
 /// Whether `args` already run a server under `anteroom wrap`: the wrapped command starts after `--`.
 fn wrapped_command(command: &str, args: &[String]) -> Option<usize> {
+    // `anteroom`, `anteroom.exe`, `/opt/bin/anteroom-1.2`: however the harness runs it.
     let is_anteroom = std::path::Path::new(command)
         .file_name()
         .and_then(|name| name.to_str())
-        .is_some_and(|name| name == "anteroom");
-    (is_anteroom && args.first().is_some_and(|first| first == "wrap"))
-        .then(|| args.iter().position(|arg| arg == "--"))
-        .flatten()
+        .is_some_and(|name| name.starts_with("anteroom"));
+    // The shape `wrap` writes: `wrap --server NAME -- COMMAND …`.
+    let shaped = args.len() >= 5 && args[0] == "wrap" && args[1] == "--server" && args[3] == "--";
+    (is_anteroom && shaped).then_some(3)
 }
 
 /// The new command and args of a stdio entry named `name`, or `None` when the change leaves them alone.
@@ -249,9 +250,13 @@ fn rewrite_toml(text: &str, change: &Change, only: &[String]) -> Result<String, 
     use toml_edit::{Array, DocumentMut, Item, Value as TomlValue};
 
     let mut document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| {
-        let at = error
-            .span()
-            .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+        let at = error.span().map(|span| {
+            text.as_bytes()[..span.start.min(text.len())]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1
+        });
         ConfigError::Unparsable(match at {
             Some(line) => format!("not valid TOML at line {line}: {}", error.message()),
             None => format!("not valid TOML: {}", error.message()),

@@ -35,7 +35,8 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
                     let store = open_store(&database, StoreOptions::default()).await?;
                     let id = SessionId::parse(&session)?;
                     store.get_session(&id).await?;
-                    let block = match token_in_files(store.as_ref(), &id, &files.files).await {
+                    let live = token_in_files(store.as_ref(), &id, &files.files).await;
+                    let block = match live {
                         // The files already carry the session's live token: the same block again.
                         Some(token) => {
                             let config = Settings {
@@ -44,6 +45,16 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
                             }
                             .api_config(&public.public_url());
                             environment_block(&config, id.as_str(), &token, None)
+                        }
+                        // A dry run shows where a token would go without issuing one (that would revoke the
+                        // session's current token).
+                        None if files.dry_run => {
+                            let config = Settings {
+                                expiry: expiry_policy(public.expiration_minutes.as_deref()),
+                                ..Settings::default()
+                            }
+                            .api_config(&public.public_url());
+                            environment_block(&config, id.as_str(), DRY_RUN_TOKEN, None)
                         }
                         None => issue_block(store.as_ref(), &id, None, &public).await?,
                     };
@@ -68,6 +79,9 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
     };
     Ok(apply(&change, &files))
 }
+
+/// What a dry run shows in place of a token a real run would issue.
+const DRY_RUN_TOKEN: &str = "ars_NEW-TOKEN-ISSUED-ON-A-REAL-RUN";
 
 /// A token of session `id` that one of `files` already carries and that still works: tokens are stored hashed,
 /// so this is how a second run writes the same block instead of issuing a new token.
@@ -126,18 +140,20 @@ fn apply_one(change: &Change, files: &McpConfigFiles, path: &Path) -> anyhow::Re
         print!("{}", diff.unified_diff().header(&name, &name));
         return Ok("would change (dry run)");
     }
-    // A temporary file beside it, then a rename: the file is never half-written.
-    let temporary = path.with_file_name(format!(
-        ".{}.anteroom-{}",
-        path.file_name()
-            .and_then(|name| name.to_str())
-            .unwrap_or("config"),
-        std::process::id()
-    ));
-    std::fs::write(&temporary, &rewritten).context("cannot write beside it")?;
-    if let Ok(metadata) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&temporary, metadata.permissions());
+    // A new file beside the real one (a symlink is followed to it), created exclusively and readable by its
+    // owner only (it holds tokens), given the old file's permissions, then renamed over it.
+    let target = std::fs::canonicalize(path).context("cannot resolve it")?;
+    let folder = target.parent().context("it has no folder")?;
+    let mut temporary =
+        tempfile::NamedTempFile::new_in(folder).context("cannot write beside it")?;
+    std::io::Write::write_all(&mut temporary, rewritten.as_bytes())
+        .context("cannot write beside it")?;
+    if let Ok(metadata) = std::fs::metadata(&target) {
+        let _ = std::fs::set_permissions(temporary.path(), metadata.permissions());
     }
-    std::fs::rename(&temporary, path).context("cannot replace it")?;
+    temporary
+        .persist(&target)
+        .map_err(|error| error.error)
+        .context("cannot replace it")?;
     Ok("updated")
 }

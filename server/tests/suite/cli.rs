@@ -549,6 +549,22 @@ async fn mcp_config_inject_writes_the_block_into_both_harness_formats() {
     )
     .expect("copy");
     let fresh_path = fresh.display().to_string();
+    let dry = anteroom(
+        &[
+            "mcp-config",
+            "inject",
+            "--session",
+            "s1",
+            "--dry-run",
+            fresh_path.as_str(),
+        ],
+        &database,
+    )
+    .await;
+    assert!(
+        String::from_utf8_lossy(&dry.stdout).contains("NEW-TOKEN-ISSUED-ON-A-REAL-RUN"),
+        "a dry run issues no token"
+    );
     let by_session = [
         "mcp-config",
         "inject",

@@ -20,7 +20,7 @@ use tokio::{
 
 /// The official client, running `calls` against `/mcp` with `key`; its lines as they come.
 struct Agent {
-    _process: Child,
+    process: Child,
     lines: Lines<BufReader<ChildStdout>>,
 }
 
@@ -41,10 +41,7 @@ impl Agent {
             .spawn()
             .expect("run the MCP client");
         let lines = BufReader::new(process.stdout.take().expect("stdout")).lines();
-        Self {
-            _process: process,
-            lines,
-        }
+        Self { process, lines }
     }
 
     async fn next(&mut self) -> Value {
@@ -254,6 +251,56 @@ async fn ask_person_is_answered_in_the_browser(db: Db) {
     server.stop().await;
 }
 
+/// An agent that stops waiting (its connection gone) leaves no question anyone could answer for nothing.
+async fn ask_person_abandoned_ends_its_question(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    server.session("s1").await;
+    let mut agent = Agent::start(
+        &server,
+        &server.admin_key,
+        "modern",
+        json!([{"tool": "ask_person", "arguments": {"session_id": "s1", "message": "Still there?"}}]),
+    );
+    agent.next().await;
+    let session = SessionId::parse("s1").expect("id");
+    let mut asked = None;
+    for _ in 0..500 {
+        if let Some(round) = server
+            .store
+            .list_rounds(&session)
+            .await
+            .expect("rounds")
+            .pop()
+            && round.lease.is_some()
+        {
+            asked = Some(round);
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    let asked = asked.expect("the question is being waited for");
+    agent.process.kill().await.expect("kill the agent");
+    let mut ended = None;
+    for _ in 0..500 {
+        let round = server.store.get_round(asked.round_id).await.expect("round");
+        if round.status == anteroom_domain::round::RoundStatus::Failed {
+            ended = round.failure;
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    let failure = ended.expect("the abandoned question ended");
+    assert_eq!(failure.code.as_str(), "cancelled");
+    assert!(
+        failure.message.contains("stopped waiting"),
+        "{}",
+        failure.message
+    );
+    server.stop().await;
+}
+
 async fn the_queue_is_worked_through_mcp_legacy(db: Db) {
     the_queue_is_worked_through_mcp(db, "legacy").await;
 }
@@ -295,4 +342,5 @@ anteroom_testkit::on_both_backends_with_mcp_sdks!(
     the_queue_is_worked_through_mcp_modern,
     a_viewer_may_read_but_not_answer,
     ask_person_is_answered_in_the_browser,
+    ask_person_abandoned_ends_its_question,
 );
