@@ -72,6 +72,35 @@ async fn respond(
         ApiError::not_found(format!("No question with request id {request_id} exists."))
     })?;
     let round = state.store.get_round_by_request_id(&id).await?;
+    let (round, submission) = answer_one(
+        &state,
+        &round,
+        body.action_type,
+        body.content,
+        caller.label(),
+    )
+    .await?;
+    Ok(Json(AnswerRecorded {
+        request_id: round.request_id,
+        round_id: round.round_id,
+        action: body.action_type,
+        status: round.status,
+        answered_by: round.responded_by,
+        answered_at: round.responded_at,
+        replayed: submission == Submission::Replayed,
+    }))
+}
+
+/// Answers a single-request round the way `PATCH …/respond` and the MCP tool both do: its only request, an
+/// idempotency key derived from the answer (the same answer again is a replay, whichever way it came), first answer
+/// wins, recorded under `answered_by` and announced.
+pub async fn answer_one(
+    state: &AppState,
+    round: &Round,
+    action: ResponseAction,
+    content: Option<Map<String, Value>>,
+    answered_by: String,
+) -> ApiResult<(Round, Submission)> {
     let key: RequestKey = match round.requests.keys().collect::<Vec<_>>().as_slice() {
         [only] => (*only).clone(),
         _ => {
@@ -83,35 +112,20 @@ async fn respond(
             )));
         }
     };
-    // The same answer sent again is the same submission: derive its idempotency key from its content.
-    let fingerprint = credentials::hash(&json!([body.action_type, body.content]).to_string());
+    let fingerprint = credentials::hash(&json!([action, content]).to_string());
     let idempotency_key = IdempotencyKey::parse(format!("respond-{}", &fingerprint[..40]))?;
-    let responses = BTreeMap::from([(
-        key,
-        ElicitationResponse {
-            action: body.action_type,
-            content: body.content,
-        },
-    )]);
+    let responses = BTreeMap::from([(key, ElicitationResponse { action, content })]);
     let (round, submission) = state
         .store
         .submit_responses(
             round.round_id,
             responses,
             idempotency_key,
-            Some(caller.label()),
+            Some(answered_by),
         )
         .await?;
-    crate::announce::answer_recorded(&state, &round, submission);
-    Ok(Json(AnswerRecorded {
-        request_id: round.request_id,
-        round_id: round.round_id,
-        action: body.action_type,
-        status: round.status,
-        answered_by: round.responded_by,
-        answered_at: round.responded_at,
-        replayed: submission == Submission::Replayed,
-    }))
+    crate::announce::answer_recorded(state, &round, submission);
+    Ok((round, submission))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -8,10 +8,10 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use anteroom_domain::{
     access::Role,
-    ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+    ids::{LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
     round::{
-        AskedThrough, ElicitationRequest, ElicitationResponse, FailureCode, NewRound,
-        OperationKind, ResponseAction, Round, RoundOutcome, RoundStatus,
+        AskedThrough, ElicitationRequest, FailureCode, NewRound, OperationKind, ResponseAction,
+        Round, RoundOutcome, RoundStatus,
     },
 };
 use axum::{
@@ -39,7 +39,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::{AppState, credentials, error::ApiError, extract::Caller};
+use crate::{AppState, error::ApiError, extract::Caller};
 
 /// The longest `ask_person` waits for an answer when the caller names no timeout, and at most.
 const ASK_TIMEOUT_DEFAULT: Duration = Duration::from_secs(600);
@@ -373,47 +373,10 @@ impl AnteroomMcp {
             Ok(round) => round,
             Err(refusal) => return Ok(refusal),
         };
-        let Some(key) = round
-            .requests
-            .keys()
-            .next()
-            .cloned()
-            .filter(|_| round.requests.len() == 1)
-        else {
-            return Ok(refused(format!(
-                "Question {} asks {} things at once; answer it in the web app or with POST /api/v1/rounds/{}/responses.",
-                round.request_id,
-                round.requests.len(),
-                round.round_id
-            )));
-        };
-        // The same answer sent again is the same submission, whichever way it came (the key PATCH …/respond
-        // derives).
-        let fingerprint = credentials::hash(&json!([action, args.content]).to_string());
-        let Ok(idempotency_key) = IdempotencyKey::parse(format!("respond-{}", &fingerprint[..40]))
-        else {
-            return Err(ErrorData::internal_error("no idempotency key", None));
-        };
-        let responses = BTreeMap::from([(
-            key,
-            ElicitationResponse {
-                action,
-                content: args.content,
-            },
-        )]);
-        match self
-            .state
-            .store
-            .submit_responses(
-                round.round_id,
-                responses,
-                idempotency_key,
-                Some(caller.label()),
-            )
+        match crate::answers::answer_one(&self.state, &round, action, args.content, caller.label())
             .await
         {
             Ok((round, submission)) => {
-                crate::announce::answer_recorded(&self.state, &round, submission);
                 let text = format!(
                     "Recorded {} for {} (by {}).",
                     action.as_str(),
@@ -433,7 +396,6 @@ impl AnteroomMcp {
                 ))
             }
             Err(error) => {
-                let error = ApiError::from(error);
                 let mut refusal = refused(error.message());
                 if let Some(details) = error.details() {
                     refusal.structured_content =
