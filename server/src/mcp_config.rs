@@ -71,6 +71,41 @@ fn env_values(
         .collect()
 }
 
+/// The block as server `name` gets it: its addresses point at the server's own route, so a question's banner
+/// names the server (a name that is not plain path text keeps the session's route).
+fn block_for(block: &[(String, String)], name: &str) -> Vec<(String, String)> {
+    let plain = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    block
+        .iter()
+        .map(|(key, value)| {
+            let value = match key.as_str() {
+                "ELICITATION_REQUEST_URL" | "ELICITATION_POLL_URL" if plain => {
+                    server_route(value, name)
+                }
+                _ => value.clone(),
+            };
+            (key.clone(), value)
+        })
+        .collect()
+}
+
+/// `…/api/v1/s/TOKEN/elicitations` (or another server's route) as server `name`'s route of the same session.
+fn server_route(url: &str, name: &str) -> String {
+    let marker = "/api/v1/s/";
+    let Some(at) = url.find(marker) else {
+        return url.to_owned();
+    };
+    let token = url[at + marker.len()..].split('/').next().unwrap_or("");
+    if token.is_empty() || !url.ends_with("/elicitations") {
+        return url.to_owned();
+    }
+    format!("{}{marker}{token}/servers/{name}/elicitations", &url[..at])
+}
+
 /// Whether `args` already run a server under `anteroom wrap`: the wrapped command starts after `--`.
 fn wrapped_command(command: &str, args: &[String]) -> Option<usize> {
     // `anteroom`, `anteroom.exe`, `/opt/bin/anteroom-1.2`: however the harness runs it.
@@ -191,7 +226,7 @@ fn rewrite_json(text: &str, change: &Change, only: &[String]) -> Result<String, 
                         "mcpServers.{name}.env is not an object"
                     )));
                 };
-                for (key, value) in env_values(block, dotenv) {
+                for (key, value) in env_values(&block_for(block, name), dotenv) {
                     if env.get(&key).and_then(Value::as_str) != Some(value.as_str()) {
                         env.insert(key, Value::String(value));
                         changed = true;
@@ -296,7 +331,7 @@ fn rewrite_toml(text: &str, change: &Change, only: &[String]) -> Result<String, 
                         "mcp_servers.{name}.env is not a table"
                     )));
                 };
-                for (key, value) in env_values(block, dotenv) {
+                for (key, value) in env_values(&block_for(block, &name), dotenv) {
                     if env.get(&key).and_then(Item::as_str) != Some(value.as_str()) {
                         match env.get_mut(&key).and_then(Item::as_value_mut) {
                             // Keep the entry's own decoration (comments, spacing) around the new value.
@@ -425,8 +460,9 @@ mod tests {
         let github = &document["mcpServers"]["github"]["env"];
         assert_eq!(github["GITHUB_TOKEN"], "ghp_keep", "credentials stay");
         assert_eq!(
-            github["ELICITATION_REQUEST_URL"], "http://a/api/v1/s/ars_new/elicitations",
-            "a stale copy does not shadow the real address"
+            github["ELICITATION_REQUEST_URL"],
+            "http://a/api/v1/s/ars_new/servers/github/elicitations",
+            "a stale copy does not shadow the real address, and each server gets its own route"
         );
         assert_eq!(
             document["mcpServers"]["zeta"]["env"]["ELICITATION_SESSION_ID"],
@@ -571,6 +607,27 @@ command = "zeta-mcp"
         assert!(
             matches!(&toml, Err(ConfigError::Unparsable(message)) if message.contains("line 2")),
             "{toml:?}"
+        );
+    }
+
+    #[test]
+    fn each_server_gets_its_own_route_of_the_session() {
+        assert_eq!(
+            server_route("http://a/api/v1/s/ars_t/elicitations", "github"),
+            "http://a/api/v1/s/ars_t/servers/github/elicitations"
+        );
+        assert_eq!(
+            server_route("http://a/api/v1/s/ars_t/servers/old/elicitations", "new"),
+            "http://a/api/v1/s/ars_t/servers/new/elicitations"
+        );
+        let block = vec![(
+            "ELICITATION_POLL_URL".to_owned(),
+            "http://a/api/v1/s/ars_t/elicitations".to_owned(),
+        )];
+        assert_eq!(
+            block_for(&block, "my server")[0].1,
+            "http://a/api/v1/s/ars_t/elicitations",
+            "a name that is not plain path text keeps the session's route"
         );
     }
 

@@ -486,7 +486,8 @@ async fn mcp_config_inject_writes_the_block_into_both_harness_formats() {
         serde_json::from_str(&std::fs::read_to_string(&claude).expect("read")).expect("JSON");
     let github = &claude_after["mcpServers"]["github"]["env"];
     assert_eq!(github["GITHUB_PERSONAL_ACCESS_TOKEN"], "ghp_keep_me");
-    assert_eq!(github["ELICITATION_REQUEST_URL"], request_url.as_str());
+    let github_route = request_url.replace("/elicitations", "/servers/github/elicitations");
+    assert_eq!(github["ELICITATION_REQUEST_URL"], github_route.as_str());
     assert_eq!(
         github["ELICITATION_TTL_MS"], "120000",
         "the session's .env wins"
@@ -517,7 +518,9 @@ async fn mcp_config_inject_writes_the_block_into_both_harness_formats() {
         assert!(codex_after.contains(kept), "{kept} kept:\n{codex_after}");
     }
     assert!(
-        codex_after.contains(&request_url) && !codex_after.contains("ars_old"),
+        codex_after
+            .contains(&request_url.replace("/elicitations", "/servers/deployer/elicitations"))
+            && !codex_after.contains("ars_old"),
         "{codex_after}"
     );
     assert!(
