@@ -191,6 +191,12 @@ impl IntoResponse for ApiError {
             details: self.details,
         };
         let mut response = (status, Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            // How to authenticate, as RFC 6750 (and the MCP authorization flow) expect of every 401.
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
         if let Some(seconds) = self.retry_after {
             response
                 .headers_mut()

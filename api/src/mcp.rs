@@ -17,7 +17,7 @@ use anteroom_domain::{
 use axum::{
     Router,
     extract::{Request, State},
-    http::{StatusCode, request::Parts},
+    http::request::Parts,
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -39,7 +39,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::{AppState, error::ApiError, extract::Caller};
+use crate::{
+    AppState,
+    error::{ApiError, ErrorCode},
+    extract::Caller,
+};
 
 /// The longest `ask_person` waits for an answer when the caller names no timeout, and at most.
 const ASK_TIMEOUT_DEFAULT: Duration = Duration::from_secs(600);
@@ -83,37 +87,25 @@ pub fn router(state: &AppState) -> Router<AppState> {
         ))
 }
 
-/// Lets only requests with a valid API key reach the tools, and hands the tools who is calling.
+/// Lets only requests with a valid API key reach the tools, and hands the tools who is calling. A browser's
+/// sign-in cookie does not count here: only a bearer key.
 async fn require_api_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     if crate::extract::bearer(&parts.headers).is_none() {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [("www-authenticate", "Bearer")],
-            ApiError::unauthorized("/mcp needs an API key: Authorization: Bearer ark_…"),
-        )
+        return ApiError::unauthorized("/mcp needs an API key: Authorization: Bearer ark_…")
             .into_response();
     }
-    let caller = match <Caller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
+    match <Caller as axum::extract::FromRequestParts<AppState>>::from_request_parts(
         &mut parts, &state,
     )
     .await
     {
-        Ok(caller) => caller,
-        Err(error) => {
-            // Every refused key is a 401 that says how to authenticate, as the MCP authorization flow expects.
-            let mut response = error.into_response();
-            if response.status() == StatusCode::UNAUTHORIZED {
-                response.headers_mut().insert(
-                    axum::http::header::WWW_AUTHENTICATE,
-                    axum::http::HeaderValue::from_static("Bearer"),
-                );
-            }
-            return response;
+        Ok(caller) => {
+            parts.extensions.insert(caller);
+            next.run(Request::from_parts(parts, body)).await
         }
-    };
-    parts.extensions.insert(caller);
-    next.run(Request::from_parts(parts, body)).await
+        Err(error) => error.into_response(),
+    }
 }
 
 /// The MCP server one request (or session) is served by.
@@ -167,25 +159,24 @@ pub struct AskArgs {
 }
 
 /// Who called: put there by [`require_api_key`].
-fn caller(parts: &Parts) -> Result<Caller, ErrorData> {
+fn caller(parts: &Parts) -> Result<Caller, ApiError> {
     parts
         .extensions
         .get::<Caller>()
         .cloned()
-        .ok_or_else(|| ErrorData::internal_error("the caller was not identified", None))
+        .ok_or_else(|| ApiError::unauthorized("/mcp needs an API key"))
 }
 
-/// A refusal the agent can read: a tool error, not a protocol error.
-fn refused(message: impl Into<String>) -> CallToolResult {
-    let message = message.into();
-    CallToolResult::structured_error(json!({"error": message}))
-}
-
-fn allowed(caller: &Caller, rule: impl Fn(Role) -> bool, doing: &str) -> Option<CallToolResult> {
-    caller
-        .require(rule, doing)
-        .err()
-        .map(|error| refused(error.message()))
+/// A tool's outcome for the agent: a refusal is a tool error (not a protocol error) in the HTTP API's own
+/// words — `{"error": message, "details"?}`.
+fn reply(outcome: Result<CallToolResult, ApiError>) -> Result<CallToolResult, ErrorData> {
+    Ok(outcome.unwrap_or_else(|error| {
+        let mut body = json!({"error": error.message()});
+        if let Some(details) = error.details() {
+            body["details"] = details.clone();
+        }
+        CallToolResult::structured_error(body)
+    }))
 }
 
 /// A question as the tools show it.
@@ -258,69 +249,36 @@ fn with_text(mut result: CallToolResult, text: String) -> CallToolResult {
 
 impl AnteroomMcp {
     /// A question by its request id, or by its round id.
-    async fn find(&self, id: &str) -> Result<Round, CallToolResult> {
+    async fn find(&self, id: &str) -> Result<Round, ApiError> {
         let store = &self.state.store;
-        let found = match RequestId::parse(id) {
-            Ok(request_id) => match store.get_round_by_request_id(&request_id).await {
-                Err(error) if error.is_not_found() => None,
-                other => Some(other),
-            },
-            Err(_) => None,
-        };
-        let found = match found {
-            Some(found) => found,
-            None => match RoundId::parse(id) {
-                Ok(round_id) => store.get_round(round_id).await,
-                Err(_) => return Err(refused(format!("No question {id} exists."))),
-            },
-        };
-        found.map_err(|error| {
+        let unknown = || ApiError::not_found(format!("No question {id} exists."));
+        if let Ok(request_id) = RequestId::parse(id) {
+            match store.get_round_by_request_id(&request_id).await {
+                Err(error) if error.is_not_found() => {}
+                found => return Ok(found?),
+            }
+        }
+        let round_id = RoundId::parse(id).map_err(|_| unknown())?;
+        store.get_round(round_id).await.map_err(|error| {
             if error.is_not_found() {
-                refused(format!("No question {id} exists."))
+                unknown()
             } else {
-                refused(ApiError::from(error).message())
+                error.into()
             }
         })
     }
-}
 
-#[tool_router]
-impl AnteroomMcp {
-    /// Open questions waiting for a person, oldest first (optionally one session's).
-    #[tool(
-        description = "List the questions waiting for a person, oldest first: request id, session, server, tool, message, schema and deadline. Optionally only one session's."
-    )]
-    async fn list_pending_elicitations(
-        &self,
-        Parameters(args): Parameters<ListArgs>,
-        Extension(parts): Extension<Parts>,
-    ) -> Result<CallToolResult, ErrorData> {
-        caller(&parts)?;
+    async fn list(&self, args: ListArgs) -> Result<CallToolResult, ApiError> {
         let store = &self.state.store;
-        let sessions: Vec<SessionId> = match args.session_id {
-            Some(id) => match SessionId::parse(&id) {
+        let open = match args.session_id {
+            Some(id) => {
+                let id = SessionId::parse(&id)?;
                 // Read first: it ends the session's overdue questions, and an unknown session is said so.
-                Ok(id) => match store.get_session(&id).await {
-                    Ok(_) => vec![id],
-                    Err(error) => return Ok(refused(ApiError::from(error).message())),
-                },
-                Err(error) => return Ok(refused(error.to_string())),
-            },
-            None => match store.list_sessions(LIST_LIMIT).await {
-                Ok(entries) => entries.into_iter().map(|entry| entry.session.id).collect(),
-                Err(error) => return Ok(refused(ApiError::from(error).message())),
-            },
-        };
-        let mut open = Vec::new();
-        for session in &sessions {
-            match store.open_rounds(session, LIST_LIMIT).await {
-                Ok(rounds) => open.extend(rounds),
-                Err(error) if error.is_not_found() => {}
-                Err(error) => return Ok(refused(ApiError::from(error).message())),
+                store.get_session(&id).await?;
+                store.open_rounds(&id, LIST_LIMIT).await?
             }
-        }
-        open.sort_by_key(|round| round.created_at);
-        open.truncate(LIST_LIMIT as usize);
+            None => store.open_rounds_everywhere(LIST_LIMIT).await?,
+        };
         let text = if open.is_empty() {
             "No question is waiting for a person.".to_owned()
         } else {
@@ -336,6 +294,52 @@ impl AnteroomMcp {
         ))
     }
 
+    async fn respond(&self, args: RespondArgs, caller: Caller) -> Result<CallToolResult, ApiError> {
+        caller.require(Role::can_answer, "answer questions")?;
+        let action = ResponseAction::parse(&args.action_type).ok_or_else(|| {
+            ApiError::validation("action_type must be accept, decline or cancel.")
+        })?;
+        let round = self.find(&args.request_id).await?;
+        let (round, submission) =
+            crate::answers::answer_one(&self.state, &round, action, args.content, caller.label())
+                .await?;
+        let text = format!(
+            "Recorded {} for {} (by {}).",
+            action.as_str(),
+            round.request_id,
+            caller.label()
+        );
+        Ok(with_text(
+            CallToolResult::structured(json!({
+                "request_id": round.request_id,
+                "round_id": round.round_id,
+                "action": action,
+                "status": round.status,
+                "answered_by": round.responded_by,
+                "replayed": submission == anteroom_domain::round::Submission::Replayed,
+            })),
+            text,
+        ))
+    }
+}
+
+#[tool_router]
+impl AnteroomMcp {
+    /// Open questions waiting for a person, oldest first (optionally one session's).
+    #[tool(
+        description = "List the questions waiting for a person, oldest first: request id, session, server, tool, message, schema and deadline. Optionally only one session's."
+    )]
+    async fn list_pending_elicitations(
+        &self,
+        Parameters(args): Parameters<ListArgs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        reply(match caller(&parts) {
+            Ok(_) => self.list(args).await,
+            Err(error) => Err(error),
+        })
+    }
+
     /// One question and its outcome.
     #[tool(description = "Read one question (by request id) and its outcome so far.")]
     async fn get_elicitation(
@@ -343,14 +347,15 @@ impl AnteroomMcp {
         Parameters(args): Parameters<GetArgs>,
         Extension(parts): Extension<Parts>,
     ) -> Result<CallToolResult, ErrorData> {
-        caller(&parts)?;
-        Ok(match self.find(&args.request_id).await {
-            Ok(round) => with_text(
+        let read = async {
+            caller(&parts)?;
+            let round = self.find(&args.request_id).await?;
+            Ok(with_text(
                 CallToolResult::structured(question_view(&round)),
                 question_line(&round),
-            ),
-            Err(refusal) => refusal,
-        })
+            ))
+        };
+        reply(read.await)
     }
 
     /// Answers a question with the HTTP API's rules: validated, idempotent, first answer wins.
@@ -362,48 +367,10 @@ impl AnteroomMcp {
         Parameters(args): Parameters<RespondArgs>,
         Extension(parts): Extension<Parts>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = caller(&parts)?;
-        if let Some(refusal) = allowed(&caller, Role::can_answer, "answer questions") {
-            return Ok(refusal);
-        }
-        let Some(action) = ResponseAction::parse(&args.action_type) else {
-            return Ok(refused("action_type must be accept, decline or cancel."));
-        };
-        let round = match self.find(&args.request_id).await {
-            Ok(round) => round,
-            Err(refusal) => return Ok(refusal),
-        };
-        match crate::answers::answer_one(&self.state, &round, action, args.content, caller.label())
-            .await
-        {
-            Ok((round, submission)) => {
-                let text = format!(
-                    "Recorded {} for {} (by {}).",
-                    action.as_str(),
-                    round.request_id,
-                    caller.label()
-                );
-                Ok(with_text(
-                    CallToolResult::structured(json!({
-                        "request_id": round.request_id,
-                        "round_id": round.round_id,
-                        "action": action,
-                        "status": round.status,
-                        "answered_by": round.responded_by,
-                        "replayed": submission == anteroom_domain::round::Submission::Replayed,
-                    })),
-                    text,
-                ))
-            }
-            Err(error) => {
-                let mut refusal = refused(error.message());
-                if let Some(details) = error.details() {
-                    refusal.structured_content =
-                        Some(json!({"error": error.message(), "details": details}));
-                }
-                Ok(refusal)
-            }
-        }
+        reply(match caller(&parts) {
+            Ok(caller) => self.respond(args, caller).await,
+            Err(error) => Err(error),
+        })
     }
 
     /// Asks a person directly and waits for the answer.
@@ -416,26 +383,30 @@ impl AnteroomMcp {
         Extension(parts): Extension<Parts>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let caller = caller(&parts)?;
-        if let Some(refusal) = allowed(&caller, Role::can_manage, "ask questions") {
-            return Ok(refusal);
-        }
-        let session_id = match SessionId::parse(&args.session_id) {
-            Ok(id) => id,
-            Err(error) => return Ok(refused(error.to_string())),
-        };
-        if let Err(error) = self.state.store.get_session(&session_id).await {
-            return Ok(refused(ApiError::from(error).message()));
-        }
+        reply(match caller(&parts) {
+            Ok(caller) => self.ask(args, caller, context).await,
+            Err(error) => Err(error),
+        })
+    }
+}
+
+impl AnteroomMcp {
+    /// `ask_person`: opens the question, works it under a lease while it waits, and hands back the answer.
+    async fn ask(
+        &self,
+        args: AskArgs,
+        caller: Caller,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ApiError> {
+        caller.require(Role::can_manage, "ask questions")?;
+        let session_id = SessionId::parse(&args.session_id)?;
+        self.state.store.get_session(&session_id).await?;
         let wait = args
             .timeout
             .map_or(ASK_TIMEOUT_DEFAULT, Duration::from_secs)
             .clamp(Duration::from_secs(1), ASK_TIMEOUT_MAX);
-        if let Err(error) = self.state.limiter.creates.check(&caller.0.limit_key()) {
-            return Ok(refused(error.message()));
-        }
-        let key = RequestKey::parse("answer")
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        self.state.limiter.creates.check(&caller.0.limit_key())?;
+        let key = RequestKey::parse("answer")?;
         let requested_schema = args
             .requested_schema
             .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
@@ -462,26 +433,18 @@ impl AnteroomMcp {
             fingerprint: None,
             asked_through: AskedThrough::ApiKey,
         };
-        let round = match self.state.store.create_round(new).await {
-            Ok(round) => round,
-            Err(error) => return Ok(refused(ApiError::from(error).message())),
-        };
+        let round = self.state.store.create_round(new).await?;
         crate::announce::round_created(&self.state, &round);
         // This call is the question's worker: its lease lasts the whole wait, and a call that stops waiting
         // (cancelled, disconnected, dropped) ends the question at once rather than leave it answerable.
-        let owner = OwnerId::parse(format!("mcp-{}", uuid::Uuid::new_v4()))
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let owner = OwnerId::parse(format!("mcp-{}", uuid::Uuid::new_v4()))?;
         let lease_length = chrono::Duration::from_std(wait + Duration::from_secs(60))
             .unwrap_or_else(|_| chrono::Duration::hours(2));
-        let lease = match self
+        let lease = self
             .state
             .store
             .claim_round(round.round_id, owner.clone(), lease_length)
-            .await
-        {
-            Ok(lease) => lease,
-            Err(error) => return Ok(refused(ApiError::from(error).message())),
-        };
+            .await?;
         let mut abandoned = Abandoned {
             state: Some(self.state.clone()),
             round_id: round.round_id,
@@ -497,12 +460,11 @@ impl AnteroomMcp {
             tokio::select! {
                 _ = events.recv() => {}
                 () = tokio::time::sleep(ASK_LOOK_EVERY) => {}
-                () = context.ct.cancelled() => return Ok(refused("The call was cancelled.")),
+                () = context.ct.cancelled() => {
+                    return Err(ApiError::new(ErrorCode::Conflict, "The call was cancelled."));
+                }
             }
-            let round = match self.state.store.get_round(round.round_id).await {
-                Ok(round) => round,
-                Err(error) => return Ok(refused(ApiError::from(error).message())),
-            };
+            let round = self.state.store.get_round(round.round_id).await?;
             if round.status != RoundStatus::Pending {
                 break round;
             }
@@ -536,10 +498,7 @@ impl AnteroomMcp {
                     .resolve(round.round_id, &owner, &lease.lease_token)
                     .await;
             }
-            match delivered {
-                Ok(round) => round,
-                Err(error) => return Ok(refused(ApiError::from(error).message())),
-            }
+            delivered?
         } else {
             round
         };

@@ -85,6 +85,10 @@ pub trait RoundStore: Send + Sync {
     /// [`RoundStore::list_rounds_page`].
     async fn open_rounds(&self, session: &SessionId, limit: u32) -> StoreResult<Vec<Round>>;
 
+    /// At most `limit` pending rounds of any session, oldest first, overdue ones expired first: the whole queue's
+    /// questions in one query (an orchestrator's list).
+    async fn open_rounds_everywhere(&self, limit: u32) -> StoreResult<Vec<Round>>;
+
     /// The oldest pending round of each of `sessions` that has one (the attention queue's questions).
     async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>>;
 

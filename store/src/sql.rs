@@ -42,6 +42,9 @@ pub const SELECT_SESSION_ROUNDS_PAGE: &str = "SELECT * FROM rounds WHERE session
 pub const SELECT_OPEN_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
      ORDER BY created_at_ms, round_id LIMIT $2";
 
+pub const SELECT_OPEN_ROUNDS_EVERYWHERE: &str = "SELECT * FROM rounds WHERE status = 'pending' \
+     ORDER BY created_at_ms, round_id LIMIT $1";
+
 pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
      ORDER BY created_at_ms, round_id LIMIT 2";
 

@@ -176,6 +176,16 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         self.seen_all(rows)
     }
 
+    async fn open_rounds_everywhere(&self, limit: u32) -> StoreResult<Vec<Round>> {
+        self.expire_lazily(None).await?;
+        let rows = self
+            .all::<RoundRow>(
+                Statement::new(sql::SELECT_OPEN_ROUNDS_EVERYWHERE).bind(i64::from(limit)),
+            )
+            .await?;
+        self.seen_all(rows)
+    }
+
     async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>> {
         let mut rounds = Vec::new();
         for chunk in sessions.chunks(sql::BATCH) {

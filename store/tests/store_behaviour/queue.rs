@@ -133,7 +133,45 @@ async fn the_queue_gets_each_waiting_sessions_oldest_question(h: &Harness) {
     );
 }
 
+async fn open_questions_are_listed_across_sessions_oldest_first(h: &Harness) {
+    let first = ask(h, "across-a").await;
+    h.clock.advance(Duration::seconds(5));
+    let second = ask(h, "across-b").await;
+    h.clock.advance(Duration::seconds(5));
+    let answered = ask_again(h, "across-a").await;
+    answer(h, &answered, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    let open: Vec<_> = h
+        .store
+        .open_rounds_everywhere(10)
+        .await
+        .expect("read")
+        .iter()
+        .map(|round| round.round_id)
+        .collect();
+    assert_eq!(
+        open,
+        vec![first.round_id, second.round_id],
+        "answered ones are not open"
+    );
+    assert_eq!(
+        h.store.open_rounds_everywhere(1).await.expect("read").len(),
+        1
+    );
+    // Overdue questions are ended by the read itself, not listed.
+    h.clock.advance(Duration::days(8));
+    assert!(
+        h.store
+            .open_rounds_everywhere(10)
+            .await
+            .expect("read")
+            .is_empty()
+    );
+}
+
 crate::on_both_backends!(
+    open_questions_are_listed_across_sessions_oldest_first,
     cancelling_a_session_fails_its_open_rounds,
     finishing_is_refused_while_questions_are_open,
     unknown_ids_are_not_found,
