@@ -11,9 +11,12 @@ use anteroom_server::{
 use anteroom_store::StoreOptions;
 use anyhow::Context;
 
-use anteroom_server::{api::views::environment_block, credentials, instance::Settings};
+use anteroom_server::credentials;
 
-use super::{expiry_policy, open_store, session::issue_block};
+use super::{
+    open_store,
+    session::{block_with, issue_block},
+};
 
 pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
     let (change, files) = match command {
@@ -38,24 +41,10 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
                     let live = token_in_files(store.as_ref(), &id, &files.files).await;
                     let block = match live {
                         // The files already carry the session's live token: the same block again.
-                        Some(token) => {
-                            let config = Settings {
-                                expiry: expiry_policy(public.expiration_minutes.as_deref()),
-                                ..Settings::default()
-                            }
-                            .api_config(&public.public_url());
-                            environment_block(&config, id.as_str(), &token, None)
-                        }
+                        Some(token) => block_with(&id, &token, None, &public),
                         // A dry run shows where a token would go without issuing one (that would revoke the
                         // session's current token).
-                        None if files.dry_run => {
-                            let config = Settings {
-                                expiry: expiry_policy(public.expiration_minutes.as_deref()),
-                                ..Settings::default()
-                            }
-                            .api_config(&public.public_url());
-                            environment_block(&config, id.as_str(), DRY_RUN_TOKEN, None)
-                        }
+                        None if files.dry_run => block_with(&id, DRY_RUN_TOKEN, None, &public),
                         None => issue_block(store.as_ref(), &id, None, &public).await?,
                     };
                     block
@@ -81,7 +70,7 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
 }
 
 /// What a dry run shows in place of a token a real run would issue.
-const DRY_RUN_TOKEN: &str = "ars_NEW-TOKEN-ISSUED-ON-A-REAL-RUN";
+const DRY_RUN_TOKEN: &str = "NEW-TOKEN-ISSUED-ON-A-REAL-RUN";
 
 /// A token of session `id` that one of `files` already carries and that still works: tokens are stored hashed,
 /// so this is how a second run writes the same block instead of issuing a new token.
@@ -137,7 +126,11 @@ fn apply_one(change: &Change, files: &McpConfigFiles, path: &Path) -> anyhow::Re
     if files.dry_run {
         let diff = similar::TextDiff::from_lines(&text, &rewritten);
         let name = path.display().to_string();
-        print!("{}", diff.unified_diff().header(&name, &name));
+        // A diff is often pasted into a review or a CI log: the session token is shown only by its prefix.
+        print!(
+            "{}",
+            mask_tokens(&diff.unified_diff().header(&name, &name).to_string())
+        );
         return Ok("would change (dry run)");
     }
     // A new file beside the real one (a symlink is followed to it), created exclusively and readable by its
@@ -156,4 +149,19 @@ fn apply_one(change: &Change, files: &McpConfigFiles, path: &Path) -> anyhow::Re
         .map_err(|error| error.error)
         .context("cannot replace it")?;
     Ok("updated")
+}
+
+/// `text` with every session token cut to its prefix (`ars_…`).
+fn mask_tokens(text: &str) -> String {
+    let prefix = credentials::SESSION_TOKEN_PREFIX;
+    let mut masked = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(prefix) {
+        masked.push_str(&rest[..at + prefix.len()]);
+        masked.push('…');
+        rest = rest[at + prefix.len()..]
+            .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    }
+    masked.push_str(rest);
+    masked
 }

@@ -45,10 +45,20 @@ pub async fn issue_block(
     store
         .set_producer_token(id, Some(&credentials::hash(&token)))
         .await?;
+    Ok(block_with(id, &token, server, public))
+}
+
+/// Session `id`'s environment block for `token` (one the session already has, or a placeholder).
+pub fn block_with(
+    id: &SessionId,
+    token: &str,
+    server: Option<&str>,
+    public: &PublicArgs,
+) -> Vec<(&'static str, String)> {
     let config = Settings {
         expiry: expiry_policy(public.expiration_minutes.as_deref()),
         ..Settings::default()
     }
     .api_config(&public.public_url());
-    Ok(environment_block(&config, id.as_str(), &token, server))
+    environment_block(&config, id.as_str(), token, server)
 }

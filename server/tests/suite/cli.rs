@@ -468,6 +468,15 @@ async fn mcp_config_inject_writes_the_block_into_both_harness_formats() {
         String::from_utf8_lossy(&dry.stderr)
     );
     assert!(String::from_utf8_lossy(&dry.stdout).contains("+        \"ELICITATION_REQUEST_URL\""));
+    let token = request_url
+        .split("/api/v1/s/")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the block's token");
+    assert!(
+        !String::from_utf8_lossy(&dry.stdout).contains(token),
+        "a dry run's diff does not show the token"
+    );
     assert_eq!(
         std::fs::read_to_string(&claude).expect("read"),
         claude_before,
