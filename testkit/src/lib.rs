@@ -262,6 +262,45 @@ impl TestServer {
             .expect("PATCH respond")
     }
 
+    /// Session `session`'s rounds, oldest first, once it has at least `count`: for questions another process
+    /// (a wrapper, an agent) asks. Waits up to 20 s, then fails the test.
+    pub async fn rounds_once(
+        &self,
+        session: &str,
+        count: usize,
+    ) -> Vec<anteroom_store::domain::round::Round> {
+        let session = anteroom_store::domain::ids::SessionId::parse(session).expect("session id");
+        for _ in 0..1000 {
+            let mut rounds = self.store.list_rounds(&session).await.expect("rounds");
+            if rounds.len() >= count {
+                rounds.sort_by_key(|round| (round.created_at, round.round_id));
+                return rounds;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("session {session} never had {count} question(s)");
+    }
+
+    /// Round `id` once `ready` holds of it. Waits up to 20 s, then fails the test with the round as it stood.
+    pub async fn round_once(
+        &self,
+        id: anteroom_store::domain::ids::RoundId,
+        ready: impl Fn(&anteroom_store::domain::round::Round) -> bool,
+    ) -> anteroom_store::domain::round::Round {
+        let mut round = self.store.get_round(id).await.expect("round");
+        for _ in 0..1000 {
+            if ready(&round) {
+                return round;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            round = self.store.get_round(id).await.expect("round");
+        }
+        panic!(
+            "round {id} never got there: {:?} {:?}",
+            round.status, round.failure
+        );
+    }
+
     /// Answers each request of a round on its own (`{key: {action, content?}}`), as the web app's banner does.
     pub async fn respond_each(
         &self,

@@ -319,20 +319,7 @@ async fn wrap_relays_a_server_and_brings_its_question_to_a_person() {
             .await
             .expect("write");
     }
-    let mut round_id = None;
-    for _ in 0..300 {
-        let rounds = server
-            .store
-            .list_rounds(&anteroom_domain::ids::SessionId::parse("s1").expect("id"))
-            .await
-            .expect("rounds");
-        if let Some(round) = rounds.first() {
-            round_id = Some(round.round_id.to_string());
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    let round_id = round_id.expect("the wrapped server's question reached Anteroom");
+    let round_id = server.rounds_once("s1", 1).await[0].round_id.to_string();
     let answered = server
         .respond(
             &server.responder_key,

@@ -4,7 +4,7 @@
 
 use std::{process::Stdio, time::Duration as StdDuration};
 
-use anteroom_domain::{access::Role, ids::SessionId};
+use anteroom_domain::access::Role;
 use anteroom_testkit::{
     Db, TestServer,
     browser::{browser, page, person, sign_in},
@@ -203,22 +203,7 @@ async fn ask_person_is_answered_in_the_browser(db: Db) {
         }}]),
     );
     agent.next().await;
-    let session = SessionId::parse("s1").expect("id");
-    let mut round = None;
-    for _ in 0..500 {
-        if let Some(open) = server
-            .store
-            .list_rounds(&session)
-            .await
-            .expect("rounds")
-            .pop()
-        {
-            round = Some(open);
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    let round = round.expect("ask_person's question reached the session");
+    let round = server.rounds_once("s1", 1).await.remove(0);
     let rita = sign_in(&server, "rita").await;
     let (_, html) = page(&server, "/sessions/s1", &rita).await;
     assert!(html.contains("Ship it?"), "the banner shows the question");
@@ -264,34 +249,18 @@ async fn ask_person_abandoned_ends_its_question(db: Db) {
         json!([{"tool": "ask_person", "arguments": {"session_id": "s1", "message": "Still there?"}}]),
     );
     agent.next().await;
-    let session = SessionId::parse("s1").expect("id");
-    let mut asked = None;
-    for _ in 0..500 {
-        if let Some(round) = server
-            .store
-            .list_rounds(&session)
-            .await
-            .expect("rounds")
-            .pop()
-            && round.lease.is_some()
-        {
-            asked = Some(round);
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    let asked = asked.expect("the question is being waited for");
+    let asked = server.rounds_once("s1", 1).await.remove(0);
+    // The question is being waited for: its lease is held.
+    let asked = server
+        .round_once(asked.round_id, |round| round.lease.is_some())
+        .await;
     agent.process.kill().await.expect("kill the agent");
-    let mut ended = None;
-    for _ in 0..500 {
-        let round = server.store.get_round(asked.round_id).await.expect("round");
-        if round.status == anteroom_domain::round::RoundStatus::Failed {
-            ended = round.failure;
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    let failure = ended.expect("the abandoned question ended");
+    let ended = server
+        .round_once(asked.round_id, |round| {
+            round.status == anteroom_domain::round::RoundStatus::Failed
+        })
+        .await;
+    let failure = ended.failure.expect("the abandoned question ended");
     assert_eq!(failure.code.as_str(), "cancelled");
     assert!(
         failure.message.contains("stopped waiting"),

@@ -3,10 +3,7 @@
 
 use std::{path::Path, process::Stdio, time::Duration as StdDuration};
 
-use anteroom_domain::{
-    ids::{RoundId, SessionId},
-    round::RoundStatus,
-};
+use anteroom_domain::{ids::RoundId, round::RoundStatus};
 use anteroom_server::jobs::recover;
 use anteroom_testkit::{self as support, Db, TestServer, on_both_backends};
 use chrono::Duration;
@@ -130,22 +127,7 @@ async fn a_wrapper_killed_mid_delivery_leaves_the_round_to_recovery(db: Db) {
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
         )
         .await;
-    let session = SessionId::parse("s1").expect("id");
-    let mut round_id = None;
-    for _ in 0..500 {
-        if let Some(round) = server
-            .store
-            .list_rounds(&session)
-            .await
-            .expect("rounds")
-            .first()
-        {
-            round_id = Some(round.round_id);
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    let round_id: RoundId = round_id.expect("the question reached Anteroom");
+    let round_id: RoundId = server.rounds_once("s1", 1).await[0].round_id;
     let answered = server
         .respond_each(
             &server.responder_key,
@@ -154,20 +136,10 @@ async fn a_wrapper_killed_mid_delivery_leaves_the_round_to_recovery(db: Db) {
         )
         .await;
     assert_eq!(answered.status(), 200);
-    let mut status = RoundStatus::Pending;
-    for _ in 0..500 {
-        status = server
-            .store
-            .get_round(round_id)
-            .await
-            .expect("round")
-            .status;
-        if status == RoundStatus::Delivered {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    assert_eq!(status, RoundStatus::Delivered, "the retry is on its way");
+    // The retry is on its way.
+    server
+        .round_once(round_id, |round| round.status == RoundStatus::Delivered)
+        .await;
     wrapper.process.kill().await.expect("kill the wrapper");
     // SIGKILL leaves no chance to stop the server; it would notice its closed pipe only after its 20 s.
     let _ = std::process::Command::new("kill")
@@ -335,22 +307,7 @@ mod sdks {
             .kill_on_drop(true)
             .spawn()
             .expect("run the harness");
-        let session = SessionId::parse("s1").expect("id");
-        let mut asked = None;
-        for _ in 0..1000 {
-            if let Some(round) = anteroom
-                .store
-                .list_rounds(&session)
-                .await
-                .expect("rounds")
-                .pop()
-            {
-                asked = Some(round);
-                break;
-            }
-            tokio::time::sleep(StdDuration::from_millis(20)).await;
-        }
-        let round = asked.expect("the SDK server's question reached Anteroom");
+        let round = anteroom.rounds_once("s1", 1).await.remove(0);
         assert_eq!(round.server.as_deref(), Some("sdk"));
         assert_eq!(round.operation_name, tool);
         tokio::time::sleep(wait).await;
@@ -380,20 +337,12 @@ mod sdks {
     }
 
     async fn settled(anteroom: &TestServer, round: &anteroom_domain::round::Round) -> RoundStatus {
-        let mut status = RoundStatus::Pending;
-        for _ in 0..250 {
-            status = anteroom
-                .store
-                .get_round(round.round_id)
-                .await
-                .expect("round")
-                .status;
-            if status == RoundStatus::Resolved {
-                break;
-            }
-            tokio::time::sleep(StdDuration::from_millis(20)).await;
-        }
-        status
+        anteroom
+            .round_once(round.round_id, |round| {
+                round.status == RoundStatus::Resolved
+            })
+            .await
+            .status
     }
 
     async fn typescript_sdk_legacy_form_accepted_after_the_harness_timeout(db: Db) {

@@ -120,19 +120,9 @@ impl Harness {
 
 /// The one question the wrapped server asked, once Anteroom has it.
 async fn the_question(server: &TestServer) -> String {
-    for _ in 0..300 {
-        let rounds = server
-            .store
-            .list_rounds(&anteroom_domain::ids::SessionId::parse("s1").expect("id"))
-            .await
-            .expect("rounds");
-        if let Some(round) = rounds.first() {
-            assert_eq!(round.server.as_deref(), Some("deployer"));
-            return round.round_id.to_string();
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    panic!("the wrapped server's question never reached Anteroom");
+    let round = server.rounds_once("s1", 1).await.remove(0);
+    assert_eq!(round.server.as_deref(), Some("deployer"));
+    round.round_id.to_string()
 }
 
 async fn a_persons_answer_reaches_the_tool_result(db: Db) {
@@ -176,15 +166,7 @@ async fn a_persons_answer_reaches_the_tool_result(db: Db) {
     );
     // The reply goes to the server first; delivered and resolved follow it.
     let id = anteroom_domain::ids::RoundId::parse(&round_id).expect("id");
-    let mut status = RoundStatus::Pending;
-    for _ in 0..300 {
-        status = server.store.get_round(id).await.expect("round").status;
-        if status == RoundStatus::Resolved {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    assert_eq!(status, RoundStatus::Resolved);
+    settles(&server, id, RoundStatus::Resolved).await;
     harness.close().await;
     server.stop().await;
 }
@@ -198,19 +180,7 @@ async fn an_unanswered_question_is_an_honest_error(db: Db) {
     let round_id = the_question(&server).await;
     // Once the wrapper works the round (it holds the lease), nobody answers and its time runs out.
     let id = anteroom_domain::ids::RoundId::parse(&round_id).expect("id");
-    for _ in 0..300 {
-        if server
-            .store
-            .get_round(id)
-            .await
-            .expect("round")
-            .lease
-            .is_some()
-        {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
+    server.round_once(id, |round| round.lease.is_some()).await;
     server.clock.advance(Duration::minutes(61));
 
     let result = harness.read().await;
@@ -249,16 +219,8 @@ async fn a_withdrawn_question_ends_cancelled_and_the_call_goes_on(db: Db) {
     assert_eq!(result["result"]["content"][0]["text"], "withdrawn");
     let round_id = the_question(&server).await;
     let id = anteroom_domain::ids::RoundId::parse(&round_id).expect("id");
-    let mut ended = None;
-    for _ in 0..300 {
-        let round = server.store.get_round(id).await.expect("round");
-        if round.status == RoundStatus::Failed {
-            ended = round.failure;
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    let failure = ended.expect("the withdrawn round ended");
+    let ended = settles(&server, id, RoundStatus::Failed).await;
+    let failure = ended.failure.expect("the withdrawn round ended");
     assert_eq!(failure.code.as_str(), "cancelled");
     assert!(failure.message.contains("withdrew"), "{}", failure.message);
     harness.close().await;
@@ -328,16 +290,7 @@ fn modern_call(id: Value, tool: &str) -> Value {
 
 /// The rounds of session `s1` once there are `count`, oldest first.
 async fn rounds_asked(server: &TestServer, count: usize) -> Vec<anteroom_domain::round::Round> {
-    let session = anteroom_domain::ids::SessionId::parse("s1").expect("id");
-    for _ in 0..500 {
-        let mut rounds = server.store.list_rounds(&session).await.expect("rounds");
-        if rounds.len() >= count {
-            rounds.sort_by_key(|round| round.created_at);
-            return rounds;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
-    panic!("the wrapped server's {count} question(s) never reached Anteroom");
+    server.rounds_once("s1", count).await
 }
 
 /// Waits for round `id` to reach `status`.
@@ -346,15 +299,7 @@ async fn settles(
     id: anteroom_domain::ids::RoundId,
     status: RoundStatus,
 ) -> anteroom_domain::round::Round {
-    let mut round = server.store.get_round(id).await.expect("round");
-    for _ in 0..500 {
-        if round.status == status {
-            return round;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-        round = server.store.get_round(id).await.expect("round");
-    }
-    panic!("round {id} stayed {:?}, never {status:?}", round.status);
+    server.round_once(id, |round| round.status == status).await
 }
 
 /// The tool result's text, read as the JSON the fixture writes there.
@@ -561,19 +506,9 @@ async fn a_wrapper_that_stops_ends_its_open_question(db: Db) {
     harness.send(modern_call(json!(1), "plan")).await;
     let round = rounds_asked(&server, 1).await.remove(0);
     // The question is being worked (its lease is held) when the harness goes away.
-    for _ in 0..300 {
-        if server
-            .store
-            .get_round(round.round_id)
-            .await
-            .expect("round")
-            .lease
-            .is_some()
-        {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(20)).await;
-    }
+    server
+        .round_once(round.round_id, |round| round.lease.is_some())
+        .await;
     harness.close().await;
     let ended = server.store.get_round(round.round_id).await.expect("round");
     assert_eq!(
