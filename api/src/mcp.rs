@@ -268,7 +268,8 @@ impl AnteroomMcp {
         })
     }
 
-    async fn list(&self, args: ListArgs) -> Result<CallToolResult, ApiError> {
+    async fn list(&self, args: ListArgs, parts: &Parts) -> Result<CallToolResult, ApiError> {
+        caller(parts)?;
         let store = &self.state.store;
         let open = match args.session_id {
             Some(id) => {
@@ -294,7 +295,8 @@ impl AnteroomMcp {
         ))
     }
 
-    async fn respond(&self, args: RespondArgs, caller: Caller) -> Result<CallToolResult, ApiError> {
+    async fn respond(&self, args: RespondArgs, parts: &Parts) -> Result<CallToolResult, ApiError> {
+        let caller = caller(parts)?;
         caller.require(Role::can_answer, "answer questions")?;
         let action = ResponseAction::parse(&args.action_type).ok_or_else(|| {
             ApiError::validation("action_type must be accept, decline or cancel.")
@@ -321,83 +323,15 @@ impl AnteroomMcp {
             text,
         ))
     }
-}
 
-#[tool_router]
-impl AnteroomMcp {
-    /// Open questions waiting for a person, oldest first (optionally one session's).
-    #[tool(
-        description = "List the questions waiting for a person, oldest first: request id, session, server, tool, message, schema and deadline. Optionally only one session's."
-    )]
-    async fn list_pending_elicitations(
-        &self,
-        Parameters(args): Parameters<ListArgs>,
-        Extension(parts): Extension<Parts>,
-    ) -> Result<CallToolResult, ErrorData> {
-        reply(match caller(&parts) {
-            Ok(_) => self.list(args).await,
-            Err(error) => Err(error),
-        })
-    }
-
-    /// One question and its outcome.
-    #[tool(description = "Read one question (by request id) and its outcome so far.")]
-    async fn get_elicitation(
-        &self,
-        Parameters(args): Parameters<GetArgs>,
-        Extension(parts): Extension<Parts>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let read = async {
-            caller(&parts)?;
-            let round = self.find(&args.request_id).await?;
-            Ok(with_text(
-                CallToolResult::structured(question_view(&round)),
-                question_line(&round),
-            ))
-        };
-        reply(read.await)
-    }
-
-    /// Answers a question with the HTTP API's rules: validated, idempotent, first answer wins.
-    #[tool(
-        description = "Answer a question: action_type accept (with content for a form), decline or cancel. Validated against the question's schema; the first answer wins; the same answer again is not an error."
-    )]
-    async fn respond_to_elicitation(
-        &self,
-        Parameters(args): Parameters<RespondArgs>,
-        Extension(parts): Extension<Parts>,
-    ) -> Result<CallToolResult, ErrorData> {
-        reply(match caller(&parts) {
-            Ok(caller) => self.respond(args, caller).await,
-            Err(error) => Err(error),
-        })
-    }
-
-    /// Asks a person directly and waits for the answer.
-    #[tool(
-        description = "Ask a person a question in a session and wait for the answer (progress notifications while waiting when you send a progressToken). Returns accept with content, decline, cancel, or expired."
-    )]
-    async fn ask_person(
-        &self,
-        Parameters(args): Parameters<AskArgs>,
-        Extension(parts): Extension<Parts>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        reply(match caller(&parts) {
-            Ok(caller) => self.ask(args, caller, context).await,
-            Err(error) => Err(error),
-        })
-    }
-}
-
-impl AnteroomMcp {
     /// `ask_person`: opens the question, works it under a lease while it waits, and hands back the answer.
     async fn ask(
         &self,
         args: AskArgs,
-        caller: Caller,
+        parts: &Parts,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ApiError> {
+        let caller = caller(parts)?;
         caller.require(Role::can_manage, "ask questions")?;
         let session_id = SessionId::parse(&args.session_id)?;
         self.state.store.get_session(&session_id).await?;
@@ -538,6 +472,64 @@ impl AnteroomMcp {
             ),
         };
         Ok(with_text(CallToolResult::structured(reply), text))
+    }
+}
+
+#[tool_router]
+impl AnteroomMcp {
+    /// Open questions waiting for a person, oldest first (optionally one session's).
+    #[tool(
+        description = "List the questions waiting for a person, oldest first: request id, session, server, tool, message, schema and deadline. Optionally only one session's."
+    )]
+    async fn list_pending_elicitations(
+        &self,
+        Parameters(args): Parameters<ListArgs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        reply(self.list(args, &parts).await)
+    }
+
+    /// One question and its outcome.
+    #[tool(description = "Read one question (by request id) and its outcome so far.")]
+    async fn get_elicitation(
+        &self,
+        Parameters(args): Parameters<GetArgs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let read = async {
+            caller(&parts)?;
+            let round = self.find(&args.request_id).await?;
+            Ok(with_text(
+                CallToolResult::structured(question_view(&round)),
+                question_line(&round),
+            ))
+        };
+        reply(read.await)
+    }
+
+    /// Answers a question with the HTTP API's rules: validated, idempotent, first answer wins.
+    #[tool(
+        description = "Answer a question: action_type accept (with content for a form), decline or cancel. Validated against the question's schema; the first answer wins; the same answer again is not an error."
+    )]
+    async fn respond_to_elicitation(
+        &self,
+        Parameters(args): Parameters<RespondArgs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        reply(self.respond(args, &parts).await)
+    }
+
+    /// Asks a person directly and waits for the answer.
+    #[tool(
+        description = "Ask a person a question in a session and wait for the answer (progress notifications while waiting when you send a progressToken). Returns accept with content, decline, cancel, or expired."
+    )]
+    async fn ask_person(
+        &self,
+        Parameters(args): Parameters<AskArgs>,
+        Extension(parts): Extension<Parts>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        reply(self.ask(args, &parts, context).await)
     }
 }
 

@@ -393,25 +393,34 @@ async fn concurrent_calls_get_their_own_rounds_and_answers(db: Db) {
     server.stop().await;
 }
 
-async fn a_url_consent_lets_the_call_be_retried(db: Db) {
-    let Some(server) = TestServer::start(db).await else {
-        return;
-    };
-    let mut harness = Harness::start(&server).await;
+/// The fixture's `sign_in` called (call id 5): it needs a URL visited; the person answers `action`.
+async fn sign_in_answered(
+    server: &TestServer,
+    action: &str,
+) -> (Harness, anteroom_domain::round::Round) {
+    let mut harness = Harness::start(server).await;
     harness.initialize().await;
     harness
         .send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
             "params": {"name": "sign_in", "arguments": {}}}))
         .await;
-    let round = rounds_asked(&server, 1).await.remove(0);
+    let round = rounds_asked(server, 1).await.remove(0);
     let answered = server
         .respond(
             &server.responder_key,
             &round.round_id.to_string(),
-            json!({"action_type": "accept"}),
+            json!({"action_type": action}),
         )
         .await;
     assert_eq!(answered.status(), 200);
+    (harness, round)
+}
+
+async fn a_url_consent_lets_the_call_be_retried(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let (mut harness, round) = sign_in_answered(&server, "accept").await;
     // The completion notice came before the result: had it been passed on, it would be read first.
     let result = harness.read().await;
     assert_eq!(result["id"], 5, "{result}");
@@ -425,21 +434,7 @@ async fn a_declined_url_ends_the_call_with_an_honest_error(db: Db) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
-    let mut harness = Harness::start(&server).await;
-    harness.initialize().await;
-    harness
-        .send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-            "params": {"name": "sign_in", "arguments": {}}}))
-        .await;
-    let round = rounds_asked(&server, 1).await.remove(0);
-    let answered = server
-        .respond(
-            &server.responder_key,
-            &round.round_id.to_string(),
-            json!({"action_type": "decline"}),
-        )
-        .await;
-    assert_eq!(answered.status(), 200);
+    let (mut harness, round) = sign_in_answered(&server, "decline").await;
     let result = harness.read().await;
     assert_eq!(result["id"], 5, "{result}");
     let message = result["error"]["message"]
