@@ -303,6 +303,11 @@ async fn mcp_needs_an_api_key() {
         .await
         .expect("POST /mcp");
     assert_eq!(wrong.status(), 401);
+    assert_eq!(
+        wrong.headers()["www-authenticate"],
+        "Bearer",
+        "every refused key says how to authenticate"
+    );
     server.stop().await;
 }
 
