@@ -159,10 +159,6 @@ impl Anteroom {
         })
     }
 
-    pub fn owner(&self) -> &OwnerId {
-        &self.owner
-    }
-
     /// Sends `request`, trying again (with growing pauses, or as long as Anteroom's `Retry-After` says, up to
     /// [`ATTEMPTS`] in all) when Anteroom turned it away for now (429, 502, 503, 504) or it never reached
     /// Anteroom; a read (`retry_timeouts`) is also tried again after a timeout. A write that may have been
