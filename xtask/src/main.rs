@@ -5,6 +5,7 @@
 //! the wasm target through rustup, Playwright and wasm-opt through npm. wasm-bindgen is linked into this
 //! program as a library, so no separate `wasm-bindgen-cli` install is needed.
 
+mod assets;
 mod site;
 mod tools;
 
@@ -176,6 +177,10 @@ fn lint() -> Result<()> {
 
 fn test_everything() -> Result<()> {
     lint()?;
+
+    step("the task runner's own tests");
+    // Release, as `cargo xtask` itself is built: its dependencies are already compiled.
+    run(cargo().args(["test", "--release", "--package", "xtask"]))?;
 
     step("unit and integration tests");
     match env::var("ANTEROOM_TEST_POSTGRES_URL") {

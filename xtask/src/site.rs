@@ -5,7 +5,7 @@ use std::{fs, path::Path, process::Command};
 
 use anyhow::{Context, Result};
 
-use crate::{Profile, cargo, run, step, tools, workspace_root};
+use crate::{Profile, assets, cargo, run, step, tools, workspace_root};
 
 /// The name the server's hydration script loads: `/pkg/anteroom.js` and `/pkg/anteroom_bg.wasm`.
 const OUTPUT_NAME: &str = "anteroom";
@@ -15,6 +15,10 @@ pub fn build(profile: Profile) -> Result<()> {
     let root = workspace_root();
     let site = root.join("target").join("site");
     let pkg = site.join("pkg");
+    // Fingerprinted names change with every build: start empty, so old bundles do not pile up.
+    if pkg.exists() {
+        fs::remove_dir_all(&pkg).with_context(|| format!("cannot clear {}", pkg.display()))?;
+    }
     fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
 
     tools::ensure_wasm_target()?;
@@ -83,6 +87,9 @@ pub fn build(profile: Profile) -> Result<()> {
     write_stylesheet(&root.join("style"), &pkg.join(format!("{OUTPUT_NAME}.css")))?;
     copy_dir(&root.join("public"), &site)?;
 
+    step("fingerprinted names, .br and .gz beside every file");
+    assets::fingerprint_and_compress(&site, OUTPUT_NAME, profile)?;
+
     step("server binary (anteroom)");
     let mut server = cargo();
     server.args(["build", "--package", "anteroom-server"]);
@@ -91,7 +98,7 @@ pub fn build(profile: Profile) -> Result<()> {
     }
     run(&mut server)?;
 
-    report_bundle_size(&pkg)
+    report_bundle_size(&site)
 }
 
 /// Concatenates `style/*.css` in name order into the one stylesheet the shell links.
@@ -125,21 +132,24 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Prints the bundle's raw and gzip sizes: the figure that decides how fast a phone opens the page.
-fn report_bundle_size(pkg: &Path) -> Result<()> {
-    for name in [
-        format!("{OUTPUT_NAME}_bg.wasm"),
-        format!("{OUTPUT_NAME}.js"),
-    ] {
-        let path = pkg.join(&name);
-        let raw = fs::metadata(&path)?.len();
-        let gzip = Command::new("gzip")
-            .args(["-9", "-c"])
-            .arg(&path)
-            .output()
-            .map(|output| output.stdout.len().to_string())
-            .unwrap_or_else(|_| "?".to_owned());
-        println!("xtask: {name}: {raw} bytes raw, {gzip} bytes gzip -9");
+/// Prints the bundle's raw and compressed sizes: the figure that decides how fast a phone opens the page.
+fn report_bundle_size(site: &Path) -> Result<()> {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(site.join(assets::MANIFEST))?)?;
+    let script = manifest["script"].as_str().unwrap_or(OUTPUT_NAME);
+    for name in [format!("{script}_bg.wasm"), format!("{script}.js")] {
+        let path = site.join("pkg").join(&name);
+        let size = |suffix: &str| {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            fs::metadata(file).map_or(0, |meta| meta.len())
+        };
+        println!(
+            "xtask: {name}: {} bytes raw, {} bytes brotli, {} bytes gzip",
+            size(""),
+            size(".br"),
+            size(".gz")
+        );
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ pub mod posted_answer;
 pub mod server_fns;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Stylesheet, provide_meta_context};
+use leptos_meta::{MetaTags, provide_meta_context};
 use leptos_router::{
     SsrMode, StaticSegment,
     components::{Route, Router, Routes},
@@ -27,8 +27,9 @@ use pages::{
     session::SessionPage,
 };
 
-/// The whole HTML document, rendered on the server around [`App`].
-pub fn shell(options: LeptosOptions) -> impl IntoView {
+/// The whole HTML document, rendered on the server around [`App`]; `stylesheet` is the fingerprinted
+/// stylesheet's path, which only the server knows.
+pub fn shell(options: LeptosOptions, stylesheet: String) -> impl IntoView {
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -37,6 +38,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light dark" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <link rel="stylesheet" id="anteroom-style" href=stylesheet />
                 <HydrationScripts options />
                 <MetaTags />
             </head>
@@ -60,7 +62,6 @@ pub fn App() -> impl IntoView {
     Effect::new(move |_| live.start());
 
     view! {
-        <Stylesheet id="anteroom-style" href="/pkg/anteroom.css" />
         <PageTitle text="Anteroom" />
         <Router>
             <AppHeader />

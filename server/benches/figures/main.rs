@@ -4,7 +4,7 @@
 //!
 //! Arguments: `--binary PATH` (the release `anteroom`, for resident memory), `--site PATH` (the release site,
 //! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite), `--only
-//! NAME` (one figure: polls, creates, latency, queue, expiry, memory or bundle — for profiling).
+//! NAME` (one figure: polls, creates, latency, queue, expiry, memory, bundle or wire — for profiling).
 
 use std::{
     collections::BTreeMap,
@@ -158,6 +158,9 @@ async fn run(args: &Args) -> Vec<Figure> {
     }
     if wanted("bundle") {
         figures.push(bundle_size(args));
+    }
+    if wanted("wire") {
+        figures.push(first_visit_bytes(args).await);
     }
     figures
 }

@@ -1,6 +1,7 @@
 //! The HTTP surface: probes, the API, the server-rendered web app and its static files, browser sessions,
 //! with one log line per request.
 
+mod assets;
 mod health;
 
 use std::time::Duration;
@@ -18,7 +19,14 @@ use leptos::{
     prelude::{provide_context, use_context},
 };
 use leptos_axum::{LeptosRoutes, file_and_error_handler, generate_route_list};
-use tower_http::{set_header::SetResponseHeaderLayer, trace::TraceLayer};
+use tower_http::{
+    compression::{
+        CompressionLayer,
+        predicate::{NotForContentType, Predicate, SizeAbove},
+    },
+    set_header::SetResponseHeaderLayer,
+    trace::TraceLayer,
+};
 use tracing::Span;
 
 use crate::{AppState, credentials};
@@ -63,12 +71,17 @@ impl FromRef<SiteState> for LeptosOptions {
 }
 
 /// Builds the whole router for one server instance.
-pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
+pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
+    let site_root = std::path::PathBuf::from(leptos_options.site_root.as_ref());
+    let site_assets = assets::SiteAssets::read(&site_root);
+    leptos_options.output_name = site_assets.script.clone().into();
+    let stylesheet = site_assets.stylesheet_href();
     let services = crate::pages::services(&state);
     let sessions = crate::pages::session_layer(state.store.clone(), state.config.secure_cookies);
     let site = SiteState {
         leptos_options: leptos_options.clone(),
     };
+    let page_stylesheet = stylesheet.clone();
     let pages = Router::new()
         .leptos_routes_with_context(
             &site,
@@ -77,10 +90,13 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
                 provide_context(services.clone());
                 page_policy_with_nonce();
             },
-            move || shell(leptos_options.clone()),
+            move || shell(leptos_options.clone(), page_stylesheet.clone()),
         )
-        .fallback(file_and_error_handler::<SiteState, _>(shell))
+        .fallback(file_and_error_handler::<SiteState, _>(move |options| {
+            shell(options, stylesheet.clone())
+        }))
         .with_state(site);
+    let pages = assets::revalidate_every_time(pages).merge(assets::pkg_routes(&site_root));
 
     Router::new()
         .route("/healthz", get(health::healthz))
@@ -118,6 +134,17 @@ pub fn router(state: AppState, leptos_options: LeptosOptions) -> Router {
             header::X_FRAME_OPTIONS,
             HeaderValue::from_static("DENY"),
         ))
+        // HTML and JSON compressed for a client that accepts it. Small bodies (a poll's reply) are not worth
+        // the CPU; event streams must reach the client as they are written; the site's files carry their own
+        // precompressed copies (a response that already has an encoding is left alone).
+        .layer(
+            CompressionLayer::new().compress_when(
+                SizeAbove::new(1024)
+                    .and(NotForContentType::GRPC)
+                    .and(NotForContentType::IMAGES)
+                    .and(NotForContentType::SSE),
+            ),
+        )
         // One `tracing` line per request, written when the response is ready: the route template and the path
         // with every token cut to its prefix (producer tokens travel in paths).
         .layer(

@@ -13,7 +13,13 @@ struct RunningServer {
 }
 
 async fn start_server() -> RunningServer {
+    start_server_with_site(|_| {}).await
+}
+
+/// Starts the server over a site folder that `build_site` fills first (it is also the data folder).
+async fn start_server_with_site(build_site: impl FnOnce(&std::path::Path)) -> RunningServer {
     let data = tempfile::tempdir().expect("temporary directory");
+    build_site(data.path());
     let url = format!(
         "sqlite://{}",
         data.path().join("anteroom.sqlite3").display()
@@ -84,6 +90,122 @@ async fn probes_answer_and_home_page_renders_then_server_stops_cleanly() {
         .await
         .expect("GET unknown route");
     assert_eq!(missing.status(), 404);
+
+    server.stop.send(()).expect("server still running");
+    server
+        .task
+        .await
+        .expect("server task joins")
+        .expect("server stops without error");
+}
+
+/// A site as `cargo xtask build` leaves it: fingerprinted names in `assets.json`, a `.br` and `.gz` beside each
+/// file. The contents are stand-ins; what is checked is which bytes go out, under which headers.
+fn write_fingerprinted_site(site: &std::path::Path) {
+    let pkg = site.join("pkg");
+    std::fs::create_dir_all(&pkg).expect("pkg");
+    std::fs::write(
+        site.join("assets.json"),
+        r#"{"script": "anteroom-0123456789abcdef", "stylesheet": "anteroom-fedcba9876543210.css"}"#,
+    )
+    .expect("manifest");
+    for name in [
+        "anteroom-0123456789abcdef.js",
+        "anteroom-0123456789abcdef_bg.wasm",
+        "anteroom-fedcba9876543210.css",
+    ] {
+        std::fs::write(pkg.join(name), format!("raw {name}")).expect("file");
+        std::fs::write(pkg.join(format!("{name}.br")), format!("brotli {name}")).expect("br");
+        std::fs::write(pkg.join(format!("{name}.gz")), format!("gzip {name}")).expect("gz");
+    }
+}
+
+#[tokio::test]
+async fn pages_name_the_fingerprinted_bundle_which_is_sent_precompressed_and_cached_for_a_year() {
+    let server = start_server_with_site(write_fingerprinted_site).await;
+    let client = reqwest::Client::new();
+    let header = |reply: &reqwest::Response, name: &str| {
+        reply
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().expect("ASCII header").to_owned())
+    };
+
+    let page = client
+        .get(format!("{}/login", server.base))
+        .send()
+        .await
+        .expect("GET /login");
+    assert_eq!(page.status(), 200);
+    assert_eq!(
+        header(&page, "cache-control").as_deref(),
+        Some("no-cache"),
+        "a page is revalidated, so a new build's bundle name is seen at once"
+    );
+    let html = page.text().await.expect("HTML");
+    for linked in [
+        r#"href="/pkg/anteroom-fedcba9876543210.css""#,
+        r#"href="/pkg/anteroom-0123456789abcdef.js""#,
+        r#"href="/pkg/anteroom-0123456789abcdef_bg.wasm""#,
+    ] {
+        assert!(html.contains(linked), "the page links {linked}");
+    }
+
+    let compressed_page = client
+        .get(format!("{}/login", server.base))
+        .header("accept-encoding", "br")
+        .send()
+        .await
+        .expect("GET /login, brotli");
+    assert_eq!(
+        header(&compressed_page, "content-encoding").as_deref(),
+        Some("br"),
+        "HTML is compressed for a client that accepts it"
+    );
+
+    let wasm = format!("{}/pkg/anteroom-0123456789abcdef_bg.wasm", server.base);
+    for (accept, expected_encoding, expected_body) in [
+        (
+            Some("br, gzip"),
+            Some("br"),
+            "brotli anteroom-0123456789abcdef_bg.wasm",
+        ),
+        (
+            Some("gzip"),
+            Some("gzip"),
+            "gzip anteroom-0123456789abcdef_bg.wasm",
+        ),
+        (None, None, "raw anteroom-0123456789abcdef_bg.wasm"),
+    ] {
+        let mut request = client.get(&wasm);
+        if let Some(accept) = accept {
+            request = request.header("accept-encoding", accept);
+        }
+        let reply = request.send().await.expect("GET the wasm");
+        assert_eq!(reply.status(), 200);
+        assert_eq!(
+            header(&reply, "content-encoding").as_deref(),
+            expected_encoding,
+            "accepting {accept:?}"
+        );
+        assert_eq!(
+            header(&reply, "cache-control").as_deref(),
+            Some("public, max-age=31536000, immutable")
+        );
+        assert_eq!(reply.text().await.expect("body"), expected_body);
+    }
+
+    let missing = client
+        .get(format!("{}/pkg/anteroom-ffffffffffffffff.js", server.base))
+        .send()
+        .await
+        .expect("GET a missing bundle");
+    assert_eq!(missing.status(), 404);
+    assert_ne!(
+        header(&missing, "cache-control").as_deref(),
+        Some("public, max-age=31536000, immutable"),
+        "a missing file is not remembered for a year"
+    );
 
     server.stop.send(()).expect("server still running");
     server
