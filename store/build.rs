@@ -7,6 +7,8 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(anteroom_mcp_sdk_tests)");
     println!("cargo::rerun-if-env-changed=ANTEROOM_TEST_POSTGRES_URL");
     println!("cargo::rerun-if-env-changed=ANTEROOM_TEST_MCP_SDKS");
+    // `sqlx::migrate!` embeds the migrations: a new file there must rebuild the store.
+    println!("cargo::rerun-if-changed=../migrations");
     let set = |name: &str| std::env::var(name).is_ok_and(|value| !value.trim().is_empty());
     if set("ANTEROOM_TEST_POSTGRES_URL") {
         println!("cargo::rustc-cfg=anteroom_postgres_tests");

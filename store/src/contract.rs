@@ -273,6 +273,7 @@ pub trait GateStore: Send + Sync {
 pub trait SweepStore: Send + Sync {
     /// Fails every pending round past its deadline with `expired`, and every answer its asker stopped waiting
     /// for before picking it up with `undelivered`, and moves the sessions (docs/lifecycle.md#where-expiry-happens, docs/deadlines.md).
+    /// The expired rounds come back without their requests: the sweep may end many at once.
     async fn expire_due_rounds(&self) -> StoreResult<Vec<Round>>;
 
     /// Clears `blocked_on_elicitation` markers that outlived every active round (docs/lifecycle.md#stranded-markers).

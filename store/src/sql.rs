@@ -118,15 +118,42 @@ pub static UPDATE_ROUND: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// The set-based form of `Round::expire_if_due` (pending and past the deadline → failed / expired).
-pub const EXPIRE_DUE: &str = "UPDATE rounds SET status = 'failed', failure_code = 'expired', \
-     failure_message = $2, failed_at_ms = $1, updated_at_ms = $1, lease_owner = NULL, lease_token = NULL, \
-     lease_expires_at_ms = NULL, version = version + 1 \
-     WHERE status = 'pending' AND deadline_ms <= $1 RETURNING *";
+/// What the expiry statements return: every column but the question and answer documents, which neither the
+/// session effects, the events nor the webhooks of an expiry read (an expired round was never answered), so a
+/// sweep of many rounds does not parse every question again.
+fn ended_columns() -> String {
+    ROUND_COLUMNS
+        .iter()
+        .map(|(column, _)| match *column {
+            "requests" => "'{}' AS requests".to_owned(),
+            "request_state" | "responses" => format!("NULL AS {column}"),
+            other => other.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
-pub const EXPIRE_DUE_IN_SESSION: &str = "UPDATE rounds SET status = 'failed', failure_code = 'expired', \
-     failure_message = $2, failed_at_ms = $1, updated_at_ms = $1, lease_owner = NULL, lease_token = NULL, \
-     lease_expires_at_ms = NULL, version = version + 1 \
-     WHERE status = 'pending' AND deadline_ms <= $1 AND session_id = $3 RETURNING *";
+/// The set-based form of `Round::expire_if_due` over every due round, returning them without their documents.
+pub static EXPIRE_DUE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE rounds SET status = 'failed', failure_code = 'expired', \
+         failure_message = $2, failed_at_ms = $1, updated_at_ms = $1, lease_owner = NULL, lease_token = NULL, \
+         lease_expires_at_ms = NULL, version = version + 1 \
+         WHERE status = 'pending' AND deadline_ms <= $1 RETURNING {}",
+        ended_columns()
+    )
+});
+
+/// [`EXPIRE_DUE`] within one session (`$3`).
+pub static EXPIRE_DUE_IN_SESSION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE rounds SET status = 'failed', failure_code = 'expired', \
+         failure_message = $2, failed_at_ms = $1, updated_at_ms = $1, lease_owner = NULL, lease_token = NULL, \
+         lease_expires_at_ms = NULL, version = version + 1 \
+         WHERE status = 'pending' AND deadline_ms <= $1 AND session_id = $3 RETURNING {}",
+        ended_columns()
+    )
+});
 
 pub const COUNT_OPEN_ROUNDS: &str =
     "SELECT COUNT(*) FROM rounds WHERE status = 'pending' AND deadline_ms > $1";
@@ -204,14 +231,12 @@ pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_e
      AND NOT EXISTS (SELECT 1 FROM rounds r WHERE r.session_id = s.id AND r.status = 'pending' \
      AND r.deadline_ms > $1)";
 
-/// One pass over the pending rounds (their partial index), joined to every session, rather than two
-/// correlated subqueries per session.
-pub const SELECT_QUEUE: &str = "SELECT * FROM (SELECT s.*, COALESCE(p.open_rounds, 0) AS open_rounds, \
-     p.oldest_open_ms FROM sessions s LEFT JOIN (SELECT session_id, COUNT(*) AS open_rounds, \
-     MIN(created_at_ms) AS oldest_open_ms FROM rounds WHERE status = 'pending' GROUP BY session_id) p \
-     ON p.session_id = s.id) q \
-     ORDER BY CASE WHEN q.open_rounds > 0 THEN 0 WHEN q.lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
-     q.oldest_open_ms, q.updated_at_ms DESC, q.id LIMIT $1";
+/// The attention queue, read off the `sessions_queue` index: the open-question count and the oldest one's time
+/// are session columns the database recounts when a round enters or leaves `pending` (migration 0008), so the
+/// first page costs the same at 100 sessions as at 10,000.
+pub const SELECT_QUEUE: &str = "SELECT * FROM sessions \
+     ORDER BY CASE WHEN open_rounds > 0 THEN 0 WHEN lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
+     oldest_open_ms, updated_at_ms DESC, id LIMIT $1";
 
 /// Rows per multi-row statement: well under both backends' parameter limits.
 pub const BATCH: usize = 500;

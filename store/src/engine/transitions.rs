@@ -47,7 +47,8 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// Ends every due round (of one session, or all): unanswered ones expire, answers nobody picked up in
-    /// time become undelivered (docs/deadlines.md). Moves their sessions.
+    /// time become undelivered (docs/deadlines.md). Moves their sessions. Expired rounds come back without
+    /// their requests (nothing that announces an expiry reads them).
     pub(super) async fn expire_due_in(
         &self,
         tx: &mut WriteTx<D>,
@@ -55,11 +56,11 @@ impl<D: Dialect> SqlStore<D> {
         session: Option<&SessionId>,
     ) -> StoreResult<Vec<Round>> {
         let expire = match session {
-            Some(id) => Statement::new(sql::EXPIRE_DUE_IN_SESSION)
+            Some(id) => Statement::new(sql::EXPIRE_DUE_IN_SESSION.as_str())
                 .bind(to_ms(now))
                 .bind(EXPIRED_MESSAGE)
                 .bind(id.to_string()),
-            None => Statement::new(sql::EXPIRE_DUE)
+            None => Statement::new(sql::EXPIRE_DUE.as_str())
                 .bind(to_ms(now))
                 .bind(EXPIRED_MESSAGE),
         };

@@ -170,7 +170,46 @@ async fn open_questions_are_listed_across_sessions_oldest_first(h: &Harness) {
     );
 }
 
+/// The open-question count and oldest time the queue orders by are kept by the database on every write: asking,
+/// answering and expiry all move them.
+async fn the_queues_counts_follow_asking_answering_and_expiry(h: &Harness) {
+    let counts = |queue: Vec<anteroom_store::QueueEntry>| {
+        queue
+            .into_iter()
+            .find(|entry| entry.session.id.as_str() == "count-a")
+            .map(|entry| {
+                (
+                    entry.open_rounds,
+                    entry.oldest_open_at.map(|at| at.timestamp_millis()),
+                )
+            })
+            .expect("the session is queued")
+    };
+    let first = ask(h, "count-a").await;
+    h.clock.advance(Duration::seconds(5));
+    let second = ask_again(h, "count-a").await;
+    assert_eq!(
+        counts(h.store.list_sessions(10).await.expect("queue")),
+        (2, Some(first.created_at.timestamp_millis()))
+    );
+    answer(h, &first, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    assert_eq!(
+        counts(h.store.list_sessions(10).await.expect("queue")),
+        (1, Some(second.created_at.timestamp_millis())),
+        "the oldest open question is now the second"
+    );
+    h.clock.advance(Duration::days(8));
+    assert_eq!(
+        counts(h.store.list_sessions(10).await.expect("queue")),
+        (0, None),
+        "expiry closes the last one"
+    );
+}
+
 crate::on_both_backends!(
+    the_queues_counts_follow_asking_answering_and_expiry,
     open_questions_are_listed_across_sessions_oldest_first,
     cancelling_a_session_fails_its_open_rounds,
     finishing_is_refused_while_questions_are_open,
