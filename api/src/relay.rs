@@ -2,6 +2,10 @@
 //! another instance sent arrives by `LISTEN`, so an answer given on one instance reaches pollers, streams and
 //! browsers on all of them.
 
+use std::sync::Arc;
+
+use anteroom_domain::ids::SessionId;
+use anteroom_store::Store;
 use serde::{Deserialize, Serialize};
 use sqlx::{PgPool, postgres::PgListener};
 use tokio::sync::mpsc;
@@ -19,8 +23,14 @@ struct WireEvent {
     request_id: Option<String>,
 }
 
-/// Starts the relay tasks for `hub` on `channel`. They end when the hub closes or the pool is closed.
-pub async fn start(hub: &EventHub, pool: PgPool, channel: &str) -> Result<(), sqlx::Error> {
+/// Starts the relay tasks for `hub` on `channel`. They end when the hub closes or the pool is closed. Every
+/// event from another instance also drops what `store` remembers of the polls it touches.
+pub async fn start(
+    hub: &EventHub,
+    pool: PgPool,
+    channel: &str,
+    store: Arc<dyn Store>,
+) -> Result<(), sqlx::Error> {
     let origin = Uuid::new_v4().to_string();
     let mut listener = PgListener::connect_with(&pool).await?;
     listener.listen(channel).await?;
@@ -61,18 +71,25 @@ pub async fn start(hub: &EventHub, pool: PgPool, channel: &str) -> Result<(), sq
                 received = listener.recv() => match received {
                     Ok(notification) => {
                         match serde_json::from_str::<WireEvent>(notification.payload()) {
-                            Ok(wire) if wire.origin != origin => hub.deliver_remote(
-                                &wire.kind,
-                                &wire.session_id,
-                                wire.round_id,
-                                wire.request_id,
-                            ),
+                            Ok(wire) if wire.origin != origin => {
+                                if let Ok(session) = SessionId::parse(wire.session_id.as_str()) {
+                                    store.forget_poll_states(&session, wire.request_id.as_deref());
+                                }
+                                hub.deliver_remote(
+                                    &wire.kind,
+                                    &wire.session_id,
+                                    wire.round_id,
+                                    wire.request_id,
+                                );
+                            }
                             Ok(_) => {}
                             Err(error) => tracing::warn!(%error, "ignoring a malformed event notification"),
                         }
                     }
                     Err(error) => {
                         // PgListener reconnects by itself on the next recv; pause so a dead database is not spun on.
+                        // Events sent meanwhile are lost: nothing remembered of a poll can be trusted now.
+                        store.forget_all_poll_states();
                         tracing::warn!(%error, "event listener lost its connection; retrying");
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     }

@@ -61,6 +61,8 @@ pub async fn issue_token(
         .store
         .set_producer_token(session, Some(&credentials::hash(&token)))
         .await?;
+    // Other instances forget the polls they answered with the old token.
+    crate::announce::session_changed(state, session);
     let block = environment_block(&state.config, session.as_str(), &token, server);
     Ok(IssuedToken {
         producer_token: token,
@@ -266,6 +268,7 @@ async fn revoke_token(
     caller.require(|role| role.can_manage(), "revoke session tokens")?;
     let id = session_id(&id)?;
     let ended = state.store.set_producer_token(&id, None).await?;
+    crate::announce::session_changed(&state, &id);
     Ok(Json(TokenRevoked {
         session_id: id,
         producer_token: None,

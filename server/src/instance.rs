@@ -237,9 +237,14 @@ impl Instance {
             .build();
         let state = AppState::new(store, settings.api_config(&public_url), events);
         if let Some(pool) = relay_pool {
-            relay::start(&state.events, pool, &settings.event_channel)
-                .await
-                .context("cannot LISTEN for other instances' events")?;
+            relay::start(
+                &state.events,
+                pool,
+                &settings.event_channel,
+                state.store.clone(),
+            )
+            .await
+            .context("cannot LISTEN for other instances' events")?;
             tracing::info!(channel = %settings.event_channel, "sharing events with other instances");
         }
         let scheduler = match &settings.schedules {

@@ -94,11 +94,19 @@ pub trait RoundStore: Send + Sync {
 
     /// The session (by its producer token's hash) and state of the question `request_id` in it, in one
     /// light query: the hot path of a producer polling a question nobody has answered yet.
+    /// Answered from memory while the question is known to be pending (docs in `poll_states.rs`).
     async fn poll_probe(
         &self,
         token_hash: &str,
         request_id: &str,
     ) -> StoreResult<Option<PollProbe>>;
+
+    /// Another instance changed `session` (and the question `request_id`): what this one remembers of their
+    /// polls is dropped.
+    fn forget_poll_states(&self, session: &SessionId, request_id: Option<&str>);
+
+    /// This instance may have missed other instances' changes (its relay reconnected): forget every poll.
+    fn forget_all_poll_states(&self);
 
     /// The session's single pending round; `managed_input_state` when storage holds more than one.
     async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>>;

@@ -15,6 +15,7 @@ mod askers;
 mod contract;
 pub mod dialect;
 mod engine;
+mod poll_states;
 mod postgres;
 mod records;
 pub mod schemas;
@@ -161,11 +162,13 @@ impl Default for StoreOptions {
     }
 }
 
-/// What the store shares between its two backends: options, the compiled-schema cache and the askers' polls.
+/// What the store shares between its two backends: options, the compiled-schema cache, the askers' polls and
+/// pending rounds' poll state.
 pub(crate) struct StoreContext {
     pub options: StoreOptions,
     pub schemas: SchemaCache,
     pub askers: askers::AskerLog,
+    pub poll_states: poll_states::PollStates,
 }
 
 impl StoreContext {
@@ -174,6 +177,7 @@ impl StoreContext {
             options,
             schemas: SchemaCache::default(),
             askers: askers::AskerLog::default(),
+            poll_states: poll_states::PollStates::default(),
         }
     }
 

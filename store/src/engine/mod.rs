@@ -23,6 +23,7 @@ use crate::{
     Backend, Store, StoreContext, StoreError, StoreResult,
     dialect::{Dialect, Record, Statement},
     domain::{ManagedInputError, ids::SessionId},
+    poll_states::Changed,
 };
 
 /// The store on the database of dialect `D` ([`crate::SqliteStore`], [`crate::PostgresStore`]).
@@ -50,20 +51,30 @@ impl<D: Dialect> fmt::Debug for SqlStore<D> {
     }
 }
 
-/// A transaction that may write, opened the dialect's way.
-pub(crate) struct WriteTx<D: Dialect>(Transaction<'static, D::Db>);
+/// A transaction that may write, opened the dialect's way; what it changed of pending rounds' poll state is
+/// dropped from memory once it commits.
+pub(crate) struct WriteTx<D: Dialect> {
+    tx: Transaction<'static, D::Db>,
+    ctx: Arc<StoreContext>,
+    changed: Vec<Changed>,
+}
 
 impl<D: Dialect> WriteTx<D> {
     pub async fn execute(&mut self, statement: Statement) -> StoreResult<u64> {
-        Ok(D::execute(&mut self.0, statement).await?)
+        Ok(D::execute(&mut self.tx, statement).await?)
     }
 
     pub async fn all<R: Record>(&mut self, statement: Statement) -> StoreResult<Vec<R>> {
-        Ok(D::fetch_all(&mut self.0, statement).await?)
+        Ok(D::fetch_all(&mut self.tx, statement).await?)
     }
 
     pub async fn optional<R: Record>(&mut self, statement: Statement) -> StoreResult<Option<R>> {
-        Ok(D::fetch_optional(&mut self.0, statement).await?)
+        Ok(D::fetch_optional(&mut self.tx, statement).await?)
+    }
+
+    /// Notes a change that makes a poll's remembered state stale once this transaction commits.
+    pub fn changed(&mut self, change: Changed) {
+        self.changed.push(change);
     }
 
     pub async fn one<R: Record>(&mut self, statement: Statement) -> StoreResult<R> {
@@ -73,11 +84,14 @@ impl<D: Dialect> WriteTx<D> {
     }
 
     pub async fn commit(self) -> StoreResult<()> {
-        Ok(self.0.commit().await?)
+        let Self { tx, ctx, changed } = self;
+        tx.commit().await?;
+        ctx.poll_states.forget(&changed);
+        Ok(())
     }
 
     pub async fn rollback(self) -> StoreResult<()> {
-        Ok(self.0.rollback().await?)
+        Ok(self.tx.rollback().await?)
     }
 }
 
@@ -100,7 +114,11 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     async fn begin_write(&self) -> StoreResult<WriteTx<D>> {
-        Ok(WriteTx(D::begin_write(&self.pool).await?))
+        Ok(WriteTx {
+            tx: D::begin_write(&self.pool).await?,
+            ctx: Arc::clone(&self.ctx),
+            changed: Vec::new(),
+        })
     }
 
     /// `sql` as a read that precedes a write in the same transaction.

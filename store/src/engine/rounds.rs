@@ -18,6 +18,7 @@ use crate::{
         session::SessionEffect,
         webhook::WebhookEvent,
     },
+    poll_states::Changed,
     records::{RoundRow, from_ms, to_ms},
     sql,
 };
@@ -201,6 +202,12 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         token_hash: &str,
         request_id: &str,
     ) -> StoreResult<Option<PollProbe>> {
+        let states = &self.ctx.poll_states;
+        if let Some(known) = states.get(token_hash, request_id) {
+            return Ok(Some(known));
+        }
+        // Read before the query: a change committed while it runs keeps this read out of memory.
+        let generation = states.generation();
         let row = self
             .optional::<(String, String, String, i64)>(
                 Statement::new(sql::SELECT_POLL_PROBE)
@@ -220,6 +227,25 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
             })
         })
         .transpose()
+        .inspect(|probe| {
+            if let Some(probe) = probe {
+                states.fill(generation, token_hash, request_id, probe);
+            }
+        })
+    }
+
+    fn forget_poll_states(&self, session: &SessionId, request_id: Option<&str>) {
+        let mut changes = vec![Changed::Session(session.clone())];
+        changes.extend(
+            request_id
+                .and_then(|id| RequestId::parse(id).ok())
+                .map(Changed::Round),
+        );
+        self.ctx.poll_states.forget(&changes);
+    }
+
+    fn forget_all_poll_states(&self) {
+        self.ctx.poll_states.forget_all();
     }
 
     async fn pending_round(&self, session: &SessionId) -> StoreResult<Option<Round>> {

@@ -14,6 +14,7 @@ use crate::{
         round::Round,
         session::Session,
     },
+    poll_states::Changed,
     records::{RoundRow, SessionRow, to_ms},
     sql,
 };
@@ -69,6 +70,7 @@ impl<D: Dialect> SqlStore<D> {
             .bind(old.lease_owner.unwrap_or_default())
             .bind(old.lease_token.unwrap_or_default());
         if tx.execute(statement).await? == 1 {
+            tx.changed(Changed::Round(after.request_id.clone()));
             Ok(())
         } else {
             Err(ManagedInputError::conflict(format!(

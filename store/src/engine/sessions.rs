@@ -9,6 +9,7 @@ use crate::{
         round::Round,
         session::{NewSession, Session},
     },
+    poll_states::Changed,
     records::{QueueRow, RoundRow, SessionRow, from_ms, to_ms},
     sql,
 };
@@ -106,6 +107,8 @@ impl<D: Dialect> SessionStore for SqlStore<D> {
                 .bind(to_ms(now)),
         )
         .await?;
+        // A poll remembered with the old token must not be answered once this commits.
+        tx.changed(Changed::Session(id.clone()));
         let replaced = previous.is_some() && previous.as_deref() != token_hash;
         if !replaced {
             tx.commit().await?;

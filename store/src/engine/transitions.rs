@@ -14,6 +14,7 @@ use crate::{
         session::{Session, SessionEffect},
         webhook::WebhookEvent,
     },
+    poll_states::Changed,
     records::{RoundRow, to_ms},
     sql,
 };
@@ -107,6 +108,9 @@ impl<D: Dialect> SqlStore<D> {
             .collect();
         self.apply_session_effects(tx, effects, now).await?;
         let rounds: Vec<Round> = ended.into_iter().map(|(_, round)| round).collect();
+        for round in &rounds {
+            tx.changed(Changed::Round(round.request_id.clone()));
+        }
         let announcements: Vec<WebhookEvent> = rounds
             .iter()
             .filter_map(WebhookEvent::round_ended)

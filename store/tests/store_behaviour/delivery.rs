@@ -314,7 +314,61 @@ async fn a_poll_probe_finds_a_question_only_through_its_own_sessions_token(h: &H
     );
 }
 
+/// A pending question's probe is remembered, and whatever the store commits that changes it is seen by the
+/// very next probe: an answer, a new token, a revocation, expiry.
+async fn a_remembered_poll_probe_never_outlives_a_change(h: &Harness) {
+    let answered = ask(h, "remember-a").await;
+    let rotated = ask_again(h, "remember-a").await;
+    h.store
+        .set_producer_token(&sid("remember-a"), Some("hash-1"))
+        .await
+        .expect("token");
+    let probe = |hash: &'static str, round: &Round| {
+        let request = round.request_id.to_string();
+        async move {
+            h.store
+                .poll_probe(hash, &request)
+                .await
+                .expect("probe")
+                .map(|probe| probe.status)
+        }
+    };
+    for _ in 0..2 {
+        assert_eq!(probe("hash-1", &answered).await, Some(RoundStatus::Pending));
+        assert_eq!(probe("hash-1", &rotated).await, Some(RoundStatus::Pending));
+    }
+    answer(h, &answered, bare(ResponseAction::Decline), "k1")
+        .await
+        .expect("answered");
+    assert_eq!(
+        probe("hash-1", &answered).await,
+        Some(RoundStatus::ResponseValidated),
+        "the answer is seen at once"
+    );
+    h.store
+        .set_producer_token(&sid("remember-a"), Some("hash-2"))
+        .await
+        .expect("rotate");
+    assert_eq!(
+        probe("hash-1", &rotated).await,
+        None,
+        "the old token is refused at once"
+    );
+    let reasked = ask_again(h, "remember-a").await;
+    assert_eq!(probe("hash-2", &reasked).await, Some(RoundStatus::Pending));
+    h.store
+        .set_producer_token(&sid("remember-a"), None)
+        .await
+        .expect("revoke");
+    assert_eq!(
+        probe("hash-2", &reasked).await,
+        None,
+        "a revoked token is refused at once"
+    );
+}
+
 crate::on_both_backends!(
+    a_remembered_poll_probe_never_outlives_a_change,
     an_answer_never_picked_up_ends_undelivered_when_the_asker_stops,
     the_sweep_ends_undelivered_answers_too,
     an_answer_picked_up_in_time_stays_delivered,

@@ -1,0 +1,220 @@
+//! What a poll of a pending question needs (its session, round, status and deadline), kept in memory so that
+//! polling a question nobody has answered yet costs no database round trip.
+//!
+//! An entry is only ever a pending round, and it is dropped when anything could have changed that: after every
+//! commit of this store that moves a round or a session's token, when another instance's event arrives
+//! ([`crate::Store::forget_poll_states`], called by the PostgreSQL relay), and in any case [`FRESH_FOR`] after it
+//! was read, which bounds what a writer that tells nobody (the CLI writing the database directly) can leave
+//! behind.
+//!
+//! A session's token change, or any event about a session from another instance, drops all its entries at once
+//! by moving the session to a new epoch (entries of an older epoch are not served), so no drop scans the map.
+//!
+//! A poll that reads the database while a write commits must not put back what the write just dropped: every
+//! drop bumps a generation first, and a fill is kept only if the generation it read before its query is still
+//! current after it has read the session's epoch (checked under the entry's shard lock, which a round's drop
+//! also takes).
+
+use std::{
+    sync::atomic::{AtomicU64, Ordering},
+    time::{Duration, Instant},
+};
+
+use dashmap::DashMap;
+
+use crate::{
+    PollProbe,
+    domain::{
+        ids::{RequestId, SessionId},
+        round::RoundStatus,
+    },
+};
+
+/// How long an entry is trusted without being read again.
+pub const FRESH_FOR: Duration = Duration::from_secs(2);
+/// Entries at most; beyond it stale ones are swept, and a fill that still finds no room is not kept.
+const CAPACITY: usize = 100_000;
+
+#[derive(Debug, Clone)]
+struct Entry {
+    token_hash: String,
+    probe: PollProbe,
+    session_epoch: u64,
+    read_at: Instant,
+}
+
+/// Pending rounds' poll state, by request id (unique across the store).
+#[derive(Default)]
+pub struct PollStates {
+    entries: DashMap<String, Entry>,
+    /// Sessions whose entries were dropped at least once; a session not here is at epoch 0.
+    session_epochs: DashMap<SessionId, u64>,
+    generation: AtomicU64,
+}
+
+/// Something a write changed, to drop from [`PollStates`] once it commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Changed {
+    /// A round's status, deadline or answer.
+    Round(RequestId),
+    /// A session's producer token (every entry of the session names it).
+    Session(SessionId),
+}
+
+impl PollStates {
+    /// The generation a fill must still see when it inserts; read it before the query.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// The poll state of `request_id` for `token_hash`, when it is known, fresh and was read with that token.
+    pub fn get(&self, token_hash: &str, request_id: &str) -> Option<PollProbe> {
+        let entry = self.entries.get(request_id)?;
+        (entry.token_hash == token_hash
+            && entry.read_at.elapsed() < FRESH_FOR
+            && entry.session_epoch == self.session_epoch(&entry.probe.session_id))
+        .then(|| entry.probe.clone())
+    }
+
+    /// Keeps what a poll read at `generation`, if it is a pending round and nothing was dropped since.
+    pub fn fill(&self, generation: u64, token_hash: &str, request_id: &str, probe: &PollProbe) {
+        if probe.status != RoundStatus::Pending {
+            return;
+        }
+        if self.entries.len() >= CAPACITY && !self.entries.contains_key(request_id) {
+            self.entries
+                .retain(|_, entry| entry.read_at.elapsed() < FRESH_FOR);
+            if self.entries.len() >= CAPACITY {
+                return;
+            }
+        }
+        // The shard stays locked from the generation check to the insert, so a round's drop cannot fall in
+        // between; the epoch is read before the check, so a session's drop that moved it bumped the generation.
+        let slot = self.entries.entry(request_id.to_owned());
+        let session_epoch = self.session_epoch(&probe.session_id);
+        if self.generation() != generation {
+            return;
+        }
+        slot.insert(Entry {
+            token_hash: token_hash.to_owned(),
+            probe: probe.clone(),
+            session_epoch,
+            read_at: Instant::now(),
+        });
+    }
+
+    /// Drops what `changes` may have made stale. Call it after the write commits.
+    pub fn forget(&self, changes: &[Changed]) {
+        if changes.is_empty() {
+            return;
+        }
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        for change in changes {
+            match change {
+                Changed::Round(request_id) => {
+                    self.entries.remove(request_id.as_str());
+                }
+                Changed::Session(session) => {
+                    if self.session_epochs.len() >= CAPACITY {
+                        // Epochs of sessions long gone pile up: start again from nothing.
+                        self.session_epochs.clear();
+                        self.entries.clear();
+                    }
+                    *self.session_epochs.entry(session.clone()).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+
+    fn session_epoch(&self, session: &SessionId) -> u64 {
+        self.session_epochs.get(session).map_or(0, |epoch| *epoch)
+    }
+
+    /// Drops every entry (a change this instance cannot place, or a relay that lost events).
+    pub fn forget_all(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.entries.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+    use crate::domain::ids::RoundId;
+
+    fn probe(session: &str, status: RoundStatus) -> PollProbe {
+        PollProbe {
+            session_id: SessionId::parse(session).expect("session id"),
+            round_id: RoundId(uuid::Uuid::new_v4()),
+            status,
+            deadline: Utc::now(),
+        }
+    }
+
+    fn request(id: &str) -> RequestId {
+        RequestId::parse(id).expect("request id")
+    }
+
+    #[test]
+    fn only_pending_rounds_read_with_the_same_token_are_served() {
+        let states = PollStates::default();
+        let pending = probe("s1", RoundStatus::Pending);
+        states.fill(states.generation(), "hash-a", "q1", &pending);
+        states.fill(
+            states.generation(),
+            "hash-a",
+            "q2",
+            &probe("s1", RoundStatus::ResponseValidated),
+        );
+        assert_eq!(states.get("hash-a", "q1"), Some(pending));
+        assert_eq!(states.get("hash-b", "q1"), None, "another token");
+        assert_eq!(states.get("hash-a", "q2"), None, "an answered round");
+        assert_eq!(states.get("hash-a", "q3"), None, "never read");
+    }
+
+    #[test]
+    fn a_change_drops_the_round_or_the_whole_session() {
+        let states = PollStates::default();
+        states.fill(
+            states.generation(),
+            "h",
+            "q1",
+            &probe("s1", RoundStatus::Pending),
+        );
+        states.fill(
+            states.generation(),
+            "h",
+            "q2",
+            &probe("s1", RoundStatus::Pending),
+        );
+        states.fill(
+            states.generation(),
+            "g",
+            "q3",
+            &probe("s2", RoundStatus::Pending),
+        );
+        states.forget(&[Changed::Round(request("q1"))]);
+        assert!(states.get("h", "q1").is_none());
+        assert!(states.get("h", "q2").is_some());
+        states.forget(&[Changed::Session(SessionId::parse("s1").expect("id"))]);
+        assert!(states.get("h", "q2").is_none(), "the token changed");
+        assert!(
+            states.get("g", "q3").is_some(),
+            "another session keeps its own"
+        );
+        states.forget_all();
+        assert!(states.get("g", "q3").is_none());
+    }
+
+    #[test]
+    fn a_fill_read_before_a_change_is_not_kept() {
+        let states = PollStates::default();
+        let read_at = states.generation();
+        // The write commits and drops the round while the poll's query is still out.
+        states.forget(&[Changed::Round(request("q1"))]);
+        states.fill(read_at, "h", "q1", &probe("s1", RoundStatus::Pending));
+        assert!(states.get("h", "q1").is_none());
+    }
+}
