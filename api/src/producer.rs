@@ -29,7 +29,7 @@ use super::{
     extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
     views::producer_collection,
 };
-use crate::{AppState, credentials};
+use crate::{AppState, credentials, events::EventKind};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -366,6 +366,8 @@ async fn answer_poll(
     // Noted when the poll arrives, so a long-poll's bookkeeping is done before it waits, never after the answer.
     note_poll(state, &round).await;
     let mut round = round;
+    // Set when `round` came back from recording its delivery: nothing is left to record or to read.
+    let mut recorded = false;
     let wait = StdDuration::from_secs(options.wait.unwrap_or(0).min(30));
     if outward_answer(&round, round.request_id.as_str()).action == PollAction::Pending
         && !wait.is_zero()
@@ -380,15 +382,23 @@ async fn answer_poll(
             let tick = (tokio::time::Instant::now() + StdDuration::from_secs(1)).min(deadline);
             match tokio::time::timeout_at(tick, events.recv()).await {
                 Ok(Ok(event)) if event.round_id.as_deref() != Some(round_id.as_str()) => continue,
+                // The answer the poller waits for: record its delivery and read the round in one
+                // transaction (the delivery is recorded before the reply leaves, as before, one read sooner).
+                Ok(Ok(event)) if event.kind == EventKind::RoundAnswered => {
+                    round = state.store.record_poll_delivery(round.round_id).await?;
+                    recorded = round.status != RoundStatus::Pending;
+                }
                 _ => round = state.store.get_round(round.round_id).await?,
             }
         }
     }
     let answer = outward_answer(&round, round.request_id.as_str());
-    if matches!(
-        answer.action,
-        PollAction::Accept | PollAction::Decline | PollAction::Cancel
-    ) && answer.failure_code.is_none()
+    if !recorded
+        && matches!(
+            answer.action,
+            PollAction::Accept | PollAction::Decline | PollAction::Cancel
+        )
+        && answer.failure_code.is_none()
     {
         // A pulsemcp round has no worker: the poll that carries the answer is its delivery.
         round = state.store.record_poll_delivery(round.round_id).await?;
