@@ -52,7 +52,7 @@ pub enum Written {
 macro_rules! columns {
     ($(#[$doc:meta])* $row:ident, $list:ident { $($column:ident : $ty:ty = $written:ident),* $(,)? }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, sqlx::FromRow)]
+        #[derive(Debug, Clone, sqlx::FromRow, serde::Deserialize)]
         pub struct $row {
             $(pub $column: $ty,)*
         }

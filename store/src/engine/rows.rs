@@ -116,7 +116,7 @@ impl<D: Dialect> SqlStore<D> {
         tx: &mut WriteTx<D>,
         sessions: &[&Session],
     ) -> StoreResult<()> {
-        for chunk in sessions.chunks(sql::BATCH) {
+        for chunk in sessions.chunks(sql::SESSION_WRITE_BATCH) {
             let statement = Statement::new(sql::upsert_sessions(chunk.len())).bind_all(
                 chunk
                     .iter()

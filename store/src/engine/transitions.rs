@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, WriteTx, rows::rows_to_rounds};
 use crate::{
-    StoreResult,
+    Backend, StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
         ManagedInputError,
@@ -56,16 +56,7 @@ impl<D: Dialect> SqlStore<D> {
         now: DateTime<Utc>,
         session: Option<&SessionId>,
     ) -> StoreResult<Vec<Round>> {
-        let expire = match session {
-            Some(id) => Statement::new(sql::EXPIRE_DUE_IN_SESSION.as_str())
-                .bind(to_ms(now))
-                .bind(EXPIRED_MESSAGE)
-                .bind(id.to_string()),
-            None => Statement::new(sql::EXPIRE_DUE.as_str())
-                .bind(to_ms(now))
-                .bind(EXPIRED_MESSAGE),
-        };
-        let expired = rows_to_rounds(tx.all::<RoundRow>(expire).await?)?;
+        let expired = self.expire_due_rounds_in(tx, now, session).await?;
         let answered = match session {
             Some(id) => Statement::new(Self::locked(sql::SELECT_ANSWERED_PAST_DEADLINE_IN_SESSION))
                 .bind(to_ms(now))
@@ -86,6 +77,65 @@ impl<D: Dialect> SqlStore<D> {
             }
         }
         self.announce_ended(tx, ended, now).await
+    }
+
+    /// Expires the due rounds (of one session, or all) and returns them expired, without their documents. The
+    /// rounds come back as one JSON value, not a row each (see [`sql::EXPIRE_DUE_AS_JSON`]).
+    async fn expire_due_rounds_in(
+        &self,
+        tx: &mut WriteTx<D>,
+        now: DateTime<Utc>,
+        session: Option<&SessionId>,
+    ) -> StoreResult<Vec<Round>> {
+        let parse = |json: &str| -> StoreResult<Vec<Round>> {
+            let rows: Vec<RoundRow> = serde_json::from_str(json)
+                .map_err(|error| StoreError::Corrupt(format!("expired rounds: {error}")))?;
+            rows_to_rounds(rows)
+        };
+        match D::BACKEND {
+            Backend::Sqlite => {
+                // Read under the write lock the transaction holds, so the UPDATE ends exactly these; the
+                // domain expires them in memory exactly as the UPDATE does in the table.
+                let read = match session {
+                    Some(id) => Statement::new(sql::SELECT_DUE_IN_SESSION_AS_JSON.as_str())
+                        .bind(to_ms(now))
+                        .bind(id.to_string()),
+                    None => Statement::new(sql::SELECT_DUE_AS_JSON.as_str()).bind(to_ms(now)),
+                };
+                let (json,): (String,) = tx.one(read).await?;
+                let mut due = parse(&json)?;
+                if due.is_empty() {
+                    return Ok(due);
+                }
+                for round in &mut due {
+                    round.expire_if_due(now);
+                }
+                let expire = match session {
+                    Some(id) => Statement::new(sql::EXPIRE_DUE_IN_SESSION.as_str())
+                        .bind(to_ms(now))
+                        .bind(EXPIRED_MESSAGE)
+                        .bind(id.to_string()),
+                    None => Statement::new(sql::EXPIRE_DUE.as_str())
+                        .bind(to_ms(now))
+                        .bind(EXPIRED_MESSAGE),
+                };
+                tx.execute(expire).await?;
+                Ok(due)
+            }
+            Backend::Postgres => {
+                let expire = match session {
+                    Some(id) => Statement::new(sql::EXPIRE_DUE_IN_SESSION_AS_JSON.as_str())
+                        .bind(to_ms(now))
+                        .bind(EXPIRED_MESSAGE)
+                        .bind(id.to_string()),
+                    None => Statement::new(sql::EXPIRE_DUE_AS_JSON.as_str())
+                        .bind(to_ms(now))
+                        .bind(EXPIRED_MESSAGE),
+                };
+                let (json,): (String,) = tx.one(expire).await?;
+                parse(&json)
+            }
+        }
     }
 
     /// Moves the sessions of rounds that just ended on their own (each with its status before), queues
@@ -111,10 +161,15 @@ impl<D: Dialect> SqlStore<D> {
         for round in &rounds {
             tx.changed(Changed::Round(round.request_id.clone()));
         }
-        let announcements: Vec<WebhookEvent> = rounds
-            .iter()
-            .filter_map(WebhookEvent::round_ended)
-            .collect();
+        // Built only for endpoints that will receive them: a sweep may end 100k rounds.
+        let announcements: Vec<WebhookEvent> = if self.ctx.options.webhooks.is_empty() {
+            Vec::new()
+        } else {
+            rounds
+                .iter()
+                .filter_map(WebhookEvent::round_ended)
+                .collect()
+        };
         self.enqueue(tx, &announcements, now).await?;
         for round in &rounds {
             self.ctx.askers.forget(&round.round_id);
