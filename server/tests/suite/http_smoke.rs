@@ -12,6 +12,17 @@ struct RunningServer {
     _data: tempfile::TempDir,
 }
 
+impl RunningServer {
+    /// Asks the server to stop and checks that it stopped without an error.
+    async fn stop_cleanly(self) {
+        self.stop.send(()).expect("server still running");
+        self.task
+            .await
+            .expect("server task joins")
+            .expect("server stops without error");
+    }
+}
+
 async fn start_server() -> RunningServer {
     start_server_with_site(|_| {}).await
 }
@@ -91,12 +102,7 @@ async fn probes_answer_and_home_page_renders_then_server_stops_cleanly() {
         .expect("GET unknown route");
     assert_eq!(missing.status(), 404);
 
-    server.stop.send(()).expect("server still running");
-    server
-        .task
-        .await
-        .expect("server task joins")
-        .expect("server stops without error");
+    server.stop_cleanly().await;
 }
 
 /// A site as `cargo xtask build` leaves it: fingerprinted names in `assets.json`, a `.br` and `.gz` beside each
@@ -207,10 +213,5 @@ async fn pages_name_the_fingerprinted_bundle_which_is_sent_precompressed_and_cac
         "a missing file is not remembered for a year"
     );
 
-    server.stop.send(()).expect("server still running");
-    server
-        .task
-        .await
-        .expect("server task joins")
-        .expect("server stops without error");
+    server.stop_cleanly().await;
 }
