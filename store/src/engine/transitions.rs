@@ -110,28 +110,22 @@ impl<D: Dialect> SqlStore<D> {
                 for round in &mut due {
                     round.expire_if_due(now);
                 }
-                let expire = match session {
-                    Some(id) => Statement::new(sql::EXPIRE_DUE_IN_SESSION.as_str())
-                        .bind(to_ms(now))
-                        .bind(EXPIRED_MESSAGE)
-                        .bind(id.to_string()),
-                    None => Statement::new(sql::EXPIRE_DUE.as_str())
-                        .bind(to_ms(now))
-                        .bind(EXPIRED_MESSAGE),
-                };
+                let expire = expire_statement(
+                    sql::EXPIRE_DUE_IN_SESSION.as_str(),
+                    sql::EXPIRE_DUE.as_str(),
+                    now,
+                    session,
+                );
                 tx.execute(expire).await?;
                 Ok(due)
             }
             Backend::Postgres => {
-                let expire = match session {
-                    Some(id) => Statement::new(sql::EXPIRE_DUE_IN_SESSION_AS_JSON.as_str())
-                        .bind(to_ms(now))
-                        .bind(EXPIRED_MESSAGE)
-                        .bind(id.to_string()),
-                    None => Statement::new(sql::EXPIRE_DUE_AS_JSON.as_str())
-                        .bind(to_ms(now))
-                        .bind(EXPIRED_MESSAGE),
-                };
+                let expire = expire_statement(
+                    sql::EXPIRE_DUE_IN_SESSION_AS_JSON.as_str(),
+                    sql::EXPIRE_DUE_AS_JSON.as_str(),
+                    now,
+                    session,
+                );
                 let (json,): (String,) = tx.one(expire).await?;
                 parse(&json)
             }
@@ -281,5 +275,19 @@ impl<D: Dialect> SqlStore<D> {
                 Ok(session)
             }
         }
+    }
+}
+
+/// An expiry statement (`$1` now, `$2` the message) over one session's rounds (`$3`) or over all.
+fn expire_statement(
+    in_session: &'static str,
+    everywhere: &'static str,
+    now: DateTime<Utc>,
+    session: Option<&SessionId>,
+) -> Statement {
+    let statement = |sql: &'static str| Statement::new(sql).bind(to_ms(now)).bind(EXPIRED_MESSAGE);
+    match session {
+        Some(id) => statement(in_session).bind(id.to_string()),
+        None => statement(everywhere),
     }
 }
