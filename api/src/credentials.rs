@@ -28,10 +28,14 @@ pub fn is_session_token(token: &str) -> bool {
 
 /// The stored form of a secret. A plain SHA-256 suffices: the secrets are long and random, not passwords.
 pub fn hash(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    // Every producer poll hashes its token: one allocation, not one per byte.
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(secret.as_bytes()) {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    hex
 }
 
 #[cfg(test)]
@@ -47,6 +51,11 @@ mod tests {
         assert_eq!(hash(&a), hash(&a));
         assert_ne!(hash(&a), hash(&b));
         assert_eq!(hash(&a).len(), 64);
+        // Stored hashes must not change: SHA-256 in lower-case hex, as before.
+        assert_eq!(
+            hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         assert!(is_session_token(&a));
         assert!(!is_session_token("ark_not_a_session_token"));
         assert!(!is_session_token(&format!("ars_{}", "0".repeat(300))));

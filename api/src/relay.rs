@@ -68,8 +68,14 @@ pub async fn start(
         loop {
             tokio::select! {
                 _ = closed.changed() => break,
-                received = listener.recv() => match received {
-                    Ok(notification) => {
+                // `try_recv`, not `recv`: a connection lost and quietly re-made comes back as `Ok(None)`, and
+                // events sent meanwhile are lost, so nothing remembered of a poll can be trusted after it.
+                received = listener.try_recv() => match received {
+                    Ok(None) => {
+                        store.forget_all_poll_states();
+                        tracing::warn!("event listener lost its connection; reconnecting");
+                    }
+                    Ok(Some(notification)) => {
                         match serde_json::from_str::<WireEvent>(notification.payload()) {
                             Ok(wire) if wire.origin != origin => {
                                 if let Ok(session) = SessionId::parse(wire.session_id.as_str()) {
@@ -87,8 +93,7 @@ pub async fn start(
                         }
                     }
                     Err(error) => {
-                        // PgListener reconnects by itself on the next recv; pause so a dead database is not spun on.
-                        // Events sent meanwhile are lost: nothing remembered of a poll can be trusted now.
+                        // PgListener reconnects by itself on the next call; pause so a dead database is not spun on.
                         store.forget_all_poll_states();
                         tracing::warn!(%error, "event listener lost its connection; retrying");
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;

@@ -116,9 +116,10 @@ impl PollStates {
                 }
                 Changed::Session(session) => {
                     if self.session_epochs.len() >= CAPACITY {
-                        // Epochs of sessions long gone pile up: start again from nothing.
-                        self.session_epochs.clear();
+                        // Epochs of sessions long gone pile up: start again from nothing. Entries first: an
+                        // entry outliving its session's epoch would match epoch 0 again.
                         self.entries.clear();
+                        self.session_epochs.clear();
                     }
                     *self.session_epochs.entry(session.clone()).or_insert(0) += 1;
                 }

@@ -91,8 +91,9 @@ pub async fn attach_viewer(
     next: Next,
 ) -> Response {
     let path = request.uri().path().to_owned();
-    // Assets and probes never need the person: skip the session read the browser's cookie would cost.
-    if is_asset_or_probe(&path) {
+    // Assets, probes and the producer routes (a session's token is their only credential) never need the
+    // person: skip the session read the browser's cookie would cost.
+    if is_asset_or_probe(&path) || path.starts_with("/api/v1/s/") {
         return next.run(request).await;
     }
     let viewer = signed_in_viewer(&state, &session).await;

@@ -85,9 +85,11 @@ impl<D: Dialect> WriteTx<D> {
 
     pub async fn commit(self) -> StoreResult<()> {
         let Self { tx, ctx, changed } = self;
-        tx.commit().await?;
+        let committed = tx.commit().await;
+        // Even when the commit reports an error: a COMMIT whose reply was lost may still have applied, and
+        // forgetting costs only a database read.
         ctx.poll_states.forget(&changed);
-        Ok(())
+        Ok(committed?)
     }
 
     pub async fn rollback(self) -> StoreResult<()> {
