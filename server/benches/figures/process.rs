@@ -214,15 +214,6 @@ pub(super) async fn first_visit_bytes(args: &Args) -> Figure {
     )
 }
 
-/// The names `cargo xtask build` gave the bundle (`assets.json`), or the plain ones.
-fn bundle_stem(site: &std::path::Path) -> String {
-    std::fs::read(site.join("assets.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        .and_then(|manifest| manifest["script"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "anteroom".to_owned())
-}
-
 pub(super) fn bundle_size(args: &Args) -> Figure {
     let pkg = args.site.join("pkg");
     let gzip = |name: &str| -> Option<usize> {
@@ -238,7 +229,7 @@ pub(super) fn bundle_size(args: &Args) -> Figure {
             .ok()?;
         out.status.success().then_some(out.stdout.len())
     };
-    let stem = bundle_stem(&args.site);
+    let stem = anteroom_server::router::assets::SiteAssets::read(&args.site).script;
     match (
         gzip(&format!("{stem}_bg.wasm")),
         gzip(&format!("{stem}.js")),

@@ -1,7 +1,7 @@
 //! The HTTP surface: probes, the API, the server-rendered web app and its static files, browser sessions,
 //! with one log line per request.
 
-mod assets;
+pub mod assets;
 mod health;
 
 use std::time::Duration;
