@@ -34,6 +34,8 @@ use crate::{
 pub const FRESH_FOR: Duration = Duration::from_secs(2);
 /// Entries at most; beyond it stale ones are swept, and a fill that still finds no room is not kept.
 const CAPACITY: usize = 100_000;
+/// How often a full map may be swept: a flood of fills for new questions must not make each one scan the map.
+const SWEEP_EVERY: Duration = FRESH_FOR;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -44,12 +46,26 @@ struct Entry {
 }
 
 /// Pending rounds' poll state, by request id (unique across the store).
-#[derive(Default)]
 pub struct PollStates {
     entries: DashMap<String, Entry>,
     /// Sessions whose entries were dropped at least once; a session not here is at epoch 0.
     session_epochs: DashMap<SessionId, u64>,
     generation: AtomicU64,
+    /// When a full map was last swept, in milliseconds since `started`.
+    swept_at_ms: AtomicU64,
+    started: Instant,
+}
+
+impl Default for PollStates {
+    fn default() -> Self {
+        Self {
+            entries: DashMap::new(),
+            session_epochs: DashMap::new(),
+            generation: AtomicU64::new(0),
+            swept_at_ms: AtomicU64::new(0),
+            started: Instant::now(),
+        }
+    }
 }
 
 /// Something a write changed, to drop from [`PollStates`] once it commits.
@@ -82,8 +98,7 @@ impl PollStates {
             return;
         }
         if self.entries.len() >= CAPACITY && !self.entries.contains_key(request_id) {
-            self.entries
-                .retain(|_, entry| entry.read_at.elapsed() < FRESH_FOR);
+            self.sweep_stale();
             if self.entries.len() >= CAPACITY {
                 return;
             }
@@ -124,6 +139,23 @@ impl PollStates {
                     *self.session_epochs.entry(session.clone()).or_insert(0) += 1;
                 }
             }
+        }
+    }
+
+    /// Drops entries no longer trusted, at most once per [`SWEEP_EVERY`] (one caller wins the turn).
+    fn sweep_stale(&self) {
+        let millis = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        let now_ms = millis(self.started.elapsed());
+        let last = self.swept_at_ms.load(Ordering::Relaxed);
+        let due = last == 0 || now_ms.saturating_sub(last) >= millis(SWEEP_EVERY);
+        if due
+            && self
+                .swept_at_ms
+                .compare_exchange(last, now_ms.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.entries
+                .retain(|_, entry| entry.read_at.elapsed() < FRESH_FOR);
         }
     }
 
@@ -207,6 +239,39 @@ mod tests {
         );
         states.forget_all();
         assert!(states.get("g", "q3").is_none());
+    }
+
+    #[test]
+    fn a_full_map_keeps_no_more_and_is_swept_at_most_once_per_interval() {
+        let states = PollStates::default();
+        let generation = states.generation();
+        for n in 0..CAPACITY {
+            states.fill(
+                generation,
+                "h",
+                &format!("q{n}"),
+                &probe("s1", RoundStatus::Pending),
+            );
+        }
+        // Every entry is fresh: the sweep frees nothing, the new question is not kept.
+        states.fill(
+            generation,
+            "h",
+            "one-more",
+            &probe("s1", RoundStatus::Pending),
+        );
+        assert_eq!(states.entries.len(), CAPACITY);
+        assert!(states.get("h", "one-more").is_none());
+        let swept = states.swept_at_ms.load(Ordering::Relaxed);
+        assert_ne!(swept, 0, "the full map was swept once");
+        // Another fill within the interval does not sweep again.
+        states.fill(
+            generation,
+            "h",
+            "and-another",
+            &probe("s1", RoundStatus::Pending),
+        );
+        assert_eq!(states.swept_at_ms.load(Ordering::Relaxed), swept);
     }
 
     #[test]
