@@ -263,7 +263,7 @@ pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_e
      AND r.deadline_ms > $1)";
 
 /// The attention queue, read off the `sessions_queue` index: the open-question count and the oldest one's time
-/// are session columns the database recounts when a round enters or leaves `pending` (migration 0008), so the
+/// are session columns the database updates when a round enters or leaves `pending` (migration 0008), so the
 /// first page costs the same at 100 sessions as at 10,000.
 pub const SELECT_QUEUE: &str = "SELECT * FROM sessions \
      ORDER BY CASE WHEN open_rounds > 0 THEN 0 WHEN lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
