@@ -57,6 +57,7 @@ struct Instruments {
     time_to_answer: Histogram,
     open_questions: Gauge,
     subscribers: Gauge,
+    round_trips: Counter,
 }
 
 /// The instance's metrics.
@@ -110,6 +111,12 @@ impl Default for Metrics {
             "Live event streams",
             subscribers.clone(),
         );
+        let round_trips = Counter::default();
+        registry.register(
+            "anteroom_store_round_trips",
+            "Statements, BEGINs and COMMITs sent to the database",
+            round_trips.clone(),
+        );
         Self(Arc::new(Instruments {
             registry,
             requests,
@@ -119,6 +126,7 @@ impl Default for Metrics {
             time_to_answer,
             open_questions,
             subscribers,
+            round_trips,
         }))
     }
 }
@@ -174,8 +182,13 @@ impl Metrics {
         self.0.ended.get_or_create(&EndLabels { reason }).inc();
     }
 
-    pub fn render(&self, open_questions: i64, subscribers: u64) -> String {
+    pub fn render(&self, open_questions: i64, subscribers: u64, round_trips: u64) -> String {
         self.0.open_questions.set(open_questions);
+        // The store keeps the running total; the counter catches up to it.
+        let counted = self.0.round_trips.get();
+        self.0
+            .round_trips
+            .inc_by(round_trips.saturating_sub(counted));
         self.0
             .subscribers
             .set(i64::try_from(subscribers).unwrap_or(i64::MAX));
@@ -256,7 +269,9 @@ pub async fn render(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(open, state.events.subscribers()),
+        state
+            .metrics
+            .render(open, state.events.subscribers(), state.store.round_trips()),
     )
         .into_response()
 }
@@ -272,7 +287,7 @@ mod tests {
         metrics.record_request(route.clone(), &Method::POST, 201, 0.002);
         metrics.record_request(route, &Method::POST, 201, 0.2);
         metrics.record_answer("accept", 42.0);
-        let text = metrics.render(3, 1);
+        let text = metrics.render(3, 1, 7);
         assert!(text.contains("anteroom_http_requests_total{route=\"/api/v1/elicitations\",method=\"POST\",status=\"201\"} 2"), "{text}");
         assert!(text.contains("anteroom_http_request_duration_seconds_bucket{le=\"0.0025\",route=\"/api/v1/elicitations\"} 1") || text.contains("anteroom_http_request_duration_seconds_bucket{route=\"/api/v1/elicitations\",le=\"0.0025\"} 1"), "{text}");
         assert!(text.contains("anteroom_open_questions 3"), "{text}");
@@ -281,6 +296,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("anteroom_event_subscribers 1"), "{text}");
+        assert!(
+            text.contains("anteroom_store_round_trips_total 7"),
+            "{text}"
+        );
+        let later = metrics.render(3, 1, 10);
+        assert!(
+            later.contains("anteroom_store_round_trips_total 10"),
+            "{later}"
+        );
     }
 
     #[test]
@@ -290,7 +314,7 @@ mod tests {
             let method = Method::from_bytes(format!("X{n:0>200}").as_bytes()).expect("method");
             metrics.record_request(Arc::from("unmatched"), &method, 405, 0.0);
         }
-        let text = metrics.render(0, 0);
+        let text = metrics.render(0, 0, 0);
         assert!(
             text.contains("route=\"unmatched\",method=\"other\",status=\"405\"} 1000"),
             "{text}"

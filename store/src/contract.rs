@@ -313,6 +313,10 @@ pub trait Store:
     /// The store's clock (the injected one in tests), so views and the store agree on "now".
     fn now(&self) -> DateTime<Utc>;
 
+    /// How many round trips (statements, `BEGIN`s, `COMMIT`s) this store has sent to the database since it
+    /// opened: what live updates cost per event is read off it.
+    fn round_trips(&self) -> u64;
+
     /// Applies every migration not yet applied; running it again is a no-op.
     async fn migrate(&self) -> StoreResult<()>;
 

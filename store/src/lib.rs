@@ -169,6 +169,8 @@ pub(crate) struct StoreContext {
     pub schemas: SchemaCache,
     pub askers: askers::AskerLog,
     pub poll_states: poll_states::PollStates,
+    /// Statements, `BEGIN`s and `COMMIT`s sent to the database since start (`/metrics`, the bench).
+    pub round_trips: std::sync::atomic::AtomicU64,
 }
 
 impl StoreContext {
@@ -178,7 +180,14 @@ impl StoreContext {
             schemas: SchemaCache::default(),
             askers: askers::AskerLog::default(),
             poll_states: poll_states::PollStates::default(),
+            round_trips: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Counts one more round trip to the database.
+    fn round_trip(&self) {
+        self.round_trips
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Now, to the stored precision: every time the store hands out is exactly what it stores.

@@ -61,14 +61,17 @@ pub(crate) struct WriteTx<D: Dialect> {
 
 impl<D: Dialect> WriteTx<D> {
     pub async fn execute(&mut self, statement: Statement) -> StoreResult<u64> {
+        self.ctx.round_trip();
         Ok(D::execute(&mut self.tx, statement).await?)
     }
 
     pub async fn all<R: Record>(&mut self, statement: Statement) -> StoreResult<Vec<R>> {
+        self.ctx.round_trip();
         Ok(D::fetch_all(&mut self.tx, statement).await?)
     }
 
     pub async fn optional<R: Record>(&mut self, statement: Statement) -> StoreResult<Option<R>> {
+        self.ctx.round_trip();
         Ok(D::fetch_optional(&mut self.tx, statement).await?)
     }
 
@@ -85,6 +88,7 @@ impl<D: Dialect> WriteTx<D> {
 
     pub async fn commit(self) -> StoreResult<()> {
         let Self { tx, ctx, changed } = self;
+        ctx.round_trip();
         let committed = tx.commit().await;
         // Even when the commit reports an error: a COMMIT whose reply was lost may still have applied, and
         // forgetting costs only a database read.
@@ -93,6 +97,7 @@ impl<D: Dialect> WriteTx<D> {
     }
 
     pub async fn rollback(self) -> StoreResult<()> {
+        self.ctx.round_trip();
         Ok(self.tx.rollback().await?)
     }
 }
@@ -116,6 +121,7 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     async fn begin_write(&self) -> StoreResult<WriteTx<D>> {
+        self.ctx.round_trip();
         Ok(WriteTx {
             tx: D::begin_write(&self.pool).await?,
             ctx: Arc::clone(&self.ctx),
@@ -130,16 +136,19 @@ impl<D: Dialect> SqlStore<D> {
 
     async fn execute(&self, statement: Statement) -> StoreResult<u64> {
         let mut connection = self.pool.acquire().await?;
+        self.ctx.round_trip();
         Ok(D::execute(&mut connection, statement).await?)
     }
 
     async fn all<R: Record>(&self, statement: Statement) -> StoreResult<Vec<R>> {
         let mut connection = self.pool.acquire().await?;
+        self.ctx.round_trip();
         Ok(D::fetch_all(&mut connection, statement).await?)
     }
 
     async fn optional<R: Record>(&self, statement: Statement) -> StoreResult<Option<R>> {
         let mut connection = self.pool.acquire().await?;
+        self.ctx.round_trip();
         Ok(D::fetch_optional(&mut connection, statement).await?)
     }
 
@@ -182,6 +191,12 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     fn now(&self) -> DateTime<Utc> {
         self.clock_now()
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.ctx
+            .round_trips
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     async fn migrate(&self) -> StoreResult<()> {
