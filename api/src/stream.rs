@@ -45,6 +45,16 @@ async fn events(
     _caller: Caller,
     headers: HeaderMap,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    Sse::new(event_stream(&state, &headers).map(Ok)).keep_alive(KeepAlive::default())
+}
+
+/// The events a watcher sees: what it missed since its `Last-Event-ID` (or `resync`, or `ready` on a first
+/// connection), then every event as it happens, until the instance shuts down. The pages' own stream
+/// (`/fn/live`) is this one with the queue's view added.
+pub fn event_stream(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> impl Stream<Item = SseEvent> + Send + use<> {
     let receiver = state.events.subscribe();
     let last_id = headers
         .get("last-event-id")
@@ -66,12 +76,12 @@ async fn events(
             tokio::select! {
                 _ = closed.changed() => None,
                 received = receiver.recv() => match received {
-                    Ok(event) => Some((Ok(to_sse(&event)), (receiver, closed, guard))),
-                    Err(RecvError::Lagged(_)) => Some((Ok(resync()), (receiver, closed, guard))),
+                    Ok(event) => Some((to_sse(&event), (receiver, closed, guard))),
+                    Err(RecvError::Lagged(_)) => Some((resync(), (receiver, closed, guard))),
                     Err(RecvError::Closed) => None,
                 },
             }
         },
     );
-    Sse::new(stream::iter(backlog.into_iter().map(Ok)).chain(live)).keep_alive(KeepAlive::default())
+    stream::iter(backlog).chain(live)
 }

@@ -82,7 +82,7 @@ test("an answer in one browser removes the banner in another; a late second answ
   const bob = await (await browser.newContext()).newPage();
   const late = await (await browser.newContext()).newPage();
   // This browser hears nothing live, so its banner stays up after the answer.
-  await late.route("**/api/v1/events", (route) => route.abort());
+  await late.route("**/fn/live", (route) => route.abort());
   await signIn(rita, "rita", path);
   await signIn(bob, "bob", path);
   await signIn(late, "bob", path);

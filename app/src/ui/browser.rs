@@ -11,12 +11,21 @@ use web_sys::{
 };
 
 use crate::domain::form::{PatternMatcher, backtracking::BROWSER_VALUE_CHARS};
+use crate::ui::model::QueueView;
 
 /// What the pages share about the live connection.
 #[derive(Debug, Clone, Copy)]
 pub struct Live {
     /// Bumped on every change the server announces and after every (re)connection: views refetch on it.
     pub changes: RwSignal<u64>,
+    /// Bumped after every (re)connection and whenever events were missed: what the stream sends only as it
+    /// changes (the queue) is read again then.
+    pub reconnects: RwSignal<u64>,
+    /// The session whose page is open: events about other sessions change nothing it shows, so they do not
+    /// bump `changes`. `None` (any other page) hears every event.
+    pub watching: RwSignal<Option<String>>,
+    /// The attention queue as the server last sent it (it sends the whole view after each burst of changes).
+    pub queue: RwSignal<Option<QueueView>>,
     /// Whether the event stream is connected.
     pub connected: RwSignal<bool>,
     /// The browser's clock in epoch milliseconds, ticking each second; `None` until the page is live,
@@ -34,6 +43,9 @@ impl Live {
     pub fn new() -> Self {
         Self {
             changes: RwSignal::new(0),
+            reconnects: RwSignal::new(0),
+            queue: RwSignal::new(None),
+            watching: RwSignal::new(None),
             connected: RwSignal::new(false),
             now_ms: RwSignal::new(None),
             notifications: RwSignal::new(false),
@@ -115,10 +127,11 @@ const CHANGES: [&str; 7] = [
 /// How often a page showing askers' polls fetches them again: polls announce no event of their own.
 const PRESENCE_REFRESH_SECONDS: u32 = 10;
 
-/// Opens the event stream. The browser's own `EventSource` retries dropped connections; when it gives up
-/// (the server answered with an error, e.g. while restarting) a new one is opened after a growing pause.
+/// Opens the pages' event stream (`/fn/live`: the API's events plus the queue's view). The browser's own
+/// `EventSource` retries dropped connections; when it gives up (the server answered with an error, e.g. while
+/// restarting) a new one is opened after a growing pause.
 fn connect(live: Live, failures: u32) {
-    let Ok(source) = EventSource::new("/api/v1/events") else {
+    let Ok(source) = EventSource::new("/fn/live") else {
         retry(live, failures);
         return;
     };
@@ -126,13 +139,23 @@ fn connect(live: Live, failures: u32) {
         live.connected.set(true);
         // Whatever happened while disconnected is read again.
         live.changes.update(|n| *n += 1);
+        live.reconnects.update(|n| *n += 1);
     });
     source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
     on_open.forget();
 
     for kind in CHANGES {
         let on_change = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-            live.changes.update(|n| *n += 1);
+            let about = event_session(&event);
+            let concerns_page = live.watching.with_untracked(|watching| {
+                watching.is_none() || about.is_none() || *watching == about
+            });
+            if concerns_page {
+                live.changes.update(|n| *n += 1);
+            }
+            if kind == "resync" {
+                live.reconnects.update(|n| *n += 1);
+            }
             if kind == "round.created" {
                 notify_in_background(&event);
             }
@@ -140,6 +163,18 @@ fn connect(live: Live, failures: u32) {
         let _ = source.add_event_listener_with_callback(kind, on_change.as_ref().unchecked_ref());
         on_change.forget();
     }
+
+    let on_queue = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+        let view = event
+            .data()
+            .as_string()
+            .and_then(|data| serde_json::from_str::<QueueView>(&data).ok());
+        if view.is_some() {
+            live.queue.set(view);
+        }
+    });
+    let _ = source.add_event_listener_with_callback("queue", on_queue.as_ref().unchecked_ref());
+    on_queue.forget();
 
     let failing = source.clone();
     let on_error = Closure::<dyn FnMut(Event)>::new(move |_| {
@@ -158,18 +193,22 @@ fn retry(live: Live, failures: u32) {
     set_timeout(move || connect(live, failures), pause);
 }
 
+/// The session an event is about (`None` for `resync`, which is about everything).
+fn event_session(event: &MessageEvent) -> Option<String> {
+    event
+        .data()
+        .as_string()
+        .and_then(|data| serde_json::from_str::<serde_json::Value>(&data).ok())
+        .and_then(|data| data.get("session_id")?.as_str().map(str::to_owned))
+}
+
 /// A browser notification for a new question, when the page is in the background and the person allowed it.
 fn notify_in_background(event: &MessageEvent) {
     let hidden = document().hidden();
     if !hidden || Notification::permission() != NotificationPermission::Granted {
         return;
     }
-    let session_id = event
-        .data()
-        .as_string()
-        .and_then(|data| serde_json::from_str::<serde_json::Value>(&data).ok())
-        .and_then(|data| data.get("session_id")?.as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let session_id = event_session(event).unwrap_or_default();
     let options = NotificationOptions::new();
     options.set_body(&format!("Session {session_id} has a new question."));
     options.set_tag(&session_id);

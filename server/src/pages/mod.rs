@@ -1,6 +1,7 @@
 //! The browser side of the HTTP surface: sign-in with tower-sessions, the first-run admin link, the pages'
 //! server functions, and the plain form posts that make answering work without JavaScript.
 
+mod live;
 mod session_store;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -28,6 +29,7 @@ use axum::{
 use leptos::prelude::provide_context;
 use tower_sessions::{Expiry, Session, SessionManagerLayer, cookie::SameSite};
 
+pub use live::QueueFeed;
 pub use session_store::DbSessionStore;
 
 use crate::{AppState, credentials, passwords};
@@ -62,9 +64,13 @@ pub fn session_layer(store: Arc<dyn Store>, secure: bool) -> SessionManagerLayer
         .with_expiry(Expiry::OnInactivity(time::Duration::days(7)))
 }
 
-/// Routes of the browser side (added to the main router).
-pub fn routes() -> Router<AppState> {
+/// Routes of the browser side (added to the main router); `feed` makes the queue's view for the live stream.
+pub fn routes(feed: QueueFeed) -> Router<AppState> {
     Router::new()
+        .route(
+            "/fn/live",
+            axum::routing::get(live::live).layer(Extension(feed)),
+        )
         .route("/login", post(sign_in))
         .route("/logout", post(sign_out))
         .route("/setup", post(set_up_first_admin))

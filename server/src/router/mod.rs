@@ -77,6 +77,7 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
     leptos_options.output_name = site_assets.script.clone().into();
     let stylesheet = site_assets.stylesheet_href();
     let services = crate::pages::services(&state);
+    let queue_feed = crate::pages::QueueFeed::new(services.clone(), state.events.clone());
     let sessions = crate::pages::session_layer(state.store.clone(), state.config.secure_cookies);
     let site = SiteState {
         leptos_options: leptos_options.clone(),
@@ -104,7 +105,7 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
         .merge(crate::api::router(&state))
         .merge(crate::api::mcp::router(&state))
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
-        .merge(crate::pages::routes())
+        .merge(crate::pages::routes(queue_feed))
         .route("/metrics", get(crate::metrics::render))
         .with_state(state.clone())
         .merge(pages)

@@ -243,9 +243,92 @@ async fn a_signed_in_browser_reads_the_event_stream_and_writes_only_with_its_csr
     server.stop().await;
 }
 
+/// Reads `stream` until an SSE event named `name` arrives (5 s at most); its `data` line.
+async fn next_event(stream: &mut reqwest::Response, buffer: &mut String, name: &str) -> String {
+    let wanted = format!("event: {name}\n");
+    loop {
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if event.starts_with(&wanted) || event.contains(&format!("\n{wanted}")) {
+                return event
+                    .lines()
+                    .find_map(|line| line.strip_prefix("data: "))
+                    .unwrap_or_default()
+                    .to_owned();
+            }
+        }
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(5), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no `{name}` event within 5 s"))
+            .expect("chunk")
+            .expect("the stream is open");
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+async fn every_open_page_gets_the_queue_from_one_reading_per_change(db: Db) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let anonymous = browser()
+        .get(server.url("/fn/live"))
+        .send()
+        .await
+        .expect("GET /fn/live");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = anonymous.json().await.expect("JSON error");
+    assert_eq!(body["error"], "unauthorized");
+
+    person(&server, "rita", Role::Responder).await;
+    let (_producer, _id) = question(&server, "live-pages").await;
+    let cookie = sign_in(&server, "rita").await;
+    let mut pages = Vec::new();
+    for _ in 0..3 {
+        let mut stream = browser()
+            .get(server.url("/fn/live"))
+            .header(header::COOKIE, &cookie)
+            .send()
+            .await
+            .expect("GET /fn/live");
+        assert_eq!(stream.status(), StatusCode::OK);
+        let mut buffer = String::new();
+        assert_eq!(
+            next_event(&mut stream, &mut buffer, "ready").await,
+            "connected"
+        );
+        pages.push((stream, buffer));
+    }
+
+    // What one reading of the queue costs, read directly.
+    let services = anteroom_server::pages::services(&server.state);
+    let before = server.store.round_trips();
+    services.queue().await.expect("queue");
+    let one_reading = server.store.round_trips() - before;
+    assert!(one_reading >= 1);
+
+    let before = server.store.round_trips();
+    server.state.events.publish(
+        anteroom_server::events::EventKind::SessionChanged,
+        "live-pages",
+        None,
+        None,
+    );
+    for (stream, buffer) in &mut pages {
+        let view: Value = serde_json::from_str(&next_event(stream, buffer, "queue").await)
+            .expect("the queue as JSON");
+        let item = &view["items"][0];
+        assert_eq!(item["session_id"], "live-pages");
+        assert_eq!(item["question"]["message"], "Which environment?");
+    }
+    // Three pages, one reading.
+    assert_eq!(server.store.round_trips() - before, one_reading);
+    server.stop().await;
+}
+
 on_both_backends!(
     people_sign_in_and_their_session_lives_in_the_database,
     posts_from_another_site_are_refused,
     a_plain_form_post_answers_and_records_who_answered,
     a_signed_in_browser_reads_the_event_stream_and_writes_only_with_its_csrf_token,
+    every_open_page_gets_the_queue_from_one_reading_per_change,
 );

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use crate::{
     domain::session::LostReason,
     ui::{
+        browser::Live,
         components::countdown::Countdown,
         model::{QueueItem, QueueView},
         server_fns::load_queue,
@@ -16,7 +17,10 @@ use crate::{
 #[component]
 pub fn HomePage() -> impl IntoView {
     let queue = Resource::new(|| (), |_| load_queue());
-    let fresh = super::refreshed(load_queue);
+    let live = expect_context::<Live>();
+    // The stream sends the queue after every change; it is fetched only after a reconnection.
+    let fetched = super::refreshed_on(live.reconnects, load_queue);
+    let fresh = Memo::new(move |_| newest(fetched.get(), live.queue.get()));
 
     view! {
         <section class="attention-queue" aria-labelledby="queue-heading">
@@ -35,6 +39,16 @@ pub fn HomePage() -> impl IntoView {
     }
 }
 
+/// The later of two views by the server's clock: a fetch that started before a change must not hide the
+/// view the stream sent after it.
+fn newest(fetched: Option<QueueView>, pushed: Option<QueueView>) -> Option<QueueView> {
+    match (fetched, pushed) {
+        (Some(fetched), Some(pushed)) if fetched.now_ms > pushed.now_ms => Some(fetched),
+        (fetched, None) => fetched,
+        (_, pushed) => pushed,
+    }
+}
+
 /// Which part of the queue an entry belongs to.
 fn part(item: &QueueItem) -> &'static str {
     if item.open_rounds > 0 {
@@ -47,7 +61,7 @@ fn part(item: &QueueItem) -> &'static str {
 }
 
 /// The queue, updated in place: rows are keyed by what they show, so focus (j/k) survives updates.
-fn queue_view(first: QueueView, fresh: RwSignal<Option<QueueView>>) -> impl IntoView {
+fn queue_view(first: QueueView, fresh: Memo<Option<QueueView>>) -> impl IntoView {
     let now_ms = first.now_ms;
     let current = Memo::new(move |_| fresh.get().unwrap_or_else(|| first.clone()));
     let title = move || match current.with(QueueView::open_questions) {

@@ -32,17 +32,27 @@ where
     F: Fn() -> Fut + 'static,
     Fut: Future<Output = Result<T, ServerFnError>> + 'static,
 {
-    let live = expect_context::<Live>();
+    refreshed_on(expect_context::<Live>().changes, fetch)
+}
+
+/// Like [`refreshed`], fetched again only when `trigger` is bumped (for a view the stream itself sends as it
+/// changes, read again only after a reconnection).
+pub fn refreshed_on<T, F, Fut>(trigger: RwSignal<u64>, fetch: F) -> RwSignal<Option<T>>
+where
+    T: Send + Sync + 'static,
+    F: Fn() -> Fut + 'static,
+    Fut: Future<Output = Result<T, ServerFnError>> + 'static,
+{
     let fresh = RwSignal::new(None);
     // Effects run only in the browser; the first run (hydration) has nothing new to fetch.
     Effect::new(move |previous: Option<()>| {
-        let change = live.changes.get();
+        let change = trigger.get();
         if previous.is_some() {
             let pending = fetch();
             leptos::task::spawn_local(async move {
                 // A slower, older fetch must not overwrite a newer one.
                 if let Ok(view) = pending.await
-                    && live.changes.get_untracked() == change
+                    && trigger.get_untracked() == change
                 {
                     fresh.set(Some(view));
                 }

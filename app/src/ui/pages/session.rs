@@ -34,6 +34,15 @@ pub fn SessionPage() -> impl IntoView {
     });
     // The outcome of the last answer given on this page; it outlives the banner it came from.
     let notice = RwSignal::new(None::<AnswerNotice>);
+    // Only this session's events make the page fetch again. Browser only, like every effect.
+    #[cfg(feature = "hydrate")]
+    if let Some(live) = use_context::<crate::ui::browser::Live>() {
+        Effect::new(move |_| {
+            live.watching
+                .set(Some(params.read().get("id").unwrap_or_default()));
+        });
+        on_cleanup(move || live.watching.set(None));
+    }
 
     view! {
         <Transition fallback=|| view! { <p class="loading">"Loading the session…"</p> }>
