@@ -4,7 +4,7 @@
 //!
 //! Arguments: `--binary PATH` (the release `anteroom`, for resident memory), `--site PATH` (the release site,
 //! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite), `--only
-//! NAME` (one figure: polls, creates, latency, queue, expiry, memory, bundle or wire — for profiling).
+//! NAME` (one figure: polls, creates, latency, live, queue, expiry, memory, bundle, wire or askers — for profiling).
 
 use std::{
     collections::BTreeMap,
@@ -34,12 +34,15 @@ use axum::{Json, Router, routing::get};
 use serde_json::{Value, json};
 use tokio::{net::TcpListener, sync::oneshot};
 
+mod askers;
 mod hot_paths;
 mod instance;
+mod live;
 mod load;
 mod process;
 mod scale;
 
+use askers::*;
 use instance::*;
 use load::*;
 use process::*;
@@ -146,6 +149,9 @@ async fn run(args: &Args) -> Vec<Figure> {
     if wanted("latency") {
         figures.extend(bench.latencies().await);
     }
+    if wanted("live") {
+        figures.extend(bench.live_updates().await);
+    }
     bench.stop().await;
     if wanted("queue") {
         figures.push(queue_render(args).await);
@@ -161,6 +167,9 @@ async fn run(args: &Args) -> Vec<Figure> {
     }
     if wanted("wire") {
         figures.push(first_visit_bytes(args).await);
+    }
+    if wanted("askers") {
+        figures.extend(askers(args).await);
     }
     figures
 }

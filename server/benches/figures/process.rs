@@ -76,6 +76,16 @@ async fn start_release_binary(
     site: &std::path::Path,
     database_url: &str,
 ) -> (tokio::process::Child, String) {
+    start_release_binary_with(binary, site, database_url, &[]).await
+}
+
+/// [`start_release_binary`] with more settings in its environment.
+pub(super) async fn start_release_binary_with(
+    binary: &std::path::Path,
+    site: &std::path::Path,
+    database_url: &str,
+    settings: &[(&str, &str)],
+) -> (tokio::process::Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("port")
@@ -87,6 +97,7 @@ async fn start_release_binary(
         .env("ANTEROOM_SITE_ROOT", site)
         .env("ANTEROOM_DEVELOPMENT", "true")
         .env("RUST_LOG", "error")
+        .envs(settings.iter().copied())
         .kill_on_drop(true)
         .spawn()
         .expect("start the release binary");
