@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::{
-    Backend, PollProbe, QueueEntry, StoreResult,
+    AttentionItem, Backend, PollProbe, QueueEntry, StoreResult,
     domain::{
         access::{ApiKey, User},
         gate::{GateChange, GateState},
@@ -33,6 +33,11 @@ pub trait SessionStore: Send + Sync {
     /// Sessions in attention-queue order: open questions first (oldest wait first), then lost
     /// elicitations, then the rest (most recently changed first). Expires overdue rounds first.
     async fn list_sessions(&self, limit: u32) -> StoreResult<Vec<QueueEntry>>;
+
+    /// [`Self::list_sessions`] with each session's oldest open question, in one statement unless something
+    /// is due (then it expires first and reads again): what the home page shows, read once per change for
+    /// every open page.
+    async fn attention_queue(&self, limit: u32) -> StoreResult<Vec<AttentionItem>>;
 
     /// A person or orchestrator resumed the session: markers cleared.
     async fn resume_session(&self, id: &SessionId) -> StoreResult<Session>;

@@ -214,6 +214,13 @@ pub struct QueueEntry {
     pub oldest_open_at: Option<DateTime<Utc>>,
 }
 
+/// One session of the attention queue as the pages show it: the entry and its oldest open question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionItem {
+    pub entry: QueueEntry,
+    pub oldest_open: Option<crate::domain::round::Round>,
+}
+
 pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Arc<dyn Store>> {
     Ok(match Backend::from_url(url)? {
         Backend::Sqlite => Arc::new(SqliteStore::connect(url, options).await?),

@@ -332,6 +332,16 @@ impl SessionRow {
     }
 }
 
+/// The attention queue's row as the pages read it: [`QueueRow`] with its oldest open question as JSON
+/// ([`crate::sql::SELECT_ATTENTION_QUEUE_SQLITE`]) and whether anything is due.
+#[derive(Debug, sqlx::FromRow)]
+pub struct AttentionRow {
+    #[sqlx(flatten)]
+    pub queued: QueueRow,
+    pub oldest_round: Option<String>,
+    pub any_due: bool,
+}
+
 /// The attention-queue row: a session and what is open in it.
 #[derive(Debug, sqlx::FromRow)]
 pub struct QueueRow {

@@ -127,16 +127,51 @@ const EXPIRE_SET: &str = "status = 'failed', failure_code = 'expired', failure_m
 /// them, and a sweep may end 100k rounds at once. Handing each round over as a row of its own cost more than
 /// the UPDATE itself; one JSON value holding them all is one hand-over.
 fn ended_round_json(function: &str) -> String {
+    round_json(function, "", |column| match column {
+        "requests" => Some("'{}'"),
+        "request_state" | "responses" => Some("NULL"),
+        _ => None,
+    })
+}
+
+/// A round as one JSON array in [`ROUND_COLUMNS`] order, built by `function` (the dialect's array builder),
+/// its columns read through `prefix` (a table alias and a dot, or nothing); `instead` gives a column's
+/// stand-in value where the reader does not need it.
+fn round_json(
+    function: &str,
+    prefix: &str,
+    instead: impl Fn(&str) -> Option<&'static str>,
+) -> String {
     let values: Vec<String> = ROUND_COLUMNS
         .iter()
-        .map(|(column, _)| match *column {
-            "requests" => "'{}'".to_owned(),
-            "request_state" | "responses" => "NULL".to_owned(),
-            other => other.to_owned(),
+        .map(|(column, _)| {
+            instead(column).map_or_else(|| format!("{prefix}{column}"), str::to_owned)
         })
         .collect();
     format!("{function}({})", values.join(", "))
 }
+
+/// The attention queue in one statement: [`SELECT_QUEUE`]'s sessions (`$1` of them), each with its oldest
+/// pending question as a JSON array in [`ROUND_COLUMNS`] order, and whether anything is due at `$2` (then the
+/// reader expires and reads again, so no question past its deadline is shown open).
+fn queue_with_oldest(function: &str, as_text: &str) -> String {
+    format!(
+        "SELECT sessions.*, \
+         (SELECT {round} FROM rounds r WHERE r.session_id = sessions.id AND r.status = 'pending' \
+         ORDER BY r.created_at_ms, r.round_id LIMIT 1){as_text} AS oldest_round, \
+         EXISTS (SELECT 1 FROM rounds d WHERE d.deadline_ms <= $2 AND (d.status = 'pending' \
+         OR (d.status = 'response_validated' AND COALESCE(d.lease_expires_at_ms, 0) <= $2))) AS any_due \
+         FROM sessions \
+         ORDER BY CASE WHEN open_rounds > 0 THEN 0 WHEN lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
+         oldest_open_ms, updated_at_ms DESC, id LIMIT $1",
+        round = round_json(function, "r.", |_| None)
+    )
+}
+
+pub static SELECT_ATTENTION_QUEUE_SQLITE: LazyLock<String> =
+    LazyLock::new(|| queue_with_oldest("json_array", ""));
+pub static SELECT_ATTENTION_QUEUE_POSTGRES: LazyLock<String> =
+    LazyLock::new(|| queue_with_oldest("json_build_array", "::text"));
 
 /// SQLite, inside the write transaction that then runs [`EXPIRE_DUE`]: every due round as it is before expiry,
 /// in one JSON array (`$1` now). The transaction holds the write lock, so the UPDATE ends exactly these.

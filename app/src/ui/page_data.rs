@@ -1,6 +1,6 @@
 //! The web app's server side: page views built from the store, and answers recorded for a signed-in person.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -24,7 +24,7 @@ use crate::{
         },
         webhook::WebhookDelivery,
     },
-    store::{Store, StoreError, StoreResult, schemas::RegexPatterns},
+    store::{AttentionItem, Store, StoreError, StoreResult, schemas::RegexPatterns},
 };
 
 /// The page-data service: the one way the pages' server side reaches data. Server functions and the server's
@@ -86,36 +86,24 @@ fn asker(round: &Round) -> Asker {
 
 /// The attention queue, with each waiting session's oldest question.
 async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
-    let entries = store.list_sessions(QUEUE_LIMIT).await?;
-    let waiting: Vec<SessionId> = entries
-        .iter()
-        .filter(|entry| entry.open_rounds > 0)
-        .map(|entry| entry.session.id.clone())
-        .collect();
-    let mut oldest: HashMap<String, Round> = HashMap::new();
-    for round in store.oldest_open_rounds(&waiting).await? {
-        oldest
-            .entry(round.session_id.as_str().to_owned())
-            .or_insert(round);
-    }
-    let items = entries
+    let items = store
+        .attention_queue(QUEUE_LIMIT)
+        .await?
         .into_iter()
-        .map(|entry| {
-            let question = oldest
-                .get(entry.session.id.as_str())
-                .map(|round| QuestionPreview {
-                    round_id: round.round_id.to_string(),
-                    message: round
-                        .requests
-                        .values()
-                        .next()
-                        .map(|request| request.message().to_owned())
-                        .unwrap_or_default(),
-                    asker: asker(round),
-                    asked_ms: ms(round.created_at),
-                    deadline_ms: ms(round.deadline),
-                    askers_deadline: round.deadline_is_askers(),
-                });
+        .map(|AttentionItem { entry, oldest_open }| {
+            let question = oldest_open.as_ref().map(|round| QuestionPreview {
+                round_id: round.round_id.to_string(),
+                message: round
+                    .requests
+                    .values()
+                    .next()
+                    .map(|request| request.message().to_owned())
+                    .unwrap_or_default(),
+                asker: asker(round),
+                asked_ms: ms(round.created_at),
+                deadline_ms: ms(round.deadline),
+                askers_deadline: round.deadline_is_askers(),
+            });
             QueueItem {
                 session_id: entry.session.id.as_str().to_owned(),
                 title: entry.session.title.clone(),

@@ -2,7 +2,7 @@
 
 use super::{SqlStore, rows::rows_to_rounds, session_not_found};
 use crate::{
-    QueueEntry, SessionStore, StoreResult,
+    AttentionItem, Backend, QueueEntry, SessionStore, StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
         ids::SessionId,
@@ -10,7 +10,7 @@ use crate::{
         session::{NewSession, Session},
     },
     poll_states::Changed,
-    records::{QueueRow, RoundRow, SessionRow, from_ms, to_ms},
+    records::{AttentionRow, QueueRow, RoundRow, SessionRow, from_ms, to_ms},
     sql,
 };
 
@@ -40,12 +40,35 @@ impl<D: Dialect> SessionStore for SqlStore<D> {
         let rows = self
             .all::<QueueRow>(Statement::new(sql::SELECT_QUEUE).bind(i64::from(limit)))
             .await?;
+        rows.into_iter().map(queue_entry).collect()
+    }
+
+    async fn attention_queue(&self, limit: u32) -> StoreResult<Vec<AttentionItem>> {
+        let sql = match D::BACKEND {
+            Backend::Sqlite => sql::SELECT_ATTENTION_QUEUE_SQLITE.as_str(),
+            Backend::Postgres => sql::SELECT_ATTENTION_QUEUE_POSTGRES.as_str(),
+        };
+        let read = |now| Statement::new(sql).bind(i64::from(limit)).bind(to_ms(now));
+        let mut rows = self.all::<AttentionRow>(read(self.clock_now())).await?;
+        // Every row says the same; no row means no session, so nothing can be due.
+        if rows.first().is_some_and(|row| row.any_due) {
+            self.expire_lazily(None).await?;
+            rows = self.all::<AttentionRow>(read(self.clock_now())).await?;
+        }
         rows.into_iter()
             .map(|row| {
-                Ok(QueueEntry {
-                    session: row.session.into_session()?,
-                    open_rounds: u32::try_from(row.open_rounds).unwrap_or(u32::MAX),
-                    oldest_open_at: row.oldest_open_ms.map(from_ms).transpose()?,
+                let oldest_open = match row.oldest_round {
+                    Some(json) => {
+                        let round: RoundRow = serde_json::from_str(&json).map_err(|error| {
+                            StoreError::Corrupt(format!("the queue's oldest question: {error}"))
+                        })?;
+                        Some(self.seen(round.into_round()?))
+                    }
+                    None => None,
+                };
+                Ok(AttentionItem {
+                    entry: queue_entry(row.queued)?,
+                    oldest_open,
                 })
             })
             .collect()
@@ -140,4 +163,12 @@ impl<D: Dialect> SessionStore for SqlStore<D> {
             .map(SessionRow::into_session)
             .transpose()
     }
+}
+
+fn queue_entry(row: QueueRow) -> StoreResult<QueueEntry> {
+    Ok(QueueEntry {
+        session: row.session.into_session()?,
+        open_rounds: u32::try_from(row.open_rounds).unwrap_or(u32::MAX),
+        oldest_open_at: row.oldest_open_ms.map(from_ms).transpose()?,
+    })
 }

@@ -131,6 +131,47 @@ async fn the_queue_gets_each_waiting_sessions_oldest_question(h: &Harness) {
             .expect("read")
             .is_empty()
     );
+
+    // The pages' one-statement reading agrees: the same sessions in the same order, each with the same
+    // oldest question, whole (its requests included).
+    let listed = h.store.list_sessions(10).await.expect("list");
+    let attention = h.store.attention_queue(10).await.expect("queue");
+    assert_eq!(
+        attention
+            .iter()
+            .map(|item| item.entry.clone())
+            .collect::<Vec<_>>(),
+        listed
+    );
+    let questions: Vec<_> = attention
+        .iter()
+        .map(|item| item.oldest_open.as_ref().map(|round| round.round_id))
+        .collect();
+    assert_eq!(
+        questions,
+        vec![Some(first.round_id), Some(other.round_id), None]
+    );
+    assert_eq!(attention[0].oldest_open.as_ref(), Some(&oldest[0]));
+}
+
+/// The pages' reading never shows a question past its deadline as open: it expires first and reads again.
+async fn the_attention_queue_expires_what_is_due_before_showing_it(h: &Harness) {
+    let round = ask(h, "due-a").await;
+    h.clock.advance(Duration::days(8));
+    let attention = h.store.attention_queue(10).await.expect("queue");
+    let item = attention
+        .iter()
+        .find(|item| item.entry.session.id.as_str() == "due-a")
+        .expect("the session is listed");
+    assert_eq!(
+        (item.entry.open_rounds, item.oldest_open.as_ref()),
+        (0, None)
+    );
+    let read = h.store.get_round(round.round_id).await.expect("read");
+    assert_eq!(
+        read.failure.map(|failure| failure.code),
+        Some(FailureCode::Expired)
+    );
 }
 
 async fn open_questions_are_listed_across_sessions_oldest_first(h: &Harness) {
@@ -210,6 +251,7 @@ async fn the_queues_counts_follow_asking_answering_and_expiry(h: &Harness) {
 
 crate::on_both_backends!(
     the_queues_counts_follow_asking_answering_and_expiry,
+    the_attention_queue_expires_what_is_due_before_showing_it,
     open_questions_are_listed_across_sessions_oldest_first,
     cancelling_a_session_fails_its_open_rounds,
     finishing_is_refused_while_questions_are_open,
