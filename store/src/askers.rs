@@ -1,9 +1,15 @@
 //! When each asker last polled: kept in memory on every poll, written to the database at most every
 //! [`PERSIST_EVERY`], so a page can say "checked 3 s ago · every ~5 s" without a database write per poll.
+//! The writes due are gathered and written together, at most once per [`WRITE_EVERY`] (10,000 askers
+//! polling every 5 s make 1,000 writes due a second: one statement, not 1,000).
 //!
-//! Another instance sees the persisted value, so there it may lag by up to [`PERSIST_EVERY`].
+//! Another instance sees the persisted value, so there it may lag by up to [`PERSIST_EVERY`] and
+//! [`WRITE_EVERY`]; a write gathered just before the instance falls quiet waits for its next poll.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{
+    Mutex,
+    atomic::{AtomicI64, AtomicUsize, Ordering},
+};
 
 use chrono::{DateTime, Duration, Utc};
 use dashmap::DashMap;
@@ -23,6 +29,9 @@ const CAPACITY: usize = 100_000;
 const FORGET_AFTER: Duration = Duration::minutes(10);
 /// How often a full log may be swept for forgotten rounds.
 const SWEEP_EVERY: Duration = Duration::seconds(10);
+/// Gathered writes go out at most this often, or as soon as this many wait.
+pub const WRITE_EVERY: Duration = Duration::seconds(1);
+pub const WRITE_BATCH: usize = 500;
 
 #[derive(Debug, Clone, Copy)]
 struct Seen {
@@ -37,6 +46,11 @@ pub struct AskerLog {
     seen: DashMap<RoundId, Seen>,
     /// When a full log was last swept (epoch milliseconds).
     swept_at_ms: AtomicI64,
+    /// Writes due but not yet made, and when writes last went out (epoch milliseconds).
+    unwritten: Mutex<Vec<(RoundId, AskerSeen)>>,
+    /// How many writes wait (read without the lock).
+    waiting: AtomicUsize,
+    written_at_ms: AtomicI64,
 }
 
 impl AskerLog {
@@ -90,6 +104,38 @@ impl AskerLog {
             last_poll_at: next.last,
             interval_ms: next.interval_ms,
         })
+    }
+
+    /// Notes a poll of `round` at `now` (as [`Self::record`]); returns the writes to make now: those due since
+    /// the last ones went out, once [`WRITE_EVERY`] has passed (whichever poll comes next) or [`WRITE_BATCH`]
+    /// wait.
+    pub fn record_for_writing(
+        &self,
+        round: RoundId,
+        now: DateTime<Utc>,
+    ) -> Vec<(RoundId, AskerSeen)> {
+        let due = self.record(round, now);
+        // Most polls have nothing to write and find nothing waiting: they never take the lock.
+        if due.is_none() && self.waiting.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
+        }
+        let mut unwritten = self
+            .unwritten
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        unwritten.extend(due.map(|seen| (round, seen)));
+        let now_ms = now.timestamp_millis();
+        let last = self.written_at_ms.load(Ordering::Relaxed);
+        let taken = if unwritten.is_empty()
+            || (unwritten.len() < WRITE_BATCH && now_ms - last < WRITE_EVERY.num_milliseconds())
+        {
+            Vec::new()
+        } else {
+            self.written_at_ms.store(now_ms, Ordering::Relaxed);
+            std::mem::take(&mut *unwritten)
+        };
+        self.waiting.store(unwritten.len(), Ordering::Relaxed);
+        taken
     }
 
     /// Replaces what the database says with this instance's fresher memory, if it has any.
@@ -169,6 +215,36 @@ mod tests {
             "old rounds forgotten"
         );
         assert_eq!(log.seen.len(), 1);
+    }
+
+    #[test]
+    fn writes_due_within_a_second_go_out_together() {
+        let log = AskerLog::default();
+        let rounds: Vec<RoundId> = (0..3).map(|_| crate::new_round_id()).collect();
+        let ids = |writes: Vec<(RoundId, AskerSeen)>| -> Vec<RoundId> {
+            writes.into_iter().map(|(round, _)| round).collect()
+        };
+        assert_eq!(
+            ids(log.record_for_writing(rounds[0], at(0))),
+            [rounds[0]],
+            "the first write goes out at once"
+        );
+        assert!(log.record_for_writing(rounds[1], at(0)).is_empty());
+        assert!(log.record_for_writing(rounds[2], at(0)).is_empty());
+        // A second on, the next poll takes all that waited, though it has nothing due itself.
+        assert_eq!(
+            ids(log.record_for_writing(rounds[0], at(1))),
+            rounds[1..].to_vec()
+        );
+        assert!(
+            log.record_for_writing(rounds[1], at(2)).is_empty(),
+            "nothing due, nothing waiting"
+        );
+        let soon = at(1) + Duration::milliseconds(500);
+        let full: usize = (0..WRITE_BATCH)
+            .map(|_| log.record_for_writing(crate::new_round_id(), soon).len())
+            .sum();
+        assert_eq!(full, WRITE_BATCH, "a full batch goes out without waiting");
     }
 
     #[test]

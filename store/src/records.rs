@@ -143,7 +143,7 @@ impl SessionRow {
 
 columns! {
     /// A row of `rounds`. A round's identity and question are written once; its progress on every change;
-    /// the asker's polls only by [`crate::sql::RECORD_ASKER_POLL`], which moves neither version nor `updated_at`.
+    /// the asker's polls only by [`crate::sql::record_asker_polls`], which moves neither version nor `updated_at`.
     RoundRow, ROUND_COLUMNS {
         round_id: String = Once,
         session_id: String = Once,

@@ -245,9 +245,17 @@ pub const SELECT_ANSWERED_PAST_DEADLINE_IN_SESSION: &str = "SELECT * FROM rounds
 pub const SELECT_TOKEN_ROUNDS_OPEN: &str = "SELECT * FROM rounds WHERE session_id = $1 \
      AND asked_through = 'session_token' AND status IN ('pending', 'response_validated')";
 
-/// The asker's latest poll: liveness only, so neither the version nor `updated_at` moves.
-pub const RECORD_ASKER_POLL: &str = "UPDATE rounds SET asker_polled_at_ms = $2, asker_poll_interval_ms = $3 \
-     WHERE round_id = $1 AND (asker_polled_at_ms IS NULL OR asker_polled_at_ms < $2)";
+/// The askers' latest polls of `rounds` rounds at once (round id, polled at, interval), each moving only
+/// forward: liveness only, so neither the version nor `updated_at` moves.
+pub fn record_asker_polls(rounds: usize) -> String {
+    format!(
+        "WITH polled (round_id, polled_at_ms, interval_ms) AS (VALUES {}) \
+         UPDATE rounds SET asker_polled_at_ms = polled.polled_at_ms, asker_poll_interval_ms = polled.interval_ms \
+         FROM polled WHERE rounds.round_id = polled.round_id \
+         AND (rounds.asker_polled_at_ms IS NULL OR rounds.asker_polled_at_ms < polled.polled_at_ms)",
+        value_rows(rounds, 3)
+    )
+}
 
 pub const SELECT_PRODUCER_TOKEN: &str = "SELECT producer_token_hash FROM sessions WHERE id = $1";
 

@@ -293,14 +293,18 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
 
     async fn record_asker_poll(&self, id: RoundId) -> StoreResult<()> {
         let now = self.clock_now();
-        if let Some(seen) = self.ctx.askers.record(id, now) {
-            self.execute(
-                Statement::new(sql::RECORD_ASKER_POLL)
-                    .bind(id.to_string())
-                    .bind(to_ms(seen.last_poll_at))
-                    .bind(seen.interval_ms),
-            )
-            .await?;
+        let writes = self.ctx.askers.record_for_writing(id, now);
+        for chunk in writes.chunks(sql::BATCH) {
+            let statement = Statement::new(sql::record_asker_polls(chunk.len())).bind_all(
+                chunk.iter().flat_map(|(round, seen)| {
+                    [
+                        round.to_string().into(),
+                        to_ms(seen.last_poll_at).into(),
+                        seen.interval_ms.into(),
+                    ]
+                }),
+            );
+            self.execute(statement).await?;
         }
         Ok(())
     }

@@ -223,6 +223,42 @@ async fn the_askers_polls_are_remembered_between_writes(h: &Harness) {
     assert_eq!(open[0].asker_seen, Some(seen));
 }
 
+/// The polls due to be written within a second go out together, with the next poll a second on.
+async fn the_askers_polls_reach_the_database_together(h: &Harness) {
+    let first = ask_for_a_minute(h, "s1").await;
+    let second = ask_for_a_minute(h, "s2").await;
+    let stored = |round: &Round| {
+        format!(
+            "SELECT asker_polled_at_ms FROM rounds WHERE round_id = '{}'",
+            round.round_id
+        )
+    };
+    let start_ms = support::start_time().timestamp_millis();
+    for round in [&first, &second] {
+        h.store
+            .record_asker_poll(round.round_id)
+            .await
+            .expect("poll");
+    }
+    assert_eq!(h.raw_integer(&stored(&first)).await, Some(start_ms));
+    assert_eq!(
+        h.raw_integer(&stored(&second)).await,
+        None,
+        "gathered, not yet written"
+    );
+    h.clock.advance(Duration::seconds(1));
+    h.store
+        .record_asker_poll(first.round_id)
+        .await
+        .expect("poll");
+    assert_eq!(h.raw_integer(&stored(&second)).await, Some(start_ms));
+    assert_eq!(
+        h.raw_integer(&stored(&first)).await,
+        Some(start_ms),
+        "the first is not due again for ten seconds"
+    );
+}
+
 async fn every_stored_time_is_what_was_acknowledged(h: &Harness) {
     register(h, "s1").await;
     h.clock.advance(Duration::nanoseconds(123_456_789));
@@ -376,6 +412,7 @@ crate::on_both_backends!(
     answers_after_the_askers_deadline_are_refused_with_why,
     revoking_or_rotating_a_token_ends_the_questions_asked_through_it,
     the_askers_polls_are_remembered_between_writes,
+    the_askers_polls_reach_the_database_together,
     every_stored_time_is_what_was_acknowledged,
     poll_delivery_marks_delivered_and_counts_each_attempt,
     a_poll_probe_finds_a_question_only_through_its_own_sessions_token,

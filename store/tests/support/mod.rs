@@ -119,6 +119,20 @@ impl Harness {
         }
     }
 
+    /// One nullable integer read behind the store's back: what the database holds, without the store's memory.
+    pub async fn raw_integer(&self, query: &str) -> Option<i64> {
+        match &self.cleanup {
+            Cleanup::Sqlite { pool, .. } => sqlx::query_scalar::<_, Option<i64>>(query)
+                .fetch_one(pool)
+                .await
+                .expect("raw read on SQLite"),
+            Cleanup::Postgres(schema) => sqlx::query_scalar::<_, Option<i64>>(query)
+                .fetch_one(&schema.pool)
+                .await
+                .expect("raw read on PostgreSQL"),
+        }
+    }
+
     /// Another store on the same kind of database, built with another expiry policy.
     pub async fn like_with(&self, expiry: ExpiryPolicy) -> Self {
         match self.cleanup {
