@@ -126,3 +126,40 @@ test("a form being filled in survives live updates of its page", async ({ page, 
   await expect(field).toHaveValue("Half-typed");
   expect(await page.evaluate(() => (window as any).__field.isConnected)).toBe(true);
 });
+
+test("the queue comes with the event stream, and a session page fetches again only for its own session", async ({
+  page,
+  request,
+}) => {
+  const watched = await createSession(request, "The watched session");
+  const elsewhere = await createSession(request, "Another session");
+  const fetched = { queue: 0, session: 0 };
+  page.on("request", (sent) => {
+    if (sent.url().includes("/fn/queue")) fetched.queue += 1;
+    if (sent.url().includes("/fn/session")) fetched.session += 1;
+  });
+
+  await signIn(page, "rita");
+  await live(page);
+  await ask(request, elsewhere, "A question for the queue", deploySchema);
+  await expect(page.locator(`.queue-item[data-session-id="${elsewhere.id}"]`)).toContainText(
+    "A question for the queue",
+  );
+  // At most the one read after connecting: the new question came as the queue itself, not as a refetch.
+  expect(fetched.queue).toBeLessThanOrEqual(1);
+
+  await ask(request, watched, "Is this the watched question?", deploySchema);
+  // The page reads its session again once its stream connects; count from after that read.
+  const connected = page.waitForResponse((reply) => reply.url().includes("/fn/session"));
+  await page.goto(`/sessions/${watched.id}`);
+  await live(page);
+  await connected;
+  const before = fetched.session;
+  // Events arrive in order: by the time the watched session's second banner shows, the other session's two
+  // events (asked, session changed) have been heard. Only the watched session's two may fetch.
+  await ask(request, elsewhere, "Another question elsewhere", deploySchema);
+  await ask(request, watched, "And a second watched question?", deploySchema);
+  await expect(page.locator(".banner")).toHaveCount(2);
+  expect(fetched.session - before).toBeGreaterThanOrEqual(1);
+  expect(fetched.session - before).toBeLessThanOrEqual(2);
+});

@@ -111,7 +111,10 @@ impl Bench {
             Figure::new(
                 &format!("live updates: event → page holds the new view, {PAGES} pages"),
                 format!("p50 {} · p99 {}", ms(p50), ms(p99)),
-                format!("{} of {expected} page updates seen", samples.len()),
+                format!(
+                    "{} of {expected} page updates seen; timed from sending the change",
+                    samples.len()
+                ),
                 "—".to_owned(),
                 "every page updated",
                 Some(samples.len() == expected),
@@ -135,11 +138,26 @@ impl Bench {
         // Ends after an answer, so no question stays open into the next run.
         while Instant::now() < end || open.is_some() {
             tick.tick().await;
-            let (needle, shown) = match open.take() {
+            // The clock starts as the change is sent: a page may hold the new view before its request is
+            // even answered (the change is announced first), so the expectation must be there already.
+            let expect = |needle: &str, shown: bool| {
+                if let Some(expectations) = expectations
+                    && let Ok(mut list) = expectations.lock()
+                {
+                    list.push(Expectation {
+                        needle: needle.to_owned(),
+                        shown,
+                        at: Instant::now(),
+                    });
+                }
+            };
+            match open.take() {
                 None => {
                     let (_, token) = &sessions[(events / 2) % sessions.len()];
                     let request_id = format!("live-{}", uuid::Uuid::new_v4().simple());
                     let message = format!("Live question {request_id}");
+                    let needle = format!("\"message\":\"{message}\"");
+                    expect(&needle, true);
                     let reply = client
                         .post(format!("{}/api/v1/s/{token}/elicitations", self.base))
                         .json(&json!({
@@ -152,24 +170,12 @@ impl Bench {
                         .await
                         .expect("ask");
                     assert!(reply.status().is_success(), "ask: {}", reply.status());
-                    let needle = format!("\"message\":\"{message}\"");
-                    open = Some((request_id, needle.clone()));
-                    (needle, true)
+                    open = Some((request_id, needle));
                 }
                 Some((request_id, needle)) => {
+                    expect(&needle, false);
                     self.answer(client, &request_id).await;
-                    (needle, false)
                 }
-            };
-            // The clock starts when the change is committed and announced: its request is answered.
-            if let Some(expectations) = expectations
-                && let Ok(mut list) = expectations.lock()
-            {
-                list.push(Expectation {
-                    needle,
-                    shown,
-                    at: Instant::now(),
-                });
             }
             events += 1;
         }
