@@ -61,7 +61,9 @@ impl Bench {
                         let Ok(expected) = expectations.lock() else {
                             return;
                         };
-                        // A view satisfies every event up to the last one it reflects (views coalesce).
+                        // A page holds the latest view, not every one (a slow page skips to the newest): a
+                        // view satisfies every change up to the last one it reflects. This instance has
+                        // no other open questions, so each question is in the view while it is open.
                         let reflected = expected
                             .iter()
                             .rposition(|e| event.contains(&e.needle) == e.shown);
@@ -99,7 +101,7 @@ impl Bench {
                 &format!(
                     "live updates: database round trips per question event, {PAGES} pages open"
                 ),
-                format!("{for_pages:.2} for the pages"),
+                format!("{for_pages:.3} for the pages"),
                 format!(
                     "{quiet_per_event:.2} for the event itself, no page open ({} events)",
                     loud.events

@@ -24,6 +24,10 @@ use crate::{AppState, api::error::ApiError, events::EventHub};
 /// person signed out or removed elsewhere stops receiving views within this time).
 const STREAM_LIFETIME: Duration = Duration::from_secs(10 * 60);
 
+/// How long a reading waits after the first event of a burst: one change announces two or three events back to
+/// back (`round.created`, then `session.changed`), and one reading should cover them all.
+const GATHER: Duration = Duration::from_millis(5);
+
 /// The queue's latest view as JSON, made by one task per instance for every page watching.
 #[derive(Clone)]
 pub struct QueueFeed {
@@ -74,6 +78,7 @@ async fn make_views(feed: Arc<FeedInner>) {
                 }
             }
         }
+        tokio::time::sleep(GATHER).await;
         loop {
             match events.try_recv() {
                 Ok(_) | Err(TryRecvError::Lagged(_)) => {}
