@@ -151,20 +151,39 @@ fn round_json(
     format!("{function}({})", values.join(", "))
 }
 
-/// The attention queue in one statement: [`SELECT_QUEUE`]'s sessions (`$1` of them), each with its oldest
-/// pending question as a JSON array in [`ROUND_COLUMNS`] order, and whether anything is due at `$2` (then the
-/// reader expires and reads again, so no question past its deadline is shown open).
+/// The rounds [`ANY_DUE`] looks for, as of `$1` (one text for every query that asks).
+macro_rules! due_at_1 {
+    () => {
+        "deadline_ms <= $1 AND (status = 'pending' \
+         OR (status = 'response_validated' AND COALESCE(lease_expires_at_ms, 0) <= $1))"
+    };
+}
+
+/// The attention queue's order, which the `sessions_queue` index (migration 0008) matches exactly.
+macro_rules! queue_order {
+    () => {
+        "ORDER BY CASE WHEN open_rounds > 0 THEN 0 WHEN lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
+         oldest_open_ms, updated_at_ms DESC, id"
+    };
+}
+
+/// The attention queue in one statement: [`SELECT_QUEUE`]'s sessions (`$2` of them), each with its oldest
+/// pending question as a JSON array in [`ROUND_COLUMNS`] order, and whether [`ANY_DUE`] finds anything at `$1`
+/// (then the reader expires and reads again, so no question past its deadline is shown open).
 fn queue_with_oldest(function: &str, as_text: &str) -> String {
     format!(
-        "SELECT sessions.*, \
-         (SELECT {round} FROM rounds r WHERE r.session_id = sessions.id AND r.status = 'pending' \
-         ORDER BY r.created_at_ms, r.round_id LIMIT 1){as_text} AS oldest_round, \
-         EXISTS (SELECT 1 FROM rounds d WHERE d.deadline_ms <= $2 AND (d.status = 'pending' \
-         OR (d.status = 'response_validated' AND COALESCE(d.lease_expires_at_ms, 0) <= $2))) AS any_due \
-         FROM sessions \
-         ORDER BY CASE WHEN open_rounds > 0 THEN 0 WHEN lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
-         oldest_open_ms, updated_at_ms DESC, id LIMIT $1",
-        round = round_json(function, "r.", |_| None)
+        concat!(
+            "SELECT sessions.*, \
+             (SELECT {round} FROM rounds r WHERE r.session_id = sessions.id AND r.status = 'pending' \
+             ORDER BY r.created_at_ms, r.round_id LIMIT 1){as_text} AS oldest_round, \
+             EXISTS (SELECT 1 FROM rounds WHERE ",
+            due_at_1!(),
+            ") AS any_due FROM sessions ",
+            queue_order!(),
+            " LIMIT $2"
+        ),
+        round = round_json(function, "r.", |_| None),
+        as_text = as_text,
     )
 }
 
@@ -226,12 +245,17 @@ pub const COUNT_OPEN_ROUNDS: &str =
 
 /// Is any question due to end: unanswered past its deadline, or answered but never picked up by then?
 /// A worker holding a live lease may still deliver an answer after the deadline (`Round::is_undeliverable`).
-pub const ANY_DUE: &str = "SELECT round_id FROM rounds WHERE deadline_ms <= $1 AND (status = 'pending' \
-     OR (status = 'response_validated' AND COALESCE(lease_expires_at_ms, 0) <= $1)) LIMIT 1";
+pub const ANY_DUE: &str = concat!(
+    "SELECT round_id FROM rounds WHERE ",
+    due_at_1!(),
+    " LIMIT 1"
+);
 
-pub const ANY_DUE_IN_SESSION: &str = "SELECT round_id FROM rounds WHERE deadline_ms <= $1 AND session_id = $2 \
-     AND (status = 'pending' OR (status = 'response_validated' AND COALESCE(lease_expires_at_ms, 0) <= $1)) \
-     LIMIT 1";
+pub const ANY_DUE_IN_SESSION: &str = concat!(
+    "SELECT round_id FROM rounds WHERE session_id = $2 AND ",
+    due_at_1!(),
+    " LIMIT 1"
+);
 
 /// Answers still not picked up when their deadline passed, with no worker left to deliver them.
 pub const SELECT_ANSWERED_PAST_DEADLINE: &str = "SELECT * FROM rounds WHERE status = 'response_validated' \
@@ -308,9 +332,7 @@ pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_e
 /// The attention queue, read off the `sessions_queue` index: the open-question count and the oldest one's time
 /// are session columns the database updates when a round enters or leaves `pending` (migration 0008), so the
 /// first page costs the same at 100 sessions as at 10,000.
-pub const SELECT_QUEUE: &str = "SELECT * FROM sessions \
-     ORDER BY CASE WHEN open_rounds > 0 THEN 0 WHEN lost_reason IS NOT NULL THEN 1 ELSE 2 END, \
-     oldest_open_ms, updated_at_ms DESC, id LIMIT $1";
+pub const SELECT_QUEUE: &str = concat!("SELECT * FROM sessions ", queue_order!(), " LIMIT $1");
 
 /// Rows per multi-row statement: well under both backends' parameter limits.
 pub const BATCH: usize = 500;

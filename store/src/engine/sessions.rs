@@ -48,7 +48,7 @@ impl<D: Dialect> SessionStore for SqlStore<D> {
             Backend::Sqlite => sql::SELECT_ATTENTION_QUEUE_SQLITE.as_str(),
             Backend::Postgres => sql::SELECT_ATTENTION_QUEUE_POSTGRES.as_str(),
         };
-        let read = |now| Statement::new(sql).bind(i64::from(limit)).bind(to_ms(now));
+        let read = |now| Statement::new(sql).bind(to_ms(now)).bind(i64::from(limit));
         let mut rows = self.all::<AttentionRow>(read(self.clock_now())).await?;
         // Every row says the same; no row means no session, so nothing can be due.
         if rows.first().is_some_and(|row| row.any_due) {
