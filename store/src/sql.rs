@@ -48,6 +48,15 @@ pub const SELECT_OPEN_ROUNDS_EVERYWHERE: &str = "SELECT * FROM rounds WHERE stat
 pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
      ORDER BY created_at_ms, round_id LIMIT 2";
 
+/// A poll's delivery of an answer in one statement, as `Round::record_poll_delivery` would record it ($1 the
+/// round, $2 now): only for an answer with no lease whose round needs no expiry first (not yet past its
+/// deadline while waiting for pickup). Anything else matches no row and takes the transactional path.
+pub const RECORD_POLL_DELIVERY: &str = "UPDATE rounds SET status = 'delivered', \
+     delivery_attempts = delivery_attempts + 1, delivered_at_ms = COALESCE(delivered_at_ms, $2), \
+     updated_at_ms = $2, version = version + 1 \
+     WHERE round_id = $1 AND lease_owner IS NULL \
+     AND (status = 'delivered' OR (status = 'response_validated' AND deadline_ms > $2)) RETURNING *";
+
 /// What a poll of a pending question needs, found through the session's token in one query.
 pub const SELECT_POLL_PROBE: &str = "SELECT s.id, r.round_id, r.status, r.deadline_ms FROM sessions s \
      JOIN rounds r ON r.session_id = s.id WHERE s.producer_token_hash = $1 AND r.request_id = $2";

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use anteroom_store::domain::{
+    clock::Clock,
     ids::RoundId,
     outward::{PollAction, outward_answer},
     round::{AskedThrough, FailureCode, ResponseAction, Round, RoundStatus, Submission},
@@ -314,6 +315,33 @@ async fn poll_delivery_marks_delivered_and_counts_each_attempt(h: &Harness) {
     );
 }
 
+/// The store records a poll's delivery in one statement when it can; what it stores must be exactly what
+/// the domain's rule (`Round::record_poll_delivery`) makes of the answered round, first attempt and later.
+async fn a_poll_delivery_stores_what_the_domain_rule_records(h: &Harness) {
+    let round = ask(h, "s1").await;
+    answer(h, &round, accept(json!({"city": "Oslo"})), "k1")
+        .await
+        .expect("answer");
+    for attempt in 1..=2 {
+        h.clock.advance(Duration::milliseconds(1_250));
+        let mut expected = h.store.get_round(round.round_id).await.expect("read");
+        assert!(expected.record_poll_delivery(h.clock.now()), "attempt {attempt}");
+        let delivered = h
+            .store
+            .record_poll_delivery(round.round_id)
+            .await
+            .expect("delivered");
+        let stored = h.store.get_round(round.round_id).await.expect("read again");
+        for got in [&delivered, &stored] {
+            assert_eq!(
+                serde_json::to_value(got).expect("json"),
+                serde_json::to_value(&expected).expect("json"),
+                "attempt {attempt}"
+            );
+        }
+    }
+}
+
 async fn a_poll_probe_finds_a_question_only_through_its_own_sessions_token(h: &Harness) {
     let round = ask(h, "probe-a").await;
     register(h, "probe-b").await;
@@ -415,5 +443,6 @@ crate::on_both_backends!(
     the_askers_polls_reach_the_database_together,
     every_stored_time_is_what_was_acknowledged,
     poll_delivery_marks_delivered_and_counts_each_attempt,
+    a_poll_delivery_stores_what_the_domain_rule_records,
     a_poll_probe_finds_a_question_only_through_its_own_sessions_token,
 );
