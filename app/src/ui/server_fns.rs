@@ -1,11 +1,51 @@
 //! The server functions the pages call: reading the queue and a session, answering, the admins' log.
 //! Each needs a signed-in person; the host puts the [`Viewer`] on the request before it gets here.
 
-use leptos::{prelude::*, server_fn::codec::Json};
+use leptos::{
+    prelude::*,
+    server_fn::{
+        Bytes, ContentType, Decodes, Encodes, Format, FormatType,
+        codec::{Json, Post},
+    },
+};
+use serde::{Serialize, de::DeserializeOwned};
 
 use super::model::{AnswerNotice, AnswerPost, DeliveryRow, QueueView, SessionPage};
 #[cfg(feature = "ssr")]
 use super::{model::Viewer, page_data::PageData};
+
+/// JSON replies read the way hydration reads its resources (`serde_json::from_str`). Server functions' own
+/// JSON codec reads bytes (`from_slice`), a second copy of every view's deserializer in the browser bundle;
+/// with this one, each page view's `Deserialize` is compiled once. The wire format is the same JSON.
+pub struct TextJsonEncoding;
+
+/// Replies as [`TextJsonEncoding`] (the method is the server function's own).
+pub type TextJson = Post<TextJsonEncoding>;
+
+impl ContentType for TextJsonEncoding {
+    const CONTENT_TYPE: &'static str = "application/json";
+}
+
+impl FormatType for TextJsonEncoding {
+    const FORMAT_TYPE: Format = Format::Text;
+}
+
+impl<T: Serialize> Encodes<T> for TextJsonEncoding {
+    type Error = serde_json::Error;
+
+    fn encode(output: &T) -> Result<Bytes, Self::Error> {
+        serde_json::to_vec(output).map(Bytes::from)
+    }
+}
+
+impl<T: DeserializeOwned> Decodes<T> for TextJsonEncoding {
+    type Error = serde_json::Error;
+
+    fn decode(bytes: Bytes) -> Result<T, Self::Error> {
+        let text = std::str::from_utf8(&bytes).map_err(serde::de::Error::custom)?;
+        serde_json::from_str(text)
+    }
+}
 
 /// An answer posted without JavaScript, handed by the host to the page rendered after the redirect.
 #[cfg(feature = "ssr")]
@@ -33,14 +73,14 @@ fn unavailable(error: crate::store::StoreError) -> ServerFnError {
 }
 
 /// The attention queue.
-#[server(prefix = "/fn", endpoint = "queue")]
+#[server(prefix = "/fn", endpoint = "queue", output = TextJson)]
 pub async fn load_queue() -> Result<QueueView, ServerFnError> {
     let (services, _viewer) = signed_in()?;
     services.queue().await.map_err(unavailable)
 }
 
 /// A session page (its history from after round `older` when given); `None` when there is no such session.
-#[server(prefix = "/fn", endpoint = "session")]
+#[server(prefix = "/fn", endpoint = "session", output = TextJson)]
 pub async fn load_session(
     id: String,
     older: Option<String>,
@@ -54,14 +94,14 @@ pub async fn load_session(
 }
 
 /// Records an answer; refusals come back as a notice with per-field messages, never as an error.
-#[server(prefix = "/fn", endpoint = "answer", input = Json)]
+#[server(prefix = "/fn", endpoint = "answer", input = Json, output = TextJson)]
 pub async fn post_answer(post: AnswerPost) -> Result<AnswerNotice, ServerFnError> {
     let (services, viewer) = signed_in()?;
     Ok(services.answer(&viewer, post).await)
 }
 
 /// The most recent webhook deliveries (admins only).
-#[server(prefix = "/fn", endpoint = "deliveries")]
+#[server(prefix = "/fn", endpoint = "deliveries", output = TextJson)]
 pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
     let (services, viewer) = signed_in()?;
     if !viewer.principal.role.can_manage() {
@@ -88,7 +128,7 @@ pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
 }
 
 /// Who is signed in (for the header).
-#[server(prefix = "/fn", endpoint = "me")]
+#[server(prefix = "/fn", endpoint = "me", output = TextJson)]
 pub async fn load_viewer() -> Result<Option<super::model::Viewer>, ServerFnError> {
     Ok(from_request::<super::model::Viewer>())
 }

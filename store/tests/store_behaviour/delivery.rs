@@ -325,7 +325,10 @@ async fn a_poll_delivery_stores_what_the_domain_rule_records(h: &Harness) {
     for attempt in 1..=2 {
         h.clock.advance(Duration::milliseconds(1_250));
         let mut expected = h.store.get_round(round.round_id).await.expect("read");
-        assert!(expected.record_poll_delivery(h.clock.now()), "attempt {attempt}");
+        assert!(
+            expected.record_poll_delivery(h.clock.now()),
+            "attempt {attempt}"
+        );
         let delivered = h
             .store
             .record_poll_delivery(round.round_id)
