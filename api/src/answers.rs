@@ -117,12 +117,7 @@ pub async fn answer_one(
     let responses = BTreeMap::from([(key, ElicitationResponse { action, content })]);
     let (round, submission) = state
         .store
-        .submit_responses(
-            round.round_id,
-            responses,
-            idempotency_key,
-            Some(answered_by),
-        )
+        .submit_responses_to(round, responses, idempotency_key, Some(answered_by))
         .await?;
     crate::announce::answer_recorded(state, &round, submission);
     Ok((round, submission))

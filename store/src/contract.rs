@@ -125,6 +125,16 @@ pub trait RoundStore: Send + Sync {
         answered_by: Option<String>,
     ) -> StoreResult<(Round, Submission)>;
 
+    /// [`Self::submit_responses`] for a round the caller has just read: its requests, which never change, check
+    /// the answer before the write transaction, so the round is not read a second time first.
+    async fn submit_responses_to(
+        &self,
+        round: &Round,
+        responses: BTreeMap<RequestKey, ElicitationResponse>,
+        idempotency_key: IdempotencyKey,
+        answered_by: Option<String>,
+    ) -> StoreResult<(Round, Submission)>;
+
     /// The asker of round `id` polled just now: remembered in memory, persisted at most every ~10 s.
     async fn record_asker_poll(&self, id: RoundId) -> StoreResult<()>;
 

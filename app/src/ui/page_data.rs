@@ -322,8 +322,8 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
         _ => "mixed",
     };
     match store
-        .submit_responses(
-            round_id,
+        .submit_responses_to(
+            &round,
             responses,
             idempotency_key,
             Some(viewer.principal.label()),

@@ -127,6 +127,38 @@ async fn invalid_content_leaves_the_round_pending_with_field_errors(h: &Harness)
         .expect("the same key works once valid");
 }
 
+/// An answer checked against the round its caller has just read (the REST and web answers read it first) is
+/// refused, recorded and replayed exactly as one submitted by the round's id.
+async fn an_answer_checked_against_the_round_read_first_counts_as_one_by_id(h: &Harness) {
+    let round = ask(h, "s1").await;
+    let submit = |content| {
+        h.store.submit_responses_to(
+            &round,
+            only("address", accept(content)),
+            idem("k1"),
+            Some("ada".to_owned()),
+        )
+    };
+    let error = refusal(submit(json!({"city": "P"})).await);
+    assert_eq!(error.code(), "validation_error");
+    assert_eq!(
+        error.details().expect("details")["fields"]["city"][0],
+        "must be at least 2 characters"
+    );
+    let (stored, first) = submit(json!({"city": "Pune"})).await.expect("answer");
+    assert_eq!(first, Submission::Recorded);
+    assert_eq!(stored.status, RoundStatus::ResponseValidated);
+    assert_eq!(
+        stored,
+        h.store.get_round(round.round_id).await.expect("read")
+    );
+    // `round` is stale now; the write transaction still sees the recorded answer.
+    let (again, second) = submit(json!({"city": "Pune"})).await.expect("replay");
+    assert_eq!((again, second), (stored, Submission::Replayed));
+    let error = refusal(answer(h, &round, accept(json!({"city": "Goa"})), "k1").await);
+    assert_eq!(error.code(), "managed_input_conflict");
+}
+
 async fn decline_and_cancel_content_is_dropped(h: &Harness) {
     let round = ask(h, "s1").await;
     let (stored, _) = answer(
@@ -213,6 +245,7 @@ crate::on_both_backends!(
     second_answer_is_refused_naming_the_winner,
     response_map_must_hold_exactly_the_pending_keys,
     invalid_content_leaves_the_round_pending_with_field_errors,
+    an_answer_checked_against_the_round_read_first_counts_as_one_by_id,
     decline_and_cancel_content_is_dropped,
     url_accept_records_consent_and_refuses_content,
 );
