@@ -45,30 +45,6 @@ impl<D: Dialect> SqlStore<D> {
             .collect()
     }
 
-    /// Records an answer whose accepted form content was checked before the write transaction began (the
-    /// schema of a round never changes, so no producer pattern or answer holds the database lock while it is
-    /// checked); a request without a verdict changed meanwhile and is refused.
-    async fn submit_prevalidated(
-        &self,
-        id: RoundId,
-        verdicts: BTreeMap<RequestKey, Result<(), ManagedInputError>>,
-        responses: BTreeMap<RequestKey, ElicitationResponse>,
-        idempotency_key: IdempotencyKey,
-        answered_by: Option<String>,
-    ) -> StoreResult<(Round, Submission)> {
-        let check = |key: &RequestKey, _: &ElicitationRequest, _: &Map<String, Value>| {
-            verdicts.get(key).cloned().unwrap_or_else(|| {
-                Err(ManagedInputError::conflict(format!(
-                    "Request {key} changed while the answer was checked; send the answer again."
-                )))
-            })
-        };
-        self.mutate_round(id, move |round, now| {
-            round.submit(responses, idempotency_key, answered_by, now, &check)
-        })
-        .await
-    }
-
     /// Validates accepted form content with the compiled schema (cached per schema).
     fn check_content(
         &self,
@@ -296,11 +272,11 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         idempotency_key: IdempotencyKey,
         answered_by: Option<String>,
     ) -> StoreResult<(Round, Submission)> {
-        let verdicts = match self.read_round(id).await? {
-            Some(round) => self.prevalidate(&round, &responses),
-            None => BTreeMap::new(),
-        };
-        self.submit_prevalidated(id, verdicts, responses, idempotency_key, answered_by)
+        let round = self
+            .read_round(id)
+            .await?
+            .ok_or_else(|| round_not_found(id))?;
+        self.submit_responses_to(&round, responses, idempotency_key, answered_by)
             .await
     }
 
@@ -311,14 +287,19 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         idempotency_key: IdempotencyKey,
         answered_by: Option<String>,
     ) -> StoreResult<(Round, Submission)> {
+        // The schema of a round never changes, so answers are validated before the write transaction
+        // begins: no producer pattern or answer can hold the database lock while it is checked.
         let verdicts = self.prevalidate(round, &responses);
-        self.submit_prevalidated(
-            round.round_id,
-            verdicts,
-            responses,
-            idempotency_key,
-            answered_by,
-        )
+        let check = |key: &RequestKey, _: &ElicitationRequest, _: &Map<String, Value>| {
+            verdicts.get(key).cloned().unwrap_or_else(|| {
+                Err(ManagedInputError::conflict(format!(
+                    "Request {key} changed while the answer was checked; send the answer again."
+                )))
+            })
+        };
+        self.mutate_round(round.round_id, move |round, now| {
+            round.submit(responses, idempotency_key, answered_by, now, &check)
+        })
         .await
     }
 
