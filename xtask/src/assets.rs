@@ -120,9 +120,38 @@ fn compress(file: &Path, level: Level) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// A folder of its own under the system's temporary folder, removed when dropped. Not the `tempfile`
+    /// crate: as a dev-dependency it changes the features of crates wasm-bindgen shares with it, and
+    /// `cargo xtask test` then compiles wasm-bindgen a second time (40 s of every test run).
+    struct ScratchDir(PathBuf);
+
+    impl ScratchDir {
+        fn new(label: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!(
+                "xtask-{label}-{}-{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_nanos())
+            ));
+            fs::create_dir_all(&dir).expect("scratch dir");
+            Self(dir)
+        }
+
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for ScratchDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn fingerprinted_names_follow_content_and_every_file_gets_compressed_copies() {
-        let site = tempfile::tempdir().expect("dir");
+        let site = ScratchDir::new("site");
         let pkg = site.path().join("pkg");
         fs::create_dir_all(&pkg).expect("pkg");
         fs::write(pkg.join("app.js"), "export default function init() {}").expect("js");
@@ -162,7 +191,7 @@ mod tests {
         assert_eq!(decoded, fs::read(pkg.join(stylesheet)).expect("css"));
 
         // Another stylesheet, another name; the script's name does not move.
-        let again = tempfile::tempdir().expect("dir");
+        let again = ScratchDir::new("again");
         let pkg2 = again.path().join("pkg");
         fs::create_dir_all(&pkg2).expect("pkg");
         fs::write(pkg2.join("app.js"), "export default function init() {}").expect("js");

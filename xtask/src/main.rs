@@ -195,10 +195,26 @@ fn test_everything() -> Result<()> {
     let sdks = tools::ensure_mcp_sdks()?;
     run(cargo()
         .args(["test", "--workspace", "--exclude", "xtask"])
-        .envs(sdks))?;
+        .envs(sdks.iter().cloned()))?;
 
     step("end-to-end tests (Playwright, Chromium)");
-    site::build(Profile::Debug)?;
+    site::build_bundle(Profile::Debug)?;
+    step("server binary (anteroom), as the tests above built it");
+    // The same selection and environment as the test build: with the tests' dev-dependencies in it, cargo
+    // resolves the workspace's features as it just did and has nothing to compile (the SDK paths matter too,
+    // the store's build script turns them into cfg flags, so other values recompile it). `cargo build -p
+    // anteroom-server` alone would leave out the store's `testing` feature and compile five crates again
+    // (47 s) for a binary that differs only by a module no code path of `serve` reaches.
+    run(cargo()
+        .args([
+            "build",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--bins",
+            "--tests",
+        ])
+        .envs(sdks))?;
     tools::ensure_npm_packages()?;
     tools::ensure_chromium()?;
     let end2end = workspace_root().join("end2end");

@@ -12,6 +12,20 @@ const OUTPUT_NAME: &str = "anteroom";
 
 /// Builds everything `anteroom serve` needs to serve a hydrating web app.
 pub fn build(profile: Profile) -> Result<()> {
+    build_bundle(profile)?;
+    step("server binary (anteroom)");
+    let mut server = cargo();
+    server.args(["build", "--package", "anteroom-server"]);
+    if profile == Profile::Release {
+        server.arg("--release");
+    }
+    run(&mut server)?;
+    report_bundle_size(&workspace_root().join("target").join("site"))
+}
+
+/// Builds the browser's half into `target/site`: the hydrate bundle, the stylesheet and the public files, with
+/// fingerprinted names and compressed copies.
+pub fn build_bundle(profile: Profile) -> Result<()> {
     let root = workspace_root();
     let site = root.join("target").join("site");
     let pkg = site.join("pkg");
@@ -88,17 +102,7 @@ pub fn build(profile: Profile) -> Result<()> {
     copy_dir(&root.join("public"), &site)?;
 
     step("fingerprinted names, .br and .gz beside every file");
-    assets::fingerprint_and_compress(&site, OUTPUT_NAME, profile)?;
-
-    step("server binary (anteroom)");
-    let mut server = cargo();
-    server.args(["build", "--package", "anteroom-server"]);
-    if profile == Profile::Release {
-        server.arg("--release");
-    }
-    run(&mut server)?;
-
-    report_bundle_size(&site)
+    assets::fingerprint_and_compress(&site, OUTPUT_NAME, profile)
 }
 
 /// Concatenates `style/*.css` in name order into the one stylesheet the shell links.
