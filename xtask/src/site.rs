@@ -95,6 +95,16 @@ pub fn build_bundle(profile: Profile) -> Result<()> {
             .arg("-o")
             .arg(&optimised))?;
         fs::rename(&optimised, &bundle)?;
+
+        step("esbuild --minify (the JavaScript glue)");
+        // wasm-bindgen writes readable glue; minified it is 61 KB -> 28 KB raw, 10.1 KB -> 8.0 KB gzip.
+        let glue = pkg.join(format!("{OUTPUT_NAME}.js"));
+        let minified = pkg.join(format!("{OUTPUT_NAME}.min.js"));
+        run(Command::new(tools::esbuild()?)
+            .arg(&glue)
+            .args(["--minify", "--format=esm", "--log-level=warning"])
+            .arg(format!("--outfile={}", minified.display())))?;
+        fs::rename(&minified, &glue)?;
     }
 
     step("stylesheet and public files");

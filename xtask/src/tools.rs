@@ -35,14 +35,14 @@ fn end2end_dir() -> PathBuf {
     workspace_root().join("end2end")
 }
 
-/// Installs end2end/'s npm packages (Playwright, binaryen's wasm-opt) from its lockfile when missing.
+/// Installs end2end/'s npm packages (Playwright, binaryen's wasm-opt, esbuild) from its lockfile when missing.
 pub fn ensure_npm_packages() -> Result<()> {
     let dir = end2end_dir();
     let marker = dir.join("node_modules/.package-lock.json");
     if is_newer_or_equal(&marker, &dir.join("package-lock.json")) {
         return Ok(());
     }
-    step("installing end2end npm packages (Playwright, wasm-opt)");
+    step("installing end2end npm packages (Playwright, wasm-opt, esbuild)");
     run(Command::new("npm")
         .args(["ci", "--no-audit", "--no-fund"])
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
@@ -88,6 +88,16 @@ pub fn wasm_opt() -> Result<PathBuf> {
     let path = end2end_dir().join("node_modules/.bin/wasm-opt");
     if !path.exists() {
         bail!("wasm-opt is missing from end2end/node_modules; run `npm ci` in end2end/");
+    }
+    Ok(path)
+}
+
+/// The esbuild that minifies the release bundle's JavaScript glue (from npm, pinned in end2end/'s lockfile).
+pub fn esbuild() -> Result<PathBuf> {
+    ensure_npm_packages()?;
+    let path = end2end_dir().join("node_modules/.bin/esbuild");
+    if !path.exists() {
+        bail!("esbuild is missing from end2end/node_modules; run `npm ci` in end2end/");
     }
     Ok(path)
 }
