@@ -84,20 +84,20 @@ pub fn ensure_mcp_sdks() -> Result<Vec<(&'static str, String)>> {
 
 /// The wasm-opt that release builds run (binaryen from npm; Debian's is too old for current rustc output).
 pub fn wasm_opt() -> Result<PathBuf> {
-    ensure_npm_packages()?;
-    let path = end2end_dir().join("node_modules/.bin/wasm-opt");
-    if !path.exists() {
-        bail!("wasm-opt is missing from end2end/node_modules; run `npm ci` in end2end/");
-    }
-    Ok(path)
+    npm_tool("wasm-opt")
 }
 
 /// The esbuild that minifies the release bundle's JavaScript glue (from npm, pinned in end2end/'s lockfile).
 pub fn esbuild() -> Result<PathBuf> {
+    npm_tool("esbuild")
+}
+
+/// A program from end2end/'s npm packages, installed first when missing.
+fn npm_tool(name: &str) -> Result<PathBuf> {
     ensure_npm_packages()?;
-    let path = end2end_dir().join("node_modules/.bin/esbuild");
+    let path = end2end_dir().join("node_modules/.bin").join(name);
     if !path.exists() {
-        bail!("esbuild is missing from end2end/node_modules; run `npm ci` in end2end/");
+        bail!("{name} is missing from end2end/node_modules; run `npm ci` in end2end/");
     }
     Ok(path)
 }

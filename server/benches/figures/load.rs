@@ -70,6 +70,28 @@ pub(super) async fn throughput(urls: Vec<Vec<String>>, method: Method) -> f64 {
     done.load(Ordering::Relaxed) as f64 / RUN.as_secs_f64()
 }
 
+/// One GET of every URL, a connection per list, before a measured run.
+pub(super) async fn poll_each_once(urls: &[Vec<String>]) {
+    let mut tasks = Vec::new();
+    for mine in urls {
+        let mine = mine.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            for url in &mine {
+                let polled = client.get(url).send().await.expect("warm poll");
+                assert!(
+                    polled.status().is_success(),
+                    "warm poll: {}",
+                    polled.status()
+                );
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("warm pass");
+    }
+}
+
 /// Single-row insert transactions of `row_bytes` from [`CONNECTIONS`] tasks, on a fresh database with the
 /// store's own connection settings.
 pub(super) async fn bare_inserts(args: &Args, row_bytes: usize) -> f64 {
