@@ -215,6 +215,7 @@ fn test_everything() -> Result<()> {
             "--tests",
         ])
         .envs(sdks))?;
+    site::report_bundle_size()?;
     tools::ensure_npm_packages()?;
     tools::ensure_chromium()?;
     let end2end = workspace_root().join("end2end");

@@ -20,14 +20,14 @@ pub fn build(profile: Profile) -> Result<()> {
         server.arg("--release");
     }
     run(&mut server)?;
-    report_bundle_size(&workspace_root().join("target").join("site"))
+    report_bundle_size()
 }
 
 /// Builds the browser's half into `target/site`: the hydrate bundle, the stylesheet and the public files, with
 /// fingerprinted names and compressed copies.
 pub fn build_bundle(profile: Profile) -> Result<()> {
     let root = workspace_root();
-    let site = root.join("target").join("site");
+    let site = site_dir();
     let pkg = site.join("pkg");
     // Fingerprinted names change with every build: start empty, so old bundles do not pile up.
     if pkg.exists() {
@@ -146,8 +146,14 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `target/site`, the folder `anteroom serve` reads the bundle and public files from.
+fn site_dir() -> std::path::PathBuf {
+    workspace_root().join("target").join("site")
+}
+
 /// Prints the bundle's raw and compressed sizes: the figure that decides how fast a phone opens the page.
-fn report_bundle_size(site: &Path) -> Result<()> {
+pub fn report_bundle_size() -> Result<()> {
+    let site = site_dir();
     let manifest: serde_json::Value =
         serde_json::from_slice(&fs::read(site.join(assets::MANIFEST))?)?;
     let script = manifest["script"].as_str().unwrap_or(OUTPUT_NAME);
