@@ -6,9 +6,14 @@ use anteroom_store::Store;
 
 use crate::{events::EventHub, metrics::Metrics, passwords::HashingPool, rate_limit::RateLimiter};
 
-/// Shared, cheaply clonable application state.
+/// Shared application state: one reference count per clone (every request clones it several times, once per
+/// layer and extractor that takes it).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// What [`AppState`] holds.
+#[derive(Clone)]
+pub struct Shared {
     pub store: Arc<dyn Store>,
     pub config: Arc<ApiConfig>,
     pub events: EventHub,
@@ -18,19 +23,34 @@ pub struct AppState {
     pub password_hashing: HashingPool,
 }
 
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
 impl AppState {
     /// State around `store`, whose options should name `events` as their observer so expiries are streamed.
     pub fn new(store: Arc<dyn Store>, config: ApiConfig, events: EventHub) -> Self {
         let metrics = Metrics::default();
         events.count_ends_in(metrics.clone());
-        Self {
+        Self(Arc::new(Shared {
             store,
             config: Arc::new(config),
             events,
             metrics,
             limiter: RateLimiter::default(),
             password_hashing: HashingPool::per_core(),
-        }
+        }))
+    }
+
+    /// The same state read with other settings (everything else shared).
+    pub fn with_config(&self, config: ApiConfig) -> Self {
+        let mut shared = (*self.0).clone();
+        shared.config = Arc::new(config);
+        Self(Arc::new(shared))
     }
 }
 

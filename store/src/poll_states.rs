@@ -3,9 +3,11 @@
 //!
 //! An entry is only ever a pending round, and it is dropped when anything could have changed that: after every
 //! commit of this store that moves a round or a session's token, when another instance's event arrives
-//! ([`crate::Store::forget_poll_states`], called by the PostgreSQL relay), and in any case [`FRESH_FOR`] after it
-//! was read, which bounds what a writer that tells nobody (the CLI writing the database directly) can leave
-//! behind.
+//! ([`crate::Store::forget_poll_states`], called by the PostgreSQL relay), and when the database's count of
+//! token changes moved (read at most once per [`TOKEN_CHECK_EVERY`]; it counts what the CLI does from another
+//! process, which tells nobody). [`FRESH_FOR`] after it was read an entry is read again in any case, which
+//! bounds what a writer that bypasses all of these (hand-written SQL, an event lost between instances) can
+//! leave behind.
 //!
 //! A session's token change, or any event about a session from another instance, drops all its entries at once
 //! by moving the session to a new epoch (entries of an older epoch are not served), so no drop scans the map.
@@ -16,10 +18,11 @@
 //! also takes).
 
 use std::{
-    sync::atomic::{AtomicU64, Ordering},
+    sync::atomic::{AtomicI64, AtomicU64, Ordering},
     time::{Duration, Instant},
 };
 
+use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 
 use crate::{
@@ -30,12 +33,15 @@ use crate::{
     },
 };
 
-/// How long an entry is trusted without being read again.
-pub const FRESH_FOR: Duration = Duration::from_secs(2);
+/// How long an entry is trusted without being read again (the backstop; changes drop entries sooner).
+pub const FRESH_FOR: Duration = Duration::from_secs(30);
+/// How often the database's count of producer-token changes is read: how long a token revoked by the CLI can
+/// still be answered from memory.
+pub const TOKEN_CHECK_EVERY: Duration = Duration::from_secs(1);
 /// Entries at most; beyond it stale ones are swept, and a fill that still finds no room is not kept.
 const CAPACITY: usize = 100_000;
 /// How often a full map may be swept: a flood of fills for new questions must not make each one scan the map.
-const SWEEP_EVERY: Duration = FRESH_FOR;
+const SWEEP_EVERY: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -53,8 +59,14 @@ pub struct PollStates {
     generation: AtomicU64,
     /// When a full map was last swept, in milliseconds since `started`.
     swept_at_ms: AtomicU64,
+    /// The database's count of token changes when last read ([`NEVER_READ`] before the first read).
+    token_changes: AtomicI64,
+    /// When that count was last read (or a read was claimed), by the store's clock, in epoch milliseconds.
+    token_checked_at_ms: AtomicI64,
     started: Instant,
 }
+
+const NEVER_READ: i64 = i64::MIN;
 
 impl Default for PollStates {
     fn default() -> Self {
@@ -63,6 +75,8 @@ impl Default for PollStates {
             session_epochs: DashMap::new(),
             generation: AtomicU64::new(0),
             swept_at_ms: AtomicU64::new(0),
+            token_changes: AtomicI64::new(NEVER_READ),
+            token_checked_at_ms: AtomicI64::new(NEVER_READ),
             started: Instant::now(),
         }
     }
@@ -156,6 +170,37 @@ impl PollStates {
         {
             self.entries
                 .retain(|_, entry| entry.read_at.elapsed() < FRESH_FOR);
+        }
+    }
+
+    /// Whether the caller should read the database's count of token changes at `now` (the store's clock, so
+    /// tests drive it): at most one caller per [`TOKEN_CHECK_EVERY`] is told yes, and it must pass what it
+    /// read (or its failure) to [`Self::token_changes_read`].
+    pub fn token_check_due(&self, now: DateTime<Utc>) -> bool {
+        let now_ms = now.timestamp_millis();
+        let last = self.token_checked_at_ms.load(Ordering::Relaxed);
+        let every = i64::try_from(TOKEN_CHECK_EVERY.as_millis()).unwrap_or(i64::MAX);
+        // A clock set back (a test, or the host's time corrected) starts the interval again from `now`.
+        let due = last == NEVER_READ || now_ms.saturating_sub(last) >= every || now_ms < last;
+        due && self
+            .token_checked_at_ms
+            .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// What the claimed read of the count of token changes gave. A count that moved means a token changed
+    /// where this instance was not told, and a failed read means it cannot know: either way nothing
+    /// remembered is served any more.
+    pub fn token_changes_read(&self, read: Option<i64>) {
+        let Some(changes) = read else {
+            self.forget_all();
+            // Unknown from now on: the next successful read must not be taken as "unchanged".
+            self.token_changes.store(NEVER_READ, Ordering::SeqCst);
+            return;
+        };
+        let before = self.token_changes.swap(changes, Ordering::SeqCst);
+        if before != changes {
+            self.forget_all();
         }
     }
 
@@ -272,6 +317,53 @@ mod tests {
             &probe("s1", RoundStatus::Pending),
         );
         assert_eq!(states.swept_at_ms.load(Ordering::Relaxed), swept);
+    }
+
+    #[test]
+    fn a_moved_count_of_token_changes_or_a_failed_read_drops_everything() {
+        let states = PollStates::default();
+        let fill = |id: &str| {
+            states.fill(
+                states.generation(),
+                "h",
+                id,
+                &probe("s1", RoundStatus::Pending),
+            );
+        };
+        states.token_changes_read(Some(3));
+        fill("q1");
+        states.token_changes_read(Some(3));
+        assert!(states.get("h", "q1").is_some(), "the count did not move");
+        states.token_changes_read(Some(4));
+        assert!(states.get("h", "q1").is_none(), "a token changed elsewhere");
+        fill("q1");
+        states.token_changes_read(None);
+        assert!(
+            states.get("h", "q1").is_none(),
+            "the count could not be read"
+        );
+        fill("q1");
+        states.token_changes_read(Some(4));
+        assert!(
+            states.get("h", "q1").is_none(),
+            "after a failed read, no count is taken as unchanged"
+        );
+    }
+
+    #[test]
+    fn one_caller_per_interval_reads_the_count_of_token_changes() {
+        let states = PollStates::default();
+        let start = Utc::now();
+        let every = chrono::Duration::from_std(TOKEN_CHECK_EVERY).expect("interval");
+        assert!(states.token_check_due(start), "the first poll reads it");
+        assert!(!states.token_check_due(start), "the same instant: no");
+        assert!(!states.token_check_due(start + every - chrono::Duration::milliseconds(1)));
+        assert!(states.token_check_due(start + every));
+        assert!(!states.token_check_due(start + every));
+        assert!(
+            states.token_check_due(start),
+            "a clock set back starts the interval again"
+        );
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub const RECORD_POLL_DELIVERY: &str = "UPDATE rounds SET status = 'delivered', 
 pub const SELECT_POLL_PROBE: &str = "SELECT s.id, r.round_id, r.status, r.deadline_ms FROM sessions s \
      JOIN rounds r ON r.session_id = s.id WHERE s.producer_token_hash = $1 AND r.request_id = $2";
 
+/// How many times any session's producer token has changed (migration 0009 counts them in the database).
+pub const SELECT_TOKEN_CHANGES: &str = "SELECT changes FROM producer_token_changes WHERE id = 1";
+
 /// Each of `sessions` listed sessions' oldest pending round.
 pub fn select_oldest_open(sessions: usize) -> String {
     format!(

@@ -223,9 +223,7 @@ async fn an_outage_seen_by_two_instances_opens_one_incident() {
     let broken = |server: &TestServer| {
         let mut config = (*server.state.config).clone();
         config.public_url = format!("http://{addr}");
-        let mut state = server.state.clone();
-        state.config = std::sync::Arc::new(config);
-        state
+        server.state.with_config(config)
     };
     let (x, y) = tokio::join!(gate_probe::run(broken(&a)), gate_probe::run(broken(&b)));
     let changes = [x, y];

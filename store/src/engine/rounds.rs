@@ -203,6 +203,14 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         request_id: &str,
     ) -> StoreResult<Option<PollProbe>> {
         let states = &self.ctx.poll_states;
+        if states.token_check_due(self.clock_now()) {
+            // A token the CLI revoked from another process is refused within a check's interval. A failed
+            // read trusts nothing remembered, so this poll reads the database, and fails there if it is down.
+            let read = self
+                .one::<(i64,)>(Statement::new(sql::SELECT_TOKEN_CHANGES))
+                .await;
+            states.token_changes_read(read.ok().map(|(changes,)| changes));
+        }
         if let Some(known) = states.get(token_hash, request_id) {
             return Ok(Some(known));
         }

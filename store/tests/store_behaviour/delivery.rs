@@ -434,7 +434,45 @@ async fn a_remembered_poll_probe_never_outlives_a_change(h: &Harness) {
     );
 }
 
+/// The CLI changes a token from another process, which tells no server: the database counts the change, and
+/// the store reads that count at most once a second, so the old token is refused from the next check on.
+async fn a_token_changed_behind_the_stores_back_is_refused_from_the_next_check(h: &Harness) {
+    let round = ask(h, "elsewhere").await;
+    h.store
+        .set_producer_token(&sid("elsewhere"), Some("hash-1"))
+        .await
+        .expect("token");
+    let request = round.request_id.to_string();
+    let probe = || async {
+        h.store
+            .poll_probe("hash-1", &request)
+            .await
+            .expect("probe")
+            .map(|probe| probe.status)
+    };
+    assert_eq!(probe().await, Some(RoundStatus::Pending));
+    h.raw("UPDATE sessions SET producer_token_hash = 'hash-cli' WHERE id = 'elsewhere'")
+        .await;
+    assert_eq!(
+        probe().await,
+        Some(RoundStatus::Pending),
+        "within the second, the remembered probe is still served"
+    );
+    h.clock.advance(Duration::seconds(1));
+    assert_eq!(probe().await, None, "refused from the next check on");
+    assert_eq!(
+        h.store
+            .poll_probe("hash-cli", &request)
+            .await
+            .expect("probe")
+            .map(|probe| probe.status),
+        Some(RoundStatus::Pending),
+        "the new token finds it"
+    );
+}
+
 crate::on_both_backends!(
+    a_token_changed_behind_the_stores_back_is_refused_from_the_next_check,
     a_remembered_poll_probe_never_outlives_a_change,
     an_answer_never_picked_up_ends_undelivered_when_the_asker_stops,
     the_sweep_ends_undelivered_answers_too,
