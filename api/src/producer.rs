@@ -426,7 +426,7 @@ async fn poll_through_token(
         state
             .limiter
             .polls
-            .check(&format!("{}:{request_id}", probe.session_id))?;
+            .check(&(probe.session_id.as_str(), request_id))?;
         note_poll_of(state, probe.round_id).await;
         return Ok(Json(pending_reply(request_id, probe.deadline)));
     }
@@ -434,7 +434,7 @@ async fn poll_through_token(
     state
         .limiter
         .polls
-        .check(&format!("{}:{request_id}", session.id))?;
+        .check(&(session.id.as_str(), request_id))?;
     let round = round_in_session(state, &session.id, request_id).await?;
     answer_poll(state, round, options).await
 }
@@ -652,7 +652,7 @@ async fn poll_bare(
     state
         .limiter
         .polls
-        .check(&format!("{}:{request_id}", bare_key(&caller, &peer)))?;
+        .check(&(bare_key(&caller, &peer), request_id.as_str()))?;
     let id = RequestId::parse(&request_id).map_err(|_| {
         ApiError::not_found(format!("No question with request id {request_id} exists."))
     })?;

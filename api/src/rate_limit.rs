@@ -7,7 +7,7 @@
 //! [`BUCKETS`] small entries per limit.
 
 use std::{
-    hash::{BuildHasher, RandomState},
+    hash::{BuildHasher, Hash, RandomState},
     num::NonZeroU32,
     sync::Arc,
 };
@@ -66,14 +66,15 @@ impl KeyedLimit {
         }
     }
 
-    fn bucket(&self, key: &str) -> u32 {
+    fn bucket<K: Hash + ?Sized>(&self, key: &K) -> u32 {
         let hash = self.seed.hash_one(key);
         // The low bits of a keyed SipHash are uniform; the remainder is below `BUCKETS`, so it fits.
         u32::try_from(hash % u64::from(BUCKETS)).unwrap_or(0)
     }
 
-    /// Takes one cell from `key`'s bucket, or refuses with `rate_limited` and when to try again.
-    pub fn check(&self, key: &str) -> Result<(), ApiError> {
+    /// Takes one cell from `key`'s bucket, or refuses with `rate_limited` and when to try again. A key of
+    /// several parts is a tuple, hashed as it is (nothing is joined into a new string per request).
+    pub fn check<K: Hash + ?Sized>(&self, key: &K) -> Result<(), ApiError> {
         self.check_seconds(key).map_err(|retry_after| {
             ApiError::rate_limited(
                 retry_after,
@@ -86,7 +87,7 @@ impl KeyedLimit {
     }
 
     /// Takes one cell from `key`'s bucket, or says in how many whole seconds one is free again.
-    pub fn check_seconds(&self, key: &str) -> Result<(), u64> {
+    pub fn check_seconds<K: Hash + ?Sized>(&self, key: &K) -> Result<(), u64> {
         self.gcra.check_key(&self.bucket(key)).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             wait.as_secs() + u64::from(wait.subsec_nanos() > 0)

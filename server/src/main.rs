@@ -3,6 +3,9 @@
 
 mod commands;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::process::ExitCode;
 
 use anteroom_server::{

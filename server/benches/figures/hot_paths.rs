@@ -29,9 +29,8 @@ impl Bench {
             urls.push(mine);
         }
         poll_each_once(&urls).await;
-        let polls = throughput(urls, Method::Get).await;
-        let constant =
-            throughput(vec![vec![self.constant.clone()]; CONNECTIONS], Method::Get).await;
+        let (polls, constant) =
+            interleaved_throughput(urls, vec![vec![self.constant.clone()]; CONNECTIONS]).await;
         let ratio = polls / constant;
         Figure::new(
             "polls/s of a pending question (token route)",
@@ -61,7 +60,7 @@ impl Bench {
                     .collect()
             })
             .collect();
-        let creates = throughput(urls, Method::PostQuestion).await;
+        let creates = create_throughput(urls).await;
         let row_bytes = self.round_row_bytes().await;
         let bare = bare_inserts(args, row_bytes).await;
         let ratio = creates / bare;

@@ -2,15 +2,9 @@
 
 use super::*;
 
-#[derive(Clone, Copy)]
-pub(super) enum Method {
-    Get,
-    /// A pulsemcp question with a fresh request id each time.
-    PostQuestion,
-}
-
-/// Requests per second over [`RUN`] from [`CONNECTIONS`] connections, each cycling through its own URLs.
-pub(super) async fn throughput(urls: Vec<Vec<String>>, method: Method) -> f64 {
+/// Questions created per second over [`RUN`] from [`CONNECTIONS`] connections, each posting to its own URLs
+/// in turn, a new request id each time.
+pub(super) async fn create_throughput(urls: Vec<Vec<String>>) -> f64 {
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -28,22 +22,17 @@ pub(super) async fn throughput(urls: Vec<Vec<String>>, method: Method) -> f64 {
             let mut n: usize = 0;
             while Instant::now() < end {
                 let url = &mine[n % mine.len()];
-                let sent = match method {
-                    Method::Get => client.get(url).send().await,
-                    Method::PostQuestion => {
-                        let id = format!("c{connection}-{n}-{}", uuid::Uuid::new_v4().simple());
-                        client
-                            .post(url)
-                            .json(&json!({
-                                "mode": "form",
-                                "message": "Which environment?",
-                                "requestedSchema": {"type": "object", "properties": {"env": {"type": "string", "enum": ["staging", "production"]}, "note": {"type": "string"}}, "required": ["env"]},
-                                "_meta": {"com.pulsemcp/request-id": id, "com.pulsemcp/tool-name": "deploy"}
-                            }))
-                            .send()
-                            .await
-                    }
-                };
+                let id = format!("c{connection}-{n}-{}", uuid::Uuid::new_v4().simple());
+                let sent = client
+                    .post(url)
+                    .json(&json!({
+                        "mode": "form",
+                        "message": "Which environment?",
+                        "requestedSchema": {"type": "object", "properties": {"env": {"type": "string", "enum": ["staging", "production"]}, "note": {"type": "string"}}, "required": ["env"]},
+                        "_meta": {"com.pulsemcp/request-id": id, "com.pulsemcp/tool-name": "deploy"}
+                    }))
+                    .send()
+                    .await;
                 let ok = match sent {
                     Ok(reply) => reply.status().is_success() && reply.bytes().await.is_ok(),
                     Err(_) => false,
@@ -68,6 +57,102 @@ pub(super) async fn throughput(urls: Vec<Vec<String>>, method: Method) -> f64 {
         eprintln!("bench: {failures} requests failed during the run (not counted)");
     }
     done.load(Ordering::Relaxed) as f64 / RUN.as_secs_f64()
+}
+
+/// Slices of [`interleaved_throughput`]: each side runs alone for [`SLICE`], counted after [`SETTLE`] (the
+/// other side's last requests are still finishing then), [`ROUNDS`] times.
+const SLICE: Duration = Duration::from_millis(500);
+const SETTLE: Duration = Duration::from_millis(100);
+const ROUNDS: u32 = 8;
+
+/// Which side of an interleaved run may send, since when.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Turn {
+    side: usize,
+    since: Instant,
+}
+
+/// GETs per second of `measured` and of `ceiling`, each from its own kept-alive connections, in alternating
+/// slices. The machine's speed drifts (other tenants, clock frequency): run one after the other, the two
+/// figures once differed by half between runs of the same build, and their ratio with them. Alternating,
+/// a drift falls on both sides alike.
+pub(super) async fn interleaved_throughput(
+    measured: Vec<Vec<String>>,
+    ceiling: Vec<Vec<String>>,
+) -> (f64, f64) {
+    const STOP: usize = usize::MAX;
+    let (turn, _) = tokio::sync::watch::channel(Turn {
+        side: STOP - 1,
+        since: Instant::now(),
+    });
+    let counts = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
+    let failed = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for (side, lists) in [measured, ceiling].into_iter().enumerate() {
+        for mine in lists {
+            // Parsed once: the client's cost per request stays the same on both sides, whatever the URL's
+            // length (a poll's carries a 68-character token), so the ratio prices the servers.
+            let mine: Vec<reqwest::Url> = mine
+                .iter()
+                .map(|url| reqwest::Url::parse(url).expect("URL"))
+                .collect();
+            let mut turns = turn.subscribe();
+            let (done, failed) = (counts[side].clone(), failed.clone());
+            tasks.push(tokio::spawn(async move {
+                let client = reqwest::Client::builder()
+                    .pool_max_idle_per_host(1)
+                    .build()
+                    .expect("client");
+                let mut n: usize = 0;
+                loop {
+                    let Ok(since) = turns
+                        .wait_for(|turn| turn.side == side || turn.side == STOP)
+                        .await
+                        .map(|turn| (turn.side == side).then_some(turn.since))
+                    else {
+                        return;
+                    };
+                    let Some(since) = since else { return };
+                    let ok = match client.get(mine[n % mine.len()].clone()).send().await {
+                        Ok(reply) => reply.status().is_success() && reply.bytes().await.is_ok(),
+                        Err(_) => false,
+                    };
+                    n += 1;
+                    let still = *turns.borrow();
+                    if still.side == side && still.since == since && since.elapsed() >= SETTLE {
+                        if ok {
+                            done.fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }));
+        }
+    }
+    for _ in 0..ROUNDS {
+        for side in 0..2 {
+            turn.send_replace(Turn {
+                side,
+                since: Instant::now(),
+            });
+            tokio::time::sleep(SLICE).await;
+        }
+    }
+    turn.send_replace(Turn {
+        side: STOP,
+        since: Instant::now(),
+    });
+    for task in tasks {
+        let _ = task.await;
+    }
+    let failures = failed.load(Ordering::Relaxed);
+    if failures > 0 {
+        eprintln!("bench: {failures} requests failed during the run (not counted)");
+    }
+    let counted = (SLICE - SETTLE).as_secs_f64() * f64::from(ROUNDS);
+    let rate = |count: &AtomicU64| count.load(Ordering::Relaxed) as f64 / counted;
+    (rate(&counts[0]), rate(&counts[1]))
 }
 
 /// One GET of every URL, a connection per list, before a measured run.

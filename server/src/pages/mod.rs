@@ -96,12 +96,13 @@ pub async fn attach_viewer(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let path = request.uri().path().to_owned();
     // Assets, probes and the producer routes (a session's token is their only credential) never need the
     // person: skip the session read the browser's cookie would cost.
-    if is_asset_or_probe(&path) || path.starts_with("/api/v1/s/") {
+    let path = request.uri().path();
+    if is_asset_or_probe(path) || path.starts_with("/api/v1/s/") {
         return next.run(request).await;
     }
+    let path = path.to_owned();
     let viewer = signed_in_viewer(&state, &session).await;
     if let Some(viewer) = viewer {
         // The API sees who is signed in as a principal and a CSRF token, never as the pages' view model.
