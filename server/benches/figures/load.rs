@@ -14,11 +14,7 @@ pub(super) async fn create_throughput(urls: Vec<Vec<String>>) -> f64 {
     for (connection, mine) in urls.into_iter().enumerate() {
         let (done, failed) = (done.clone(), failed.clone());
         tasks.push(tokio::spawn(async move {
-            // One client each: one kept-alive connection per task.
-            let client = reqwest::Client::builder()
-                .pool_max_idle_per_host(1)
-                .build()
-                .expect("client");
+            let client = kept_alive_client();
             let mut n: usize = 0;
             while Instant::now() < end {
                 let url = &mine[n % mine.len()];
@@ -57,6 +53,14 @@ pub(super) async fn create_throughput(urls: Vec<Vec<String>>) -> f64 {
         eprintln!("bench: {failures} requests failed during the run (not counted)");
     }
     done.load(Ordering::Relaxed) as f64 / RUN.as_secs_f64()
+}
+
+/// One client per load task: one kept-alive connection each.
+fn kept_alive_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .expect("client")
 }
 
 /// Slices of [`interleaved_throughput`]: each side runs alone for [`SLICE`], counted after [`SETTLE`] (the
@@ -99,20 +103,20 @@ pub(super) async fn interleaved_throughput(
             let mut turns = turn.subscribe();
             let (done, failed) = (counts[side].clone(), failed.clone());
             tasks.push(tokio::spawn(async move {
-                let client = reqwest::Client::builder()
-                    .pool_max_idle_per_host(1)
-                    .build()
-                    .expect("client");
+                let client = kept_alive_client();
                 let mut n: usize = 0;
                 loop {
-                    let Ok(since) = turns
+                    let Ok(turn) = turns
                         .wait_for(|turn| turn.side == side || turn.side == STOP)
                         .await
-                        .map(|turn| (turn.side == side).then_some(turn.since))
+                        .map(|turn| *turn)
                     else {
                         return;
                     };
-                    let Some(since) = since else { return };
+                    if turn.side != side {
+                        return;
+                    }
+                    let since = turn.since;
                     let ok = match client.get(mine[n % mine.len()].clone()).send().await {
                         Ok(reply) => reply.status().is_success() && reply.bytes().await.is_ok(),
                         Err(_) => false,
