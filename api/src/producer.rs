@@ -300,30 +300,6 @@ async fn create_question(
             "`_meta[\"com.pulsemcp/session-id\"]` names session {hint:?}, but this URL belongs to another session."
         )));
     }
-    match state
-        .store
-        .get_round_by_request_id(&question.request_id)
-        .await
-    {
-        Ok(existing) => {
-            return if existing.session_id == session.id
-                && existing.fingerprint.as_deref() == Some(question.fingerprint.as_str())
-            {
-                Ok((
-                    StatusCode::OK,
-                    Json(QuestionCreated::of(&existing, poll_base)),
-                )
-                    .into_response())
-            } else {
-                Err(ApiError::validation(format!(
-                    "The request id {} is already used by a different question; send a new request id.",
-                    question.request_id
-                )))
-            };
-        }
-        Err(error) if error.is_not_found() => {}
-        Err(other) => return Err(other.into()),
-    }
     let key = RequestKey::parse(question.request_id.as_str())?;
     let new = NewRound {
         session_id: session.id.clone(),
@@ -340,16 +316,45 @@ async fn create_question(
         round_index: 0,
         round_limit: 1,
         deadline: None,
-        fingerprint: Some(question.fingerprint),
+        fingerprint: Some(question.fingerprint.clone()),
         asked_through,
     };
-    let round = state.store.create_round(new).await?;
-    crate::announce::round_created(state, &round);
-    Ok((
-        StatusCode::CREATED,
-        Json(QuestionCreated::of(&round, poll_base)),
-    )
-        .into_response())
+    let refused = match state.store.create_round(new).await {
+        Ok(round) => {
+            crate::announce::round_created(state, &round);
+            return Ok((
+                StatusCode::CREATED,
+                Json(QuestionCreated::of(&round, poll_base)),
+            )
+                .into_response());
+        }
+        Err(refused) => refused,
+    };
+    // A retry, or a request id another question holds: the round that holds the id decides. It is looked up
+    // only after a refusal (the id is unique in the table), so a new question costs no read before its insert.
+    let existing = match state
+        .store
+        .get_round_by_request_id(&question.request_id)
+        .await
+    {
+        Ok(existing) => existing,
+        Err(lookup) if lookup.is_not_found() => return Err(refused.into()),
+        Err(other) => return Err(other.into()),
+    };
+    if existing.session_id == session.id
+        && existing.fingerprint.as_deref() == Some(question.fingerprint.as_str())
+    {
+        Ok((
+            StatusCode::OK,
+            Json(QuestionCreated::of(&existing, poll_base)),
+        )
+            .into_response())
+    } else {
+        Err(ApiError::validation(format!(
+            "The request id {} is already used by a different question; send a new request id.",
+            question.request_id
+        )))
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -225,18 +225,12 @@ pub(super) async fn bare_inserts(args: &Args, row_bytes: usize) -> f64 {
     match &data {
         Data::Postgres(schema) => run_on!(schema.pool.clone()),
         Data::Sqlite(dir) => {
-            // The store's settings: WAL, synchronous NORMAL, a busy timeout, eight connections.
-            let options = sqlx::sqlite::SqliteConnectOptions::new()
-                .filename(dir.path().join("bench.sqlite3"))
-                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-                .synchronous(sqlx::sqlite::SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(5));
-            let pool = sqlx::sqlite::SqlitePoolOptions::new()
-                .max_connections(8)
-                .connect_with(options)
+            // The store's own pool: its connection count and settings (WAL, synchronous NORMAL, a busy timeout).
+            let url = format!("sqlite://{}", dir.path().join("bench.sqlite3").display());
+            let store = SqliteStore::connect(&url, StoreOptions::default())
                 .await
-                .expect("SQLite pool");
-            run_on!(pool);
+                .expect("SQLite");
+            run_on!(store.pool().clone());
         }
     }
     drop_data(data).await;

@@ -15,7 +15,6 @@ use crate::{
             ElicitationRequest, ElicitationResponse, NewRound, RedactedResponses, ResponseAction,
             Round, RoundStatus, Submission,
         },
-        session::SessionEffect,
         webhook::WebhookEvent,
     },
     poll_states::Changed,
@@ -89,18 +88,16 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
             new.asked_through.trust(),
         )?;
         let mut tx = self.begin_write().await?;
-        let session = self.fetch_session(&mut tx, &new.session_id).await?;
+        let mut session = self.fetch_session(&mut tx, &new.session_id).await?;
         session.accepts_rounds()?;
         let round = Round::open(new, crate::new_round_id(), now, deadlines);
         self.insert_round(&mut tx, &round).await?;
         self.enqueue(&mut tx, &[WebhookEvent::question_created(&round)], now)
             .await?;
-        self.apply_session_effects(
-            &mut tx,
-            vec![(round.session_id.clone(), SessionEffect::Opened)],
-            now,
-        )
-        .await?;
+        // The session was just read under the write lock, and opening a round does not depend on the
+        // session's other rounds: `apply_session_effects` would read it again and count them for nothing.
+        session.on_round_opened(now);
+        self.save_sessions(&mut tx, &[&session]).await?;
         tx.commit().await?;
         Ok(round)
     }
