@@ -171,6 +171,8 @@ pub(crate) struct StoreContext {
     pub poll_states: poll_states::PollStates,
     /// Statements, `BEGIN`s and `COMMIT`s sent to the database since start (`/metrics`, the bench).
     pub round_trips: std::sync::atomic::AtomicU64,
+    /// Question creates waiting to be committed together.
+    pub creates: engine::creates::CreateQueue,
 }
 
 impl StoreContext {
@@ -181,6 +183,7 @@ impl StoreContext {
             askers: askers::AskerLog::default(),
             poll_states: poll_states::PollStates::default(),
             round_trips: std::sync::atomic::AtomicU64::new(0),
+            creates: engine::creates::CreateQueue::default(),
         }
     }
 

@@ -104,8 +104,16 @@ pub fn select_latest_rounds(sessions: usize) -> String {
 pub const SELECT_UNFINISHED_ROUNDS: &str =
     "SELECT * FROM rounds WHERE session_id = $1 AND status NOT IN ('resolved', 'failed')";
 
-/// A new round: every column written [`Written::Once`] or [`Written::Always`].
-pub static INSERT_ROUND: LazyLock<String> = LazyLock::new(|| insert("rounds", ROUND_COLUMNS));
+/// New rounds, `rows` of them, in one statement; a round whose request id is taken is skipped, and the ids of
+/// those inserted come back.
+pub fn insert_new_rounds(rows: usize) -> String {
+    let columns = written_by(ROUND_COLUMNS, true);
+    format!(
+        "INSERT INTO rounds ({}) VALUES {} ON CONFLICT (request_id) DO NOTHING RETURNING round_id",
+        columns.join(", "),
+        value_rows(rows, columns.len())
+    )
+}
 
 /// Compare-and-set: the write lands only if status, lease owner, lease token and version are unchanged.
 /// Binds the [`Written::Always`] columns, then the round id and the old version, status, owner and token.

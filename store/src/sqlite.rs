@@ -78,11 +78,21 @@ impl SqliteStore {
             .foreign_keys(true);
         // sqlx runs each SQLite connection on a thread of its own and hands every query over a channel; on a
         // small machine more connections mostly add context switches (measured with `cargo xtask bench`:
-        // 3 connections poll ~1.5× and create ~1.6× as fast as 8). Writers queue on the write lock anyway.
+        // 3 connections poll ~1.5× and create ~1.6× as fast as 8). Write transactions have one connection of
+        // their own: SQLite runs one at a time anyway, and in the shared pool a writer waited for a connection
+        // behind every queued read (BEGIN took 1 ms under load, 0.2 ms on its own connection).
         let pool = SqlitePoolOptions::new()
             .max_connections(3)
+            .connect_with(connect.clone())
+            .await?;
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
             .connect_with(connect)
             .await?;
-        Ok(Self::with_pool(pool, Arc::new(StoreContext::new(options))))
+        Ok(Self::with_pools(
+            pool,
+            writer,
+            Arc::new(StoreContext::new(options)),
+        ))
     }
 }

@@ -5,6 +5,7 @@
 //! share, `transitions` the way a change to a round or session is applied and its consequences recorded.
 
 mod accounts;
+pub(crate) mod creates;
 mod gate;
 mod outbox;
 mod rounds;
@@ -29,6 +30,9 @@ use crate::{
 /// The store on the database of dialect `D` ([`crate::SqliteStore`], [`crate::PostgresStore`]).
 pub struct SqlStore<D: Dialect> {
     pool: Pool<D::Db>,
+    /// Where write transactions run: the same pool on PostgreSQL; on SQLite, one connection of its own, so a
+    /// writer queues only behind writers, never behind the reads that fill the other pool.
+    writer: Pool<D::Db>,
     ctx: Arc<StoreContext>,
     dialect: PhantomData<D>,
 }
@@ -37,6 +41,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
     fn clone(&self) -> Self {
         Self {
             pool: self.pool.clone(),
+            writer: self.writer.clone(),
             ctx: Arc::clone(&self.ctx),
             dialect: PhantomData,
         }
@@ -104,8 +109,17 @@ impl<D: Dialect> WriteTx<D> {
 
 impl<D: Dialect> SqlStore<D> {
     pub(crate) fn with_pool(pool: Pool<D::Db>, ctx: Arc<StoreContext>) -> Self {
+        Self::with_pools(pool.clone(), pool, ctx)
+    }
+
+    pub(crate) fn with_pools(
+        pool: Pool<D::Db>,
+        writer: Pool<D::Db>,
+        ctx: Arc<StoreContext>,
+    ) -> Self {
         Self {
             pool,
+            writer,
             ctx,
             dialect: PhantomData,
         }
@@ -123,7 +137,7 @@ impl<D: Dialect> SqlStore<D> {
     async fn begin_write(&self) -> StoreResult<WriteTx<D>> {
         self.ctx.round_trip();
         Ok(WriteTx {
-            tx: D::begin_write(&self.pool).await?,
+            tx: D::begin_write(&self.writer).await?,
             ctx: Arc::clone(&self.ctx),
             changed: Vec::new(),
         })

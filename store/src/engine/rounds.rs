@@ -15,7 +15,6 @@ use crate::{
             ElicitationRequest, ElicitationResponse, NewRound, RedactedResponses, ResponseAction,
             Round, RoundStatus, Submission,
         },
-        webhook::WebhookEvent,
     },
     poll_states::Changed,
     records::{RoundRow, from_ms, to_ms},
@@ -87,19 +86,13 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
             new.producer_deadline(),
             new.asked_through.trust(),
         )?;
-        let mut tx = self.begin_write().await?;
-        let mut session = self.fetch_session(&mut tx, &new.session_id).await?;
-        session.accepts_rounds()?;
         let round = Round::open(new, crate::new_round_id(), now, deadlines);
-        self.insert_round(&mut tx, &round).await?;
-        self.enqueue(&mut tx, &[WebhookEvent::question_created(&round)], now)
-            .await?;
-        // The session was just read under the write lock, and opening a round does not depend on the
-        // session's other rounds: `apply_session_effects` would read it again and count them for nothing.
-        session.on_round_opened(now);
-        self.save_sessions(&mut tx, &[&session]).await?;
-        tx.commit().await?;
-        Ok(round)
+        // Its own task: a caller that goes away (a closed connection) cannot cut short the batch other creates
+        // wait on.
+        let store = self.clone();
+        tokio::spawn(async move { store.create_in_batch(round).await })
+            .await
+            .unwrap_or(Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
     }
 
     async fn get_round(&self, id: RoundId) -> StoreResult<Round> {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::{SqlStore, WriteTx, conflict_on_unique, round_not_found, session_not_found};
+use super::{SqlStore, WriteTx, round_not_found, session_not_found};
 use crate::{
     StoreResult,
     dialect::{Dialect, Statement},
@@ -40,18 +40,6 @@ impl<D: Dialect> SqlStore<D> {
             .await?
             .map(RoundRow::into_round)
             .transpose()
-    }
-
-    pub(super) async fn insert_round(&self, tx: &mut WriteTx<D>, round: &Round) -> StoreResult<()> {
-        let statement = Statement::new(sql::INSERT_ROUND.as_str())
-            .bind_all(RoundRow::of(round)?.params_written(true));
-        conflict_on_unique(tx.execute(statement).await, || {
-            format!(
-                "The request id {} is already in use by another round.",
-                round.request_id
-            )
-        })?;
-        Ok(())
     }
 
     /// Writes `after` over `before`, only if nobody changed the round in between.

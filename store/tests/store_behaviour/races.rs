@@ -2,7 +2,11 @@
 
 use anteroom_store::{
     StoreError,
-    domain::round::{RoundStatus, Submission},
+    domain::{
+        ids::RequestId,
+        round::{RoundStatus, Submission},
+        session::SessionStatus,
+    },
 };
 use chrono::Duration;
 use serde_json::json;
@@ -79,7 +83,76 @@ async fn concurrent_claims_grant_exactly_one_lease(h: &Harness) {
     );
 }
 
+/// Creates that arrive together are committed together; each still gets its own outcome: a request id used
+/// twice is stored once, a cancelled or unknown session refuses, and every session counts its own questions.
+async fn concurrent_creates_each_get_their_own_outcome(h: &Harness) {
+    for id in ["c0", "c1", "c2", "c3", "gone"] {
+        register(h, id).await;
+    }
+    h.store.cancel_session(&sid("gone")).await.expect("cancel");
+    let mut asks: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("c{}", i % 4), format!("r{i}")))
+        .collect();
+    // The same request ids again, from the same sessions: one of each pair is stored.
+    asks.extend((0..4).map(|i| (format!("c{i}"), format!("r{i}"))));
+    asks.extend((0..4).map(|i| ("gone".to_owned(), format!("g{i}"))));
+    asks.extend((0..2).map(|i| ("nobody".to_owned(), format!("n{i}"))));
+    let mut tasks = Vec::new();
+    for (session, request_id) in asks {
+        let store = h.store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut new = new_round(&session, vec![("address", form("Where to?", None))]);
+            new.request_id = Some(RequestId::parse(request_id.clone()).expect("id"));
+            (request_id, store.create_round(new).await)
+        }));
+    }
+    let mut stored = std::collections::BTreeMap::<String, usize>::new();
+    for task in tasks {
+        let (request_id, outcome) = task.await.expect("task joins");
+        match outcome {
+            Ok(round) => {
+                assert_eq!(round.request_id.as_str(), request_id);
+                *stored.entry(request_id).or_default() += 1;
+            }
+            Err(StoreError::Refused(error)) => {
+                let expected = match request_id.chars().next() {
+                    Some('g') => "managed_input_state",
+                    Some('n') => "not_found",
+                    _ => "managed_input_conflict",
+                };
+                assert_eq!(error.code(), expected, "{request_id}: {error:?}");
+                if expected == "managed_input_conflict" {
+                    assert!(error.to_string().contains(&request_id), "{error}");
+                }
+            }
+            Err(other) => panic!("unexpected failure for {request_id}: {other:?}"),
+        }
+    }
+    assert_eq!(stored.len(), 40, "{stored:?}");
+    assert!(stored.values().all(|&n| n == 1), "{stored:?}");
+    for id in ["c0", "c1", "c2", "c3"] {
+        assert_eq!(
+            h.store.list_rounds(&sid(id)).await.expect("rounds").len(),
+            10
+        );
+        let session = session(h, id).await;
+        assert_eq!(session.status, SessionStatus::NeedsInput);
+        assert!(session.blocked_on_elicitation);
+    }
+    let entries = h.store.list_sessions(100).await.expect("sessions");
+    for entry in entries {
+        let expected = if entry.session.id.as_str() == "gone" {
+            0
+        } else {
+            10
+        };
+        assert_eq!(entry.open_rounds, expected, "{}", entry.session.id);
+    }
+    assert_eq!(h.store.open_round_count().await.expect("count"), 40);
+}
+
 crate::on_both_backends!(
+    concurrent_creates_each_get_their_own_outcome,
     concurrent_answers_with_different_keys_have_exactly_one_winner,
     concurrent_claims_grant_exactly_one_lease,
 );
