@@ -3,9 +3,6 @@
 
 mod commands;
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::process::ExitCode;
 
 use anteroom_server::{

@@ -34,10 +34,6 @@ use axum::{Json, Router, routing::get};
 use serde_json::{Value, json};
 use tokio::{net::TcpListener, sync::oneshot};
 
-// The allocator the `anteroom` binary ships with, so the in-process server is measured as deployed.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod askers;
 mod hot_paths;
 mod instance;
