@@ -3,8 +3,8 @@
 //!
 //! A create's cost was its write transaction, not its CPU: on SQLite one transaction writes at a time, and each
 //! of its statements is handed to the connection's own thread (about 100 µs each under load). Measured with
-//! `cargo xtask bench --only creates` on two cores: one transaction per create gave 1,100–1,250 creates/s;
-//! batches of about 30 give 2,800–3,000/s.
+//! the bench's `--only creates` on two cores: one transaction per create gave 1,100–1,250 creates/s; batches of
+//! about 30 give 2,800–3,300/s.
 
 use std::{
     collections::HashSet,
@@ -92,6 +92,7 @@ impl<D: Dialect> SqlStore<D> {
                     let _ = queued.reply.send(outcome);
                 }
             }
+            // A batch of one already ran alone.
             Err(error) => {
                 if let Some(queued) = batch.into_iter().next() {
                     let _ = queued.reply.send(Err(error));
