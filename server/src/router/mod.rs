@@ -4,7 +4,7 @@
 pub mod assets;
 mod health;
 
-use std::time::Duration;
+use std::{sync::OnceLock, time::Duration};
 
 use anteroom_app::{App, shell};
 use axum::{
@@ -18,7 +18,7 @@ use leptos::{
     config::LeptosOptions,
     prelude::{provide_context, use_context},
 };
-use leptos_axum::{LeptosRoutes, file_and_error_handler, generate_route_list};
+use leptos_axum::{AxumRouteListing, LeptosRoutes, file_and_error_handler, generate_route_list};
 use tower_http::{
     compression::{
         CompressionLayer,
@@ -70,6 +70,18 @@ impl FromRef<SiteState> for LeptosOptions {
     }
 }
 
+/// The web app's routes, walked once per process.
+///
+/// Walking them runs the app with a process-wide flag set (leptos_server's `SuppressResourceLoad`), and a page
+/// resource first polled while it is set never resolves (leptos-rs/leptos#4773): building a second instance's
+/// router while a first instance rendered a page could leave that page unanswered for good. Several instances
+/// share one process in the tests and the benchmark. Walked once, before the first router exists, no page can
+/// be rendering meanwhile.
+fn app_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
 /// Builds the whole router for one server instance.
 pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
     let site_root = std::path::PathBuf::from(leptos_options.site_root.as_ref());
@@ -86,7 +98,7 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
     let pages = Router::new()
         .leptos_routes_with_context(
             &site,
-            generate_route_list(App),
+            app_routes(),
             move || {
                 provide_context(services.clone());
                 page_policy_with_nonce();

@@ -332,3 +332,45 @@ on_both_backends!(
     a_signed_in_browser_reads_the_event_stream_and_writes_only_with_its_csrf_token,
     every_open_page_gets_the_queue_from_one_reading_per_change,
 );
+
+/// Building an instance walks the app's routes, and a page resource first polled during a walk used to wait
+/// forever (leptos-rs/leptos#4773): the routes are walked once per process, so pages keep answering while more
+/// instances start beside them, as they do in these tests and in the benchmark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_keep_answering_while_other_instances_start() {
+    let Some(server) = TestServer::start(Db::Sqlite).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    let cookie = sign_in(&server, "rita").await;
+    let starting = std::sync::atomic::AtomicBool::new(true);
+    let pages = async {
+        let mut answered = 0;
+        while starting.load(std::sync::atomic::Ordering::Relaxed) {
+            let (status, html) = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                page(&server, "/", &cookie),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                panic!("page {answered} did not answer within 10 s while instances started")
+            });
+            assert_eq!(status, StatusCode::OK);
+            assert!(html.contains("rita"), "the header shows who is signed in");
+            answered += 1;
+        }
+        answered
+    };
+    let starts = async {
+        for _ in 0..20 {
+            let other = TestServer::start(Db::Sqlite)
+                .await
+                .expect("another instance");
+            other.stop().await;
+        }
+        starting.store(false, std::sync::atomic::Ordering::Relaxed);
+    };
+    let (answered, ()) = tokio::join!(pages, starts);
+    assert!(answered > 20, "only {answered} pages were asked for");
+    server.stop().await;
+}
