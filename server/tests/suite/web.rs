@@ -1,6 +1,11 @@
 //! The browser side over real HTTP, on SQLite and PostgreSQL: signing in (sessions kept in the database),
 //! cross-site posts refused, answering by plain form post, and the API and event stream for a signed-in person.
 
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
+
 use anteroom_testkit::{self as support, on_both_backends};
 
 use anteroom_domain::access::Role;
@@ -343,18 +348,16 @@ async fn pages_keep_answering_while_other_instances_start() {
     };
     person(&server, "rita", Role::Responder).await;
     let cookie = sign_in(&server, "rita").await;
-    let starting = std::sync::atomic::AtomicBool::new(true);
+    let starting = AtomicBool::new(true);
     let pages = async {
         let mut answered = 0;
-        while starting.load(std::sync::atomic::Ordering::Relaxed) {
-            let (status, html) = tokio::time::timeout(
-                std::time::Duration::from_secs(10),
-                page(&server, "/", &cookie),
-            )
-            .await
-            .unwrap_or_else(|_| {
-                panic!("page {answered} did not answer within 10 s while instances started")
-            });
+        while starting.load(Ordering::Relaxed) {
+            let (status, html) =
+                tokio::time::timeout(Duration::from_secs(10), page(&server, "/", &cookie))
+                    .await
+                    .unwrap_or_else(|_| {
+                        panic!("page {answered} did not answer within 10 s while instances started")
+                    });
             assert_eq!(status, StatusCode::OK);
             assert!(html.contains("rita"), "the header shows who is signed in");
             answered += 1;
@@ -368,7 +371,7 @@ async fn pages_keep_answering_while_other_instances_start() {
                 .expect("another instance");
             other.stop().await;
         }
-        starting.store(false, std::sync::atomic::Ordering::Relaxed);
+        starting.store(false, Ordering::Relaxed);
     };
     let (answered, ()) = tokio::join!(pages, starts);
     assert!(answered > 20, "only {answered} pages were asked for");
