@@ -17,7 +17,7 @@ use crate::{
 };
 use futures::future::{join, join_all};
 use std::{any::TypeId, fmt::Debug};
-#[cfg(any(feature = "ssr", feature = "hydrate"))]
+#[cfg(any(feature = "ssr", all(feature = "hydrate", feature = "lazy")))]
 use std::{future::Future, pin::Pin};
 
 /// A type-erased view. This can be used if control flow requires that multiple different types of
@@ -70,7 +70,7 @@ pub struct AnyView {
     #[cfg(feature = "hydrate")]
     #[allow(clippy::type_complexity)]
     hydrate_from_server: fn(Erased, &Cursor, &PositionState) -> AnyViewState,
-    #[cfg(feature = "hydrate")]
+    #[cfg(all(feature = "hydrate", feature = "lazy"))]
     #[allow(clippy::type_complexity)]
     hydrate_async: fn(
         Erased,
@@ -313,7 +313,7 @@ where
             }
         }
 
-        #[cfg(feature = "hydrate")]
+        #[cfg(all(feature = "hydrate", feature = "lazy"))]
         fn hydrate_async<T: RenderHtml + 'static>(
             value: Erased,
             cursor: &Cursor,
@@ -369,7 +369,7 @@ where
             to_html_async_ooo: to_html_async_ooo::<T::Owned>,
             #[cfg(feature = "hydrate")]
             hydrate_from_server: hydrate_from_server::<T::Owned>,
-            #[cfg(feature = "hydrate")]
+            #[cfg(all(feature = "hydrate", feature = "lazy"))]
             hydrate_async: hydrate_async::<T::Owned>,
             value: Erased::new(value),
         }
@@ -602,12 +602,21 @@ impl RenderHtml for AnyView {
         cursor: &Cursor,
         position: &PositionState,
     ) -> Self::State {
-        #[cfg(feature = "hydrate")]
+        #[cfg(all(feature = "hydrate", feature = "lazy"))]
         {
             let state =
                 (self.hydrate_async)(self.value, cursor, position).await;
             super::close_branch_marker(position);
             state
+        }
+        #[cfg(all(feature = "hydrate", not(feature = "lazy")))]
+        {
+            _ = cursor;
+            _ = position;
+            panic!(
+                "the `lazy` feature on `tachys` must be activated to use lazy \
+                 hydration"
+            );
         }
         #[cfg(not(feature = "hydrate"))]
         {
