@@ -26,8 +26,10 @@ tasks:
   test                        run every check: fmt, clippy, unit and integration tests (SQLite, and
                               PostgreSQL when ANTEROOM_TEST_POSTGRES_URL is set), Playwright in Chromium
   lint                        cargo fmt --check and clippy for the server and the browser builds
-  bench [--postgres]          release build, then every benchmark figure against its ceiling, as a table
-                              (SQLite; --postgres uses ANTEROOM_TEST_POSTGRES_URL or the local test database)
+  bench [--postgres] [-- ARGS]
+                              release build, then every benchmark figure against its ceiling, as a table
+                              (SQLite; --postgres uses ANTEROOM_TEST_POSTGRES_URL or the local test database;
+                              ARGS such as --only polls pass through)
   attack [--postgres] [-- ARGS]
                               release build, then replay the security review's attacks against it with
                               bounded loops (scripts/attack.py; ARGS such as --only slowloris pass through)
@@ -77,7 +79,7 @@ fn run_task(args: Vec<String>) -> Result<()> {
         "build" => site::build(profile),
         "test" => test_everything(),
         "lint" => lint(),
-        "bench" => bench(postgres),
+        "bench" => bench(postgres, passthrough),
         "attack" => attack(postgres, passthrough),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
@@ -227,7 +229,7 @@ fn test_everything() -> Result<()> {
 }
 
 /// Builds the release site and binary, then runs the figures benchmark against them.
-fn bench(postgres: bool) -> Result<()> {
+fn bench(postgres: bool, args: &[String]) -> Result<()> {
     site::build(Profile::Release)?;
     step("benchmarks (release)");
     let root = workspace_root();
@@ -251,6 +253,7 @@ fn bench(postgres: bool) -> Result<()> {
     if postgres {
         command.args(["--postgres", &postgres_url()]);
     }
+    command.args(args);
     run(&mut command)
 }
 
