@@ -228,7 +228,8 @@ fn test_everything() -> Result<()> {
     .map_err(|error| error.context("end-to-end tests failed"))
 }
 
-/// Builds the release site and binary, then runs the figures benchmark against them.
+/// Builds the release site and binary, then runs the figures benchmark against them, passing `args` (such as
+/// `--only polls`) through to it.
 fn bench(postgres: bool, args: &[String]) -> Result<()> {
     site::build(Profile::Release)?;
     step("benchmarks (release)");
