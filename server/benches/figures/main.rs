@@ -4,7 +4,7 @@
 //!
 //! Arguments: `--binary PATH` (the release `anteroom`, for resident memory), `--site PATH` (the release site,
 //! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite), `--only
-//! NAME` (one figure: polls, creates, latency, live, queue, expiry, memory, bundle, wire or askers — for profiling).
+//! NAME` (the figures whose name contains it, from [`FIGURES`] — for profiling).
 
 use std::{
     collections::BTreeMap,
@@ -64,7 +64,14 @@ struct Args {
     postgres: Option<String>,
 }
 
-fn args() -> Args {
+/// The figures `--only` can pick, in the order they run.
+const FIGURES: [&str; 10] = [
+    "polls", "creates", "latency", "live", "queue", "expiry", "memory", "bundle", "wire", "askers",
+];
+
+/// The arguments, or what is wrong with them: `cargo xtask bench -- ARGS` passes them through, and a typo
+/// should not silently cost a full run.
+fn args() -> Result<Args, String> {
     let mut args = Args {
         only: None,
         binary: None,
@@ -73,16 +80,27 @@ fn args() -> Args {
     };
     let mut raw = std::env::args().skip(1);
     while let Some(arg) = raw.next() {
+        let mut value = || raw.next().ok_or_else(|| format!("{arg} needs a value"));
         match arg.as_str() {
-            "--binary" => args.binary = raw.next().map(PathBuf::from),
-            "--site" => args.site = raw.next().map(PathBuf::from).unwrap_or(args.site),
-            "--postgres" => args.postgres = raw.next(),
-            "--only" => args.only = raw.next(),
-            // `cargo bench` passes `--bench`; anything else is ignored.
-            _ => {}
+            "--binary" => args.binary = Some(PathBuf::from(value()?)),
+            "--site" => args.site = PathBuf::from(value()?),
+            "--postgres" => args.postgres = Some(value()?),
+            "--only" => {
+                let only = value()?;
+                if !FIGURES.iter().any(|name| name.contains(only.as_str())) {
+                    return Err(format!(
+                        "--only {only} names no figure; one of: {}",
+                        FIGURES.join(", ")
+                    ));
+                }
+                args.only = Some(only);
+            }
+            // `cargo bench` passes it to every bench binary.
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other}")),
         }
     }
-    args
+    Ok(args)
 }
 
 /// One row of the table.
@@ -116,7 +134,10 @@ impl Figure {
 }
 
 fn main() {
-    let args = args();
+    let args = args().unwrap_or_else(|problem| {
+        eprintln!("bench: {problem}");
+        std::process::exit(2);
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
