@@ -78,28 +78,32 @@ test("an answer in one browser removes the banner in another; a late second answ
   const requestId = await ask(request, session, "Rotate the production keys now?", deploySchema);
   const path = `/sessions/${session.id}`;
 
-  const rita = await (await browser.newContext()).newPage();
-  const bob = await (await browser.newContext()).newPage();
-  const late = await (await browser.newContext()).newPage();
-  // This browser hears nothing live, so its banner stays up after the answer.
-  await late.route("**/fn/live", (route) => route.abort());
-  await signIn(rita, "rita", path);
-  await signIn(bob, "bob", path);
-  await signIn(late, "bob", path);
-  await live(rita);
-  await live(bob);
-  await expect(bob.locator(".banner")).toHaveCount(1);
-  await expect(late.locator(".banner")).toHaveCount(1);
+  // Three browsers, closed at the end so their pages do not keep running (and reconnecting) in later tests.
+  const contexts = await Promise.all([0, 1, 2].map(() => browser.newContext()));
+  try {
+    const [rita, bob, late] = await Promise.all(contexts.map((context) => context.newPage()));
+    // This browser hears nothing live, so its banner stays up after the answer.
+    await late.route("**/fn/live", (route) => route.abort());
+    await signIn(rita, "rita", path);
+    await signIn(bob, "bob", path);
+    await signIn(late, "bob", path);
+    await live(rita);
+    await live(bob);
+    await expect(bob.locator(".banner")).toHaveCount(1);
+    await expect(late.locator(".banner")).toHaveCount(1);
 
-  await rita.getByRole("radio", { name: "production" }).check();
-  await rita.getByRole("button", { name: "Accept" }).click();
-  await expect(rita.getByTestId("answer-notice")).toContainText("Your answer was recorded");
-  await expect(bob.locator(".banner")).toHaveCount(0, { timeout: 2_000 });
-  await expect(bob.locator(".history-entry")).toContainText("by rita");
+    await rita.getByRole("radio", { name: "production" }).check();
+    await rita.getByRole("button", { name: "Accept" }).click();
+    await expect(rita.getByTestId("answer-notice")).toContainText("Your answer was recorded");
+    await expect(bob.locator(".banner")).toHaveCount(0, { timeout: 2_000 });
+    await expect(bob.locator(".history-entry")).toContainText("by rita");
 
-  await late.getByRole("button", { name: "Decline" }).click();
-  await expect(late.getByTestId("answer-notice")).toContainText("Someone answered first: rita chose accept");
-  const answer = await waitForAnswer(request, session, requestId);
-  expect(answer.action).toBe("accept");
-  expect(answer.content).toEqual({ env: "production" });
+    await late.getByRole("button", { name: "Decline" }).click();
+    await expect(late.getByTestId("answer-notice")).toContainText("Someone answered first: rita chose accept");
+    const answer = await waitForAnswer(request, session, requestId);
+    expect(answer.action).toBe("accept");
+    expect(answer.content).toEqual({ env: "production" });
+  } finally {
+    await Promise.all(contexts.map((context) => context.close()));
+  }
 });

@@ -72,34 +72,39 @@ test("a new question in a background tab raises a notification that opens its se
   browser,
   request,
 }) => {
+  // Closed at the end, so its page does not keep running in later tests.
   const context = await browser.newContext();
-  await context.grantPermissions(["notifications"]);
-  const page = await context.newPage();
-  // Record notifications instead of showing them, and let the page believe it is in the background.
-  await page.addInitScript(() => {
-    const shown: { title: string; body: string; click: () => void }[] = [];
-    (window as any).__notifications = shown;
-    class RecordingNotification {
-      static permission = "granted";
-      static requestPermission = async () => "granted";
-      onclick: (() => void) | null = null;
-      constructor(title: string, options: { body: string }) {
-        shown.push({ title, body: options.body, click: () => this.onclick?.() });
+  try {
+    await context.grantPermissions(["notifications"]);
+    const page = await context.newPage();
+    // Record notifications instead of showing them, and let the page believe it is in the background.
+    await page.addInitScript(() => {
+      const shown: { title: string; body: string; click: () => void }[] = [];
+      (window as any).__notifications = shown;
+      class RecordingNotification {
+        static permission = "granted";
+        static requestPermission = async () => "granted";
+        onclick: (() => void) | null = null;
+        constructor(title: string, options: { body: string }) {
+          shown.push({ title, body: options.body, click: () => this.onclick?.() });
+        }
       }
-    }
-    (window as any).Notification = RecordingNotification;
-    Object.defineProperty(document, "hidden", { get: () => true });
-  });
-  await signIn(page, "rita");
-  await live(page);
+      (window as any).Notification = RecordingNotification;
+      Object.defineProperty(document, "hidden", { get: () => true });
+    });
+    await signIn(page, "rita");
+    await live(page);
 
-  const session = await createSession(request, "Background");
-  await ask(request, session, "Are you there?", deploySchema);
-  await expect
-    .poll(() => page.evaluate(() => (window as any).__notifications.map((n: any) => n.body)), { timeout: 3_000 })
-    .toContain(`Session ${session.id} has a new question.`);
-  await page.evaluate(() => (window as any).__notifications.at(-1).click());
-  await expect(page).toHaveURL(new RegExp(`/sessions/${session.id}$`));
+    const session = await createSession(request, "Background");
+    await ask(request, session, "Are you there?", deploySchema);
+    await expect
+      .poll(() => page.evaluate(() => (window as any).__notifications.map((n: any) => n.body)), { timeout: 3_000 })
+      .toContain(`Session ${session.id} has a new question.`);
+    await page.evaluate(() => (window as any).__notifications.at(-1).click());
+    await expect(page).toHaveURL(new RegExp(`/sessions/${session.id}$`));
+  } finally {
+    await context.close();
+  }
 });
 
 test("a form being filled in survives live updates of its page", async ({ page, request }) => {
