@@ -136,14 +136,13 @@ impl Anteroom {
     pub fn new(request_url: &str, owner: OwnerId) -> Result<Self, AnteroomError> {
         let not_one = || AnteroomError::NotACapabilityUrl;
         let marker = "/api/v1/s/";
-        let start = request_url.find(marker).ok_or_else(not_one)?;
-        let after = &request_url[start + marker.len()..];
+        let (base, after) = request_url.split_once(marker).ok_or_else(not_one)?;
         let token = after
             .split('/')
             .next()
             .filter(|token| !token.is_empty())
             .ok_or_else(not_one)?;
-        let session_base = format!("{}{marker}{token}", &request_url[..start]);
+        let session_base = format!("{base}{marker}{token}");
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             // Long enough for one long-poll, short enough that a vanished Anteroom is noticed.

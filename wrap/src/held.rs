@@ -13,11 +13,11 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     anteroom::{Ask, DeliveryStep},
+    jsonrpc::{NeedsInput, Operation, elicitation_request, needs_input},
     legacy::plain_id,
     person::{Answered, NoAnswer, Withdrawal, ask_person},
     progress::Progress,
-    relay::{NO_ANSWER, Relay},
-    wire::{NeedsInput, Operation, elicitation_request, needs_input},
+    relay_state::{NO_ANSWER, RelayState},
 };
 
 /// How many times one call may come back needing input before the wrapper stops retrying: the round limit the
@@ -56,7 +56,12 @@ struct Finished {
 impl HeldCall {
     /// Works the call to its end and tells the harness: the final result under its own id, or an error that says
     /// why there is none (nothing when the harness cancelled it).
-    pub(crate) async fn finish(self, relay: Arc<Relay>, needs: NeedsInput, cancelled: Withdrawal) {
+    pub(crate) async fn finish(
+        self,
+        relay: Arc<RelayState>,
+        needs: NeedsInput,
+        cancelled: Withdrawal,
+    ) {
         let harness_id = self.harness_id.clone();
         let outcome = self.work(&relay, needs, cancelled).await;
         relay.release(&harness_id);
@@ -84,7 +89,7 @@ impl HeldCall {
 
     async fn work(
         &self,
-        relay: &Relay,
+        relay: &RelayState,
         mut needs: NeedsInput,
         mut cancelled: Withdrawal,
     ) -> Result<Finished, NoAnswer> {
@@ -122,7 +127,7 @@ impl HeldCall {
 
     /// Progress notes for the harness while the call waits for a person (or a URL visit), continuing the
     /// call's own count and stopping when the call does.
-    fn progress(&self, relay: &Relay) -> Progress {
+    fn progress(&self, relay: &RelayState) -> Progress {
         let progress = Progress::default();
         if let Some(token) = &self.operation.progress_token {
             progress.keep_alive(
@@ -139,7 +144,7 @@ impl HeldCall {
     /// Asks the person what the server needs; the retry to send.
     async fn ask(
         &self,
-        relay: &Relay,
+        relay: &RelayState,
         needs: &NeedsInput,
         logical_operation_id: &str,
         round_index: u32,
@@ -169,20 +174,13 @@ impl HeldCall {
                 (keyed(&numbered)?, None)
             }
         };
-        let ask = Ask {
-            logical_operation_id: logical_operation_id.to_owned(),
-            server: relay.server.clone(),
-            operation_kind: self.operation.kind,
-            operation_name: self.operation.name.clone(),
-            requests: keyed
-                .iter()
-                .map(|request| (request.key.clone(), request.request.clone()))
-                .collect(),
-            request_state: request_state.clone(),
+        let ask = self.ask_for(
+            relay,
+            &keyed,
+            request_state.clone(),
+            logical_operation_id,
             round_index,
-            round_limit: ROUND_LIMIT,
-            deadline: None,
-        };
+        );
         // Known before the person answers: a completion notice may come early (the visit is the server's).
         for request in &keyed {
             if let ElicitationRequest::Url { elicitation_id, .. } = &request.request {
@@ -197,22 +195,11 @@ impl HeldCall {
             "The harness cancelled the call that asked.",
         )
         .await?;
-        let mut responses = Map::new();
-        let mut consented = Vec::new();
-        let mut refused = None;
-        for request in &keyed {
-            let response = answered.response(&request.key)?;
-            if let ElicitationRequest::Url { elicitation_id, .. } = &request.request {
-                match response.action {
-                    ResponseAction::Accept => consented.push(elicitation_id.clone()),
-                    action => refused = Some(action),
-                }
-            }
-            responses.insert(
-                request.server_key.clone(),
-                Answered::elicit_result(response, &request.request),
-            );
-        }
+        let Responses {
+            by_server_key: responses,
+            consented,
+            refused,
+        } = Responses::read(&keyed, &answered)?;
         let params = match needs {
             NeedsInput::InputRequired { .. } => with_input(
                 &self.operation.params,
@@ -224,19 +211,11 @@ impl HeldCall {
                     // The harness is told the call cannot go on, and why; that is this round's delivery.
                     answered.start_delivery(&relay.anteroom).await?;
                     progress.stop();
-                    let said = error.get("message").and_then(Value::as_str).unwrap_or("");
-                    let verb = if action == ResponseAction::Decline {
-                        "declined"
-                    } else {
-                        "dismissed"
-                    };
                     answered
                         .step(&relay.anteroom, DeliveryStep::Delivered)
                         .await;
                     answered.step(&relay.anteroom, DeliveryStep::Resolve).await;
-                    return Err(NoAnswer::Because(format!(
-                        "the person {verb} the URL the server needs before this call ({said})"
-                    )));
+                    return Err(url_refused(error, action));
                 }
                 // Consent is not the visit: the call is retried once the server says the visit is complete.
                 answered
@@ -255,11 +234,36 @@ impl HeldCall {
         })
     }
 
+    /// The round this call's questions become.
+    fn ask_for(
+        &self,
+        relay: &RelayState,
+        keyed: &[Keyed],
+        request_state: Option<String>,
+        logical_operation_id: &str,
+        round_index: u32,
+    ) -> Ask {
+        Ask {
+            logical_operation_id: logical_operation_id.to_owned(),
+            server: relay.server.clone(),
+            operation_kind: self.operation.kind,
+            operation_name: self.operation.name.clone(),
+            requests: keyed
+                .iter()
+                .map(|request| (request.key.clone(), request.request.clone()))
+                .collect(),
+            request_state,
+            round_index,
+            round_limit: ROUND_LIMIT,
+            deadline: None,
+        }
+    }
+
     /// Sends the retry under an id of the wrapper's own and waits for the server's response, holding the round's
     /// lease meanwhile; the round is delivered once the retry is on its way.
     async fn retry(
         &self,
-        relay: &Relay,
+        relay: &RelayState,
         retry: Retry,
         cancelled: &mut Withdrawal,
     ) -> Result<(Value, Option<Answered>), NoAnswer> {
@@ -317,7 +321,7 @@ impl HeldCall {
 /// Waits until the server says each consented URL visit is complete, the harness cancels, or
 /// [`URL_COMPLETION_WAIT`] passes (then the call is retried anyway: the server has the last word).
 async fn wait_for_completion(
-    relay: &Relay,
+    relay: &RelayState,
     consented: &[String],
     cancelled: &mut Withdrawal,
 ) -> Result<(), NoAnswer> {
@@ -337,6 +341,53 @@ async fn wait_for_completion(
             () = cancelled.wait() => return Err(NoAnswer::Withdrawn),
         }
     }
+}
+
+/// The person's answers to one held call, read for the server.
+struct Responses {
+    /// Each request's result, under the key the server gave it.
+    by_server_key: Map<String, Value>,
+    /// The URL elicitations the person consented to.
+    consented: Vec<String>,
+    /// How a URL request was refused, if one was.
+    refused: Option<ResponseAction>,
+}
+
+impl Responses {
+    fn read(keyed: &[Keyed], answered: &Answered) -> Result<Self, NoAnswer> {
+        let mut read = Self {
+            by_server_key: Map::new(),
+            consented: Vec::new(),
+            refused: None,
+        };
+        for request in keyed {
+            let response = answered.response(&request.key)?;
+            if let ElicitationRequest::Url { elicitation_id, .. } = &request.request {
+                match response.action {
+                    ResponseAction::Accept => read.consented.push(elicitation_id.clone()),
+                    action => read.refused = Some(action),
+                }
+            }
+            read.by_server_key.insert(
+                request.server_key.clone(),
+                Answered::elicit_result(response, &request.request),
+            );
+        }
+        Ok(read)
+    }
+}
+
+/// Why a call that needed a URL visit cannot go on: the person declined or dismissed it.
+fn url_refused(error: &Value, action: ResponseAction) -> NoAnswer {
+    let said = error.get("message").and_then(Value::as_str).unwrap_or("");
+    let verb = if action == ResponseAction::Decline {
+        "declined"
+    } else {
+        "dismissed"
+    };
+    NoAnswer::Because(format!(
+        "the person {verb} the URL the server needs before this call ({said})"
+    ))
 }
 
 /// The server's requests as Anteroom's, each under the server's key when it is a valid request key and under

@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 
 use crate::{
     anteroom::{Ask, DeliveryStep},
+    jsonrpc::{Operation, elicitation_request},
     person::{Answered, NoAnswer, Withdrawal, ask_person},
     progress::Progress,
-    relay::{NO_ANSWER, Relay},
-    wire::{Operation, elicitation_request},
+    relay_state::{NO_ANSWER, RelayState},
 };
 
 /// One `elicitation/create` from the server, on its way to a person.
@@ -28,7 +28,12 @@ pub(crate) struct Question {
 impl Question {
     /// Answers the server: the person's answer, or an error that says why there is none (nothing when the server
     /// withdrew the question).
-    pub(crate) async fn answer(self, relay: Arc<Relay>, withdrawn: Withdrawal, progress: Progress) {
+    pub(crate) async fn answer(
+        self,
+        relay: Arc<RelayState>,
+        withdrawn: Withdrawal,
+        progress: Progress,
+    ) {
         let id = self.id.clone();
         match self.ask_and_deliver(&relay, withdrawn, &progress).await {
             Ok(()) | Err(NoAnswer::Withdrawn) => {}
@@ -43,7 +48,7 @@ impl Question {
 
     async fn ask_and_deliver(
         self,
-        relay: &Relay,
+        relay: &RelayState,
         mut withdrawn: Withdrawal,
         progress: &Progress,
     ) -> Result<(), NoAnswer> {

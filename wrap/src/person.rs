@@ -12,8 +12,9 @@ use tokio::sync::watch;
 
 use crate::anteroom::{Anteroom, AnteroomError, Ask, DeliveryStep, HeldLease, RoundState};
 
-/// How long a lease lasts; renewed every third of it while the wrapper waits (a long-poll takes up to 25 s).
-pub(crate) const LEASE_SECONDS: i64 = 60;
+/// How long a lease lasts: the domain's default, renewed every third of it while the wrapper waits (a long-poll
+/// takes up to 25 s).
+pub(crate) const LEASE_SECONDS: i64 = anteroom_domain::round::LEASE_DEFAULT.num_seconds();
 
 /// Why a question got no answer from the wrapper.
 pub(crate) enum NoAnswer {

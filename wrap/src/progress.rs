@@ -11,7 +11,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::relay::Lines;
+use crate::relay_state::Lines;
 
 /// The progress notes one wait keeps sending. Stopping them waits for a note being written, so no note can
 /// follow the reply that ends the wait.

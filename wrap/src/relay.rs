@@ -8,13 +8,10 @@
 //! server carry ids of its own (`anteroom-wrap-N`), so they never meet the harness's.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::HashMap,
     future::Future,
     process::Stdio,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicU64, AtomicUsize, Ordering},
-    },
+    sync::{Arc, atomic::Ordering},
     time::Duration,
 };
 
@@ -25,16 +22,18 @@ use tokio::{
     sync::{mpsc, oneshot},
 };
 
+pub use crate::relay_state::MAX_OPEN_QUESTIONS;
 use crate::{
     anteroom::Anteroom,
     held::HeldCall,
+    jsonrpc::{
+        Line, NeedsInput, classify, declare_elicitation_in_initialize, declare_elicitation_in_meta,
+        id_key, is_modern_request, needs_input,
+    },
     legacy::Question,
     person::{Withdraw, Withdrawal},
     progress::Progress,
-    wire::{
-        Line, NeedsInput, Outstanding, classify, declare_elicitation_in_initialize,
-        declare_elicitation_in_meta, id_key, is_modern_request, needs_input,
-    },
+    relay_state::{Lines, NO_ANSWER, RelayState, too_many_questions},
 };
 
 /// How long the child has to exit after its stdin closes or a signal, before it is killed (SDK clients wait
@@ -46,16 +45,9 @@ const FLUSH_GRACE: Duration = Duration::from_millis(500);
 const DELIVERY_SETTLE: Duration = Duration::from_secs(1);
 /// How long the wrapper waits, when it stops, for Anteroom to confirm that its open questions ended.
 const ABANDON_GRACE: Duration = Duration::from_secs(4);
-/// The JSON-RPC error code the wrapper answers with when no answer can be given.
-pub const NO_ANSWER: i64 = -32001;
-/// How many answered URL elicitations the wrapper remembers, to consume their completion notices.
-const URL_ELICITATIONS_KEPT: usize = 256;
 /// The longest line relayed, either way (a `resources/read` may carry a large blob); a longer one is dropped
 /// whole and reported on stderr rather than held in memory without bound.
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
-/// How many questions the wrapper works at once; a server asking more is answered at once that it must wait.
-pub const MAX_OPEN_QUESTIONS: usize = 16;
-
 /// What the relay is started with.
 #[derive(Debug, Clone)]
 pub struct Wrapped {
@@ -71,153 +63,6 @@ pub struct Wrapped {
 /// How often the harness hears that a call waits for a person, by default: well inside the 60 s that SDK
 /// clients wait without progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
-
-/// Where a direction's lines go: its single writer. A line is bytes, so what is not UTF-8 passes unchanged.
-#[derive(Clone)]
-pub(crate) struct Lines(mpsc::UnboundedSender<Vec<u8>>);
-
-/// The writer of a direction is gone.
-#[derive(Debug)]
-pub(crate) struct Closed;
-
-impl Lines {
-    pub(crate) fn send(&self, line: impl Into<Vec<u8>>) -> Result<(), Closed> {
-        self.0.send(line.into()).map_err(|_| Closed)
-    }
-}
-
-/// What the relay's tasks share: where lines go, Anteroom, and the bookkeeping of both directions.
-pub(crate) struct Relay {
-    pub anteroom: Anteroom,
-    pub server: Option<String>,
-    pub progress_every: Duration,
-    pub to_child: Lines,
-    pub to_harness: Lines,
-    books: Mutex<Books>,
-    numbers: AtomicU64,
-    /// Questions and held calls being worked, against [`MAX_OPEN_QUESTIONS`].
-    open_questions: AtomicUsize,
-    /// Tells the wrapper's own requests from the harness's: the process and its start, in every id.
-    id_prefix: String,
-    /// Bumped on every `notifications/elicitation/complete`, so held calls waiting for one look again.
-    url_completed: tokio::sync::watch::Sender<u64>,
-}
-
-/// Both directions' bookkeeping; held only for map updates, never across a wait.
-#[derive(Default)]
-struct Books {
-    /// The harness's calls the server has not answered yet that may need input.
-    outstanding: Outstanding,
-    /// Calls the wrapper holds while a person answers what the server needs, by the harness's id: how to tell
-    /// their task the harness cancelled.
-    held: HashMap<String, Withdraw>,
-    /// The wrapper's own requests to the server, by id: where each response goes.
-    own: HashMap<String, oneshot::Sender<Value>>,
-    /// URL elicitations the wrapper answered, whose `notifications/elicitation/complete` it consumes.
-    url_elicitations: VecDeque<String>,
-    /// Of those, the ones the server said are complete (bounded the same way).
-    url_completed: VecDeque<String>,
-}
-
-impl Books {
-    fn remember_url(&mut self, elicitation_id: &str) {
-        if self
-            .url_elicitations
-            .iter()
-            .any(|known| known == elicitation_id)
-        {
-            return;
-        }
-        if self.url_elicitations.len() >= URL_ELICITATIONS_KEPT {
-            self.url_elicitations.pop_front();
-        }
-        self.url_elicitations.push_back(elicitation_id.to_owned());
-    }
-}
-
-impl Relay {
-    fn books(&self) -> std::sync::MutexGuard<'_, Books> {
-        // A panic elsewhere cannot leave the maps half-written (each update is one call): keep going.
-        self.books
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// A number no other of the wrapper's ids uses.
-    pub(crate) fn next_number(&self) -> u64 {
-        self.numbers.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    /// Sends `method` to the server under an id of the wrapper's own; its response arrives on the receiver.
-    /// `None` when the server's stdin is gone.
-    pub(crate) fn request_child(
-        &self,
-        method: &str,
-        params: Value,
-    ) -> Option<(Value, oneshot::Receiver<Value>)> {
-        let id = Value::String(format!("{}-{}", self.id_prefix, self.next_number()));
-        let (respond, response) = oneshot::channel();
-        self.books().own.insert(id_key(&id), respond);
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if self.to_child.send(request.to_string()).is_err() {
-            self.books().own.remove(&id_key(&id));
-            return None;
-        }
-        Some((id, response))
-    }
-
-    /// Notes a URL elicitation the wrapper answers, so its completion notice is not passed on.
-    pub(crate) fn remember_url_elicitation(&self, elicitation_id: &str) {
-        self.books().remember_url(elicitation_id);
-    }
-
-    /// Forgets a held call once the harness has its answer.
-    pub(crate) fn release(&self, harness_id: &Value) {
-        self.books().held.remove(&id_key(harness_id));
-    }
-
-    /// Forgets one of the wrapper's own requests whose answer nobody waits for any more.
-    pub(crate) fn forget_request(&self, own_id: &Value) {
-        self.books().own.remove(&id_key(own_id));
-    }
-
-    /// Whether the server said URL elicitation `elicitation_id` is complete.
-    pub(crate) fn url_is_complete(&self, elicitation_id: &str) -> bool {
-        self.books()
-            .url_completed
-            .iter()
-            .any(|known| known == elicitation_id)
-    }
-
-    /// A receiver that changes whenever a URL elicitation completes.
-    pub(crate) fn url_completions(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.url_completed.subscribe()
-    }
-
-    /// Takes a place for one more question, or says there is none ([`MAX_OPEN_QUESTIONS`]).
-    pub(crate) fn open_question(self: &Arc<Self>) -> Option<QuestionSlot> {
-        let taken = self.open_questions.fetch_add(1, Ordering::AcqRel);
-        let slot = QuestionSlot(Arc::clone(self));
-        (taken < MAX_OPEN_QUESTIONS).then_some(slot)
-    }
-}
-
-/// One question's place among the [`MAX_OPEN_QUESTIONS`]; given back when dropped.
-pub(crate) struct QuestionSlot(Arc<Relay>);
-
-impl Drop for QuestionSlot {
-    fn drop(&mut self) {
-        self.0.open_questions.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// What a server that asks too much at once is told.
-pub(crate) fn too_many_questions() -> String {
-    format!(
-        "no answer: this server already has {MAX_OPEN_QUESTIONS} questions waiting for a person; ask again \
-         once one is answered"
-    )
-}
 
 /// Runs `wrapped` between `harness_in`/`harness_out` until the harness closes its side, the server exits, or
 /// `stop` resolves with a signal to pass on; returns the child's exit code when it had one.
@@ -242,21 +87,13 @@ pub async fn run(
     };
     let to_child = Writer::spawn(child_in);
     let to_harness = Writer::spawn(harness_out);
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.subsec_nanos());
-    let relay = Arc::new(Relay {
+    let relay = Arc::new(RelayState::new(
         anteroom,
-        server: wrapped.server.clone(),
-        progress_every: wrapped.progress_every,
-        to_child: to_child.lines.clone(),
-        to_harness: to_harness.lines.clone(),
-        books: Mutex::default(),
-        numbers: AtomicU64::new(0),
-        open_questions: AtomicUsize::new(0),
-        id_prefix: format!("anteroom-wrap-{}-{started:x}", std::process::id()),
-        url_completed: tokio::sync::watch::Sender::new(0),
-    });
+        wrapped.server.clone(),
+        wrapped.progress_every,
+        to_child.lines.clone(),
+        to_harness.lines.clone(),
+    ));
     let mut from_child = tokio::spawn(pump_from_child(child_out, Arc::clone(&relay)));
     let status = tokio::select! {
         () = pump_from_harness(harness_in, Arc::clone(&relay)) => {
@@ -422,7 +259,7 @@ async fn next_line(
 
 /// Harness → server: declares elicitation (in `initialize`, or in each modern request's `_meta`), notes the
 /// calls that may need input, withdraws held calls the harness cancels, and passes everything on.
-async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, relay: Arc<Relay>) {
+async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, relay: Arc<RelayState>) {
     let mut reader = BufReader::new(harness_in);
     let mut line = Vec::new();
     while let Ok(Some(read)) = next_line(&mut reader, &mut line).await {
@@ -473,7 +310,7 @@ async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, relay: Arc<Relay>
 
 /// Server → harness: answers the server's questions through Anteroom, holds calls that need input, routes the
 /// responses to the wrapper's own requests, and passes the rest.
-async fn pump_from_child(child_out: impl AsyncRead + Unpin, relay: Arc<Relay>) {
+async fn pump_from_child(child_out: impl AsyncRead + Unpin, relay: Arc<RelayState>) {
     let mut reader = BufReader::new(child_out);
     let mut line = Vec::new();
     // Each question being worked, by the server's request id: how to tell its task the server withdrew it.
@@ -521,15 +358,7 @@ async fn pump_from_child(child_out: impl AsyncRead + Unpin, relay: Arc<Relay>) {
                     })
                     .map(str::to_owned);
                 match ours {
-                    Some(id) => {
-                        let mut books = relay.books();
-                        if books.url_completed.len() >= URL_ELICITATIONS_KEPT {
-                            books.url_completed.pop_front();
-                        }
-                        books.url_completed.push_back(id);
-                        drop(books);
-                        relay.url_completed.send_modify(|count| *count += 1);
-                    }
+                    Some(id) => relay.note_url_complete(id),
                     None => {
                         let _ = relay.to_harness.send(line.clone());
                     }
@@ -547,7 +376,7 @@ async fn pump_from_child(child_out: impl AsyncRead + Unpin, relay: Arc<Relay>) {
 
 /// Starts working a server's `elicitation/create`: a task of its own, with progress for whoever waits.
 fn ask_a_person(
-    relay: &Arc<Relay>,
+    relay: &Arc<RelayState>,
     id: Value,
     message: &Value,
     asking: &mut HashMap<String, Withdraw>,
@@ -601,7 +430,7 @@ fn ask_a_person(
 }
 
 /// A response from the server: to the wrapper's own request, a call the wrapper holds, or the harness.
-fn route_response(relay: &Arc<Relay>, id: Value, message: Value, line: Vec<u8>) {
+fn route_response(relay: &Arc<RelayState>, id: Value, message: Value, line: Vec<u8>) {
     let key = id_key(&id);
     let mut books = relay.books();
     if let Some(own) = books.own.remove(&key) {
