@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::{
     access::Principal,
     form::{FieldErrors, FormModel, posted_value},
+    round::ResponseAction,
     session::{LostElicitation, SessionStatus},
 };
 
@@ -230,18 +231,28 @@ impl RequestBody {
 pub enum Outcome {
     Waiting,
     Answered {
-        actions: Vec<String>,
+        actions: Vec<ResponseAction>,
     },
     Expired,
     /// Answered, but the asker stopped waiting before it picked the answer up.
     Undelivered {
-        actions: Vec<String>,
+        actions: Vec<ResponseAction>,
         message: String,
     },
     Failed {
         code: String,
         message: String,
     },
+}
+
+impl Outcome {
+    /// The actions of the answers given, in request order (empty when none were).
+    pub fn actions(&self) -> &[ResponseAction] {
+        match self {
+            Self::Answered { actions } | Self::Undelivered { actions, .. } => actions,
+            Self::Waiting | Self::Expired | Self::Failed { .. } => &[],
+        }
+    }
 }
 
 /// One round in the session's history.
@@ -263,7 +274,10 @@ pub struct HistoryEntry {
 #[serde(rename_all = "snake_case")]
 pub enum AnswerNotice {
     /// Recorded (or the same answer was already recorded).
-    Recorded { round_id: String, action: String },
+    Recorded {
+        round_id: String,
+        action: RecordedAction,
+    },
     /// The server refused the content: messages per `request_key/field` (the empty field is the form).
     Refused {
         round_id: String,
@@ -277,10 +291,30 @@ pub enum AnswerNotice {
         round_id: String,
         by: Option<String>,
         at_ms: Option<i64>,
-        actions: Vec<String>,
+        actions: Vec<ResponseAction>,
     },
     /// The question can no longer be answered (expired, cancelled, gone) or the person may not answer.
     Closed { round_id: String, message: String },
+}
+
+/// What a recorded answer did: one action for every request of the round, or different ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordedAction {
+    All(ResponseAction),
+    Mixed,
+}
+
+impl RecordedAction {
+    /// The action every answer shares, or `Mixed`.
+    pub fn of(actions: impl IntoIterator<Item = ResponseAction>) -> Self {
+        let mut actions = actions.into_iter();
+        match actions.next() {
+            Some(first) if actions.all(|action| action == first) => Self::All(first),
+            // No answer at all is not an answer anyone recorded; the notice reads as mixed.
+            _ => Self::Mixed,
+        }
+    }
 }
 
 impl AnswerNotice {

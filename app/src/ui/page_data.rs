@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use super::{
     model::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, HISTORY_PAGE, HistoryEntry,
-        OPEN_ROUNDS_SHOWN, Outcome, QuestionPreview, QueueItem, QueueView, RequestBody,
-        RequestView, SessionPage, Viewer, control_name,
+        OPEN_ROUNDS_SHOWN, Outcome, QuestionPreview, QueueItem, QueueView, RecordedAction,
+        RequestBody, RequestView, SessionPage, Viewer, control_name,
     },
     posted_answer::read_answer,
 };
@@ -27,18 +27,21 @@ use crate::{
     store::{AttentionItem, Store, StoreError, StoreResult, schemas::RegexPatterns},
 };
 
+/// Told of every answer the store took, recorded or replayed; the host decides what to announce.
+pub type AnswerHook = Arc<dyn Fn(&Round, Submission) + Send + Sync>;
+
 /// The page-data service: the one way the pages' server side reaches data. Server functions and the server's
-/// form posts ask it for page views and hand it answers; the store stays behind it, and the host's hook
-/// announces each newly recorded answer (events for live pages and producers, metrics) through the server's
-/// one announce path.
+/// form posts ask it for page views and hand it answers; the store stays behind it, and every answer the store
+/// took goes to the host's hook, the server's one announce path, which decides what is news (events for live
+/// pages and producers, metrics).
 #[derive(Clone)]
 pub struct PageData {
     store: Arc<dyn Store>,
-    on_answer: Arc<dyn Fn(&Round) + Send + Sync>,
+    on_answer: AnswerHook,
 }
 
 impl PageData {
-    pub fn new(store: Arc<dyn Store>, on_answer: Arc<dyn Fn(&Round) + Send + Sync>) -> Self {
+    pub fn new(store: Arc<dyn Store>, on_answer: AnswerHook) -> Self {
         Self { store, on_answer }
     }
 
@@ -213,35 +216,33 @@ pub fn request_views(round: &Round) -> Vec<RequestView> {
         .collect()
 }
 
-fn actions(outcome: &RoundOutcome<'_>) -> Vec<String> {
-    outcome
-        .actions()
-        .into_iter()
-        .map(|action| action.as_str().to_owned())
-        .collect()
+impl Outcome {
+    /// The one reading of a round's outcome for the pages.
+    pub fn of(round: &Round) -> Self {
+        let outcome = round.outcome();
+        match &outcome {
+            RoundOutcome::Waiting => Self::Waiting,
+            RoundOutcome::Expired => Self::Expired,
+            RoundOutcome::Undelivered { message, .. } => Self::Undelivered {
+                actions: outcome.actions(),
+                message: (*message).to_owned(),
+            },
+            RoundOutcome::Revoked { message } => Self::Failed {
+                code: FailureCode::Revoked.as_str().to_owned(),
+                message: (*message).to_owned(),
+            },
+            RoundOutcome::Failed { code, message } => Self::Failed {
+                code: (*code).to_owned(),
+                message: (*message).to_owned(),
+            },
+            RoundOutcome::Answered(_) => Self::Answered {
+                actions: outcome.actions(),
+            },
+        }
+    }
 }
 
 fn history_entry(round: &Round) -> HistoryEntry {
-    let outcome = round.outcome();
-    let outcome = match &outcome {
-        RoundOutcome::Waiting => Outcome::Waiting,
-        RoundOutcome::Expired => Outcome::Expired,
-        RoundOutcome::Undelivered { message, .. } => Outcome::Undelivered {
-            actions: actions(&outcome),
-            message: (*message).to_owned(),
-        },
-        RoundOutcome::Revoked { message } => Outcome::Failed {
-            code: FailureCode::Revoked.as_str().to_owned(),
-            message: (*message).to_owned(),
-        },
-        RoundOutcome::Failed { code, message } => Outcome::Failed {
-            code: (*code).to_owned(),
-            message: (*message).to_owned(),
-        },
-        RoundOutcome::Answered(_) => Outcome::Answered {
-            actions: actions(&outcome),
-        },
-    };
     HistoryEntry {
         round_id: round.round_id.to_string(),
         asker: asker(round),
@@ -251,7 +252,7 @@ fn history_entry(round: &Round) -> HistoryEntry {
             .values()
             .map(|request| request.message().to_owned())
             .collect(),
-        outcome,
+        outcome: Outcome::of(round),
         answered_by: round.responded_by.clone(),
         answered_ms: round.responded_at.map(ms),
         answers: round
@@ -314,13 +315,7 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
         Ok(responses) => responses,
         Err(fields) => return refused(&post, "Some answers need another look.", fields),
     };
-    // One word for the notice: the action every request got, or "mixed".
-    let recorded_action = match responses.values().next().map(|first| first.action) {
-        Some(first) if responses.values().all(|response| response.action == first) => {
-            first.as_str()
-        }
-        _ => "mixed",
-    };
+    let recorded_action = RecordedAction::of(responses.values().map(|response| response.action));
     match store
         .submit_responses_to(
             &round,
@@ -331,12 +326,10 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
         .await
     {
         Ok((round, submission)) => {
-            if submission == Submission::Recorded {
-                (services.on_answer)(&round);
-            }
+            (services.on_answer)(&round, submission);
             AnswerNotice::Recorded {
                 round_id: post.round_id.clone(),
-                action: recorded_action.to_owned(),
+                action: recorded_action,
             }
         }
         Err(StoreError::Refused(ManagedInputError::ValidationError { message, details })) => {
@@ -374,25 +367,24 @@ fn unavailable(post: &AnswerPost, error: &StoreError) -> AnswerNotice {
 /// Why a round no longer takes answers: who answered it, or that it expired or failed.
 fn settled_notice(round: &Round) -> AnswerNotice {
     let round_id = round.round_id.to_string();
-    let outcome = round.outcome();
     let closed = |code: &str| AnswerNotice::Closed {
         round_id: round_id.clone(),
         message: format!("This question was closed without an answer ({code})."),
     };
+    let outcome = Outcome::of(round);
     match &outcome {
-        RoundOutcome::Expired => AnswerNotice::Closed {
+        Outcome::Expired => AnswerNotice::Closed {
             round_id: round_id.clone(),
             message: "This question expired before it was answered; the agent went on without it."
                 .to_owned(),
         },
-        RoundOutcome::Undelivered { .. } => closed(FailureCode::Undelivered.as_str()),
-        RoundOutcome::Revoked { .. } => closed(FailureCode::Revoked.as_str()),
-        RoundOutcome::Failed { code, .. } => closed(code),
-        RoundOutcome::Waiting | RoundOutcome::Answered(_) => AnswerNotice::AlreadyAnswered {
+        Outcome::Undelivered { .. } => closed(FailureCode::Undelivered.as_str()),
+        Outcome::Failed { code, .. } => closed(code),
+        Outcome::Waiting | Outcome::Answered { .. } => AnswerNotice::AlreadyAnswered {
             round_id: round_id.clone(),
             by: round.responded_by.clone(),
             at_ms: round.responded_at.map(ms),
-            actions: actions(&outcome),
+            actions: outcome.actions().to_vec(),
         },
     }
 }

@@ -110,7 +110,7 @@ pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
         ));
     }
     let deliveries = services
-        .webhook_deliveries(200)
+        .webhook_deliveries(crate::domain::webhook::DELIVERY_LOG_SHOWN)
         .await
         .map_err(unavailable)?;
     Ok(deliveries

@@ -55,13 +55,16 @@ pub fn RoundBanner(
         }) => (Some(message), fields, Some(posted)),
         None => (None, FieldErrors::new(), None),
     };
-    let errors = RwSignal::new(initial_errors);
-    let problem = RwSignal::new(problem);
-    let sending = RwSignal::new(false);
+    let form = BannerForm {
+        form: NodeRef::new(),
+        requests: StoredValue::new(round.requests.clone()),
+        errors: RwSignal::new(initial_errors),
+        problem: RwSignal::new(problem),
+        sending: RwSignal::new(false),
+    };
+    let errors = form.errors;
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
-    let form_ref = NodeRef::<html::Form>::new();
-    let requests = StoredValue::new(round.requests.clone());
     let BannerContext {
         session_id,
         csrf,
@@ -71,101 +74,9 @@ pub fn RoundBanner(
     } = context;
     let heading_id = format!("round-{}-heading", round.round_id);
     let labelled_by = heading_id.clone();
-
-    let on_input = move |event: web_sys::Event| {
-        let (Some(form), Some(target)) = (form_ref.get(), event.target()) else {
-            return;
-        };
-        let Some(name) = wasm_bindgen::JsCast::dyn_ref::<web_sys::Element>(&target)
-            .and_then(|element| element.get_attribute("name"))
-        else {
-            return;
-        };
-        let posted = AnswerPost::from_pairs("", form_pairs(&form));
-        if let Some(key) = name.strip_prefix("choice@") {
-            // A request now declined or dismissed has nothing to correct; an accepted one is checked on submit.
-            let prefix = format!("{key}/");
-            errors.update(|errors| errors.retain(|control, _| !control.starts_with(&prefix)));
-            return;
-        }
-        if !name.contains('/') {
-            return;
-        }
-        let problems = requests.with_value(|requests| {
-            control_problems(
-                requests,
-                &name,
-                &posted.choices,
-                &posted.values,
-                &BrowserPatterns,
-            )
-        });
-        errors.update(|errors| {
-            if problems.is_empty() {
-                errors.remove(&name);
-            } else {
-                errors.insert(name, problems);
-            }
-        });
-    };
-
     let answer_session = session_id.clone();
-    let on_submit = move |event: SubmitEvent| {
-        event.prevent_default();
-        if sending.get_untracked() {
-            return;
-        }
-        let Some(form) = form_ref.get() else {
-            return;
-        };
-        let action = event
-            .submitter()
-            .and_then(|button| button.get_attribute("value"))
-            .unwrap_or_else(|| "accept".to_owned());
-        let mut post = AnswerPost::from_pairs(&answer_session, form_pairs(&form));
-        post.action = action.clone();
-        if action == ResponseAction::Accept.as_str()
-            && let Err(found) = requests.with_value(|requests| {
-                read_answer(
-                    requests,
-                    ResponseAction::Accept,
-                    &post.choices,
-                    &post.values,
-                    &BrowserPatterns,
-                )
-            })
-        {
-            errors.set(found);
-            problem.set(Some("Some answers need another look.".to_owned()));
-            focus_first_invalid(form);
-            return;
-        }
-        sending.set(true);
-        problem.set(None);
-        leptos::task::spawn_local(async move {
-            let outcome = post_answer(post).await;
-            sending.set(false);
-            match outcome {
-                Ok(AnswerNotice::Refused {
-                    message, fields, ..
-                }) => {
-                    let focus = !fields.is_empty();
-                    errors.set(fields);
-                    problem.set(Some(message));
-                    if focus && let Some(form) = form_ref.get_untracked() {
-                        focus_first_invalid(form);
-                    }
-                }
-                Ok(notice) => {
-                    page_notice.set(Some(notice));
-                    if let Some(live) = live {
-                        live.changes.update(|n| *n += 1);
-                    }
-                }
-                Err(error) => problem.set(Some(format!("The answer could not be sent: {error}"))),
-            }
-        });
-    };
+    let on_submit = move |event: SubmitEvent| form.send(event, &answer_session, page_notice, live);
+    let on_input = move |event: web_sys::Event| form.check_changed(&event);
 
     let round_id = round.round_id.clone();
     let dom_stem: String = round
@@ -189,20 +100,6 @@ pub fn RoundBanner(
             )
         })
         .collect_view();
-    let buttons = if several {
-        [
-            ("accept", "Send answers", "button"),
-            ("decline", "Decline all", "button button-quiet"),
-            ("cancel", "Dismiss all", "button button-quiet"),
-        ]
-    } else {
-        [
-            ("accept", "Accept", "button"),
-            ("decline", "Decline", "button button-quiet"),
-            ("cancel", "Dismiss", "button button-quiet"),
-        ]
-    };
-
     view! {
         <section
             class="banner"
@@ -227,7 +124,7 @@ pub fn RoundBanner(
                 action=format!("/sessions/{session_id}/answer")
                 class="banner-form"
                 novalidate=move || hydrated.get()
-                node_ref=form_ref
+                node_ref=form.form
                 on:submit=on_submit
                 on:input=on_input
                 on:change=on_input
@@ -240,26 +137,9 @@ pub fn RoundBanner(
                     {bodies}
                 </fieldset>
                 <p class="banner-problem" role="alert">
-                    {move || problem.get()}
+                    {move || form.problem.get()}
                 </p>
-                <div class="banner-actions">
-                    {buttons
-                        .into_iter()
-                        .map(|(action, text, class)| {
-                            view! {
-                                <button
-                                    type="submit"
-                                    name="action"
-                                    value=action
-                                    class=class
-                                    disabled=move || !can_answer || sending.get()
-                                >
-                                    {text}
-                                </button>
-                            }
-                        })
-                        .collect_view()}
-                </div>
+                {action_buttons(several, can_answer, form.sending)}
                 {(!can_answer)
                     .then(|| {
                         view! {
@@ -270,6 +150,162 @@ pub fn RoundBanner(
                     })}
             </form>
         </section>
+    }
+}
+
+/// What the banner's handlers share: its form element, the requests it answers, and what the person is told.
+#[derive(Clone, Copy)]
+struct BannerForm {
+    form: NodeRef<html::Form>,
+    requests: StoredValue<Vec<RequestView>>,
+    errors: RwSignal<FieldErrors>,
+    problem: RwSignal<Option<String>>,
+    sending: RwSignal<bool>,
+}
+
+impl BannerForm {
+    /// Checks the control a person just changed with the code the server runs, as they type.
+    fn check_changed(self, event: &web_sys::Event) {
+        let (Some(form), Some(target)) = (self.form.get(), event.target()) else {
+            return;
+        };
+        let Some(name) = wasm_bindgen::JsCast::dyn_ref::<web_sys::Element>(&target)
+            .and_then(|element| element.get_attribute("name"))
+        else {
+            return;
+        };
+        let posted = AnswerPost::from_pairs("", form_pairs(&form));
+        if let Some(key) = name.strip_prefix("choice@") {
+            // A request now declined or dismissed has nothing to correct; an accepted one is checked on submit.
+            let prefix = format!("{key}/");
+            self.errors
+                .update(|errors| errors.retain(|control, _| !control.starts_with(&prefix)));
+            return;
+        }
+        if !name.contains('/') {
+            return;
+        }
+        let problems = self.requests.with_value(|requests| {
+            control_problems(
+                requests,
+                &name,
+                &posted.choices,
+                &posted.values,
+                &BrowserPatterns,
+            )
+        });
+        self.errors.update(|errors| {
+            if problems.is_empty() {
+                errors.remove(&name);
+            } else {
+                errors.insert(name, problems);
+            }
+        });
+    }
+
+    /// Checks an accepted answer whole, then sends it with a server function; the outcome goes to the page's
+    /// notice (and the live view refetches), a refusal back to the form.
+    fn send(
+        self,
+        event: SubmitEvent,
+        session_id: &str,
+        page_notice: RwSignal<Option<AnswerNotice>>,
+        live: Option<Live>,
+    ) {
+        event.prevent_default();
+        if self.sending.get_untracked() {
+            return;
+        }
+        let Some(form) = self.form.get() else {
+            return;
+        };
+        let action = event
+            .submitter()
+            .and_then(|button| button.get_attribute("value"))
+            .unwrap_or_else(|| ResponseAction::Accept.as_str().to_owned());
+        let mut post = AnswerPost::from_pairs(session_id, form_pairs(&form));
+        post.action = action.clone();
+        if action == ResponseAction::Accept.as_str()
+            && let Err(found) = self.requests.with_value(|requests| {
+                read_answer(
+                    requests,
+                    ResponseAction::Accept,
+                    &post.choices,
+                    &post.values,
+                    &BrowserPatterns,
+                )
+            })
+        {
+            self.errors.set(found);
+            self.problem
+                .set(Some("Some answers need another look.".to_owned()));
+            focus_first_invalid(form);
+            return;
+        }
+        self.sending.set(true);
+        self.problem.set(None);
+        leptos::task::spawn_local(async move {
+            let outcome = post_answer(post).await;
+            self.sending.set(false);
+            match outcome {
+                Ok(AnswerNotice::Refused {
+                    message, fields, ..
+                }) => {
+                    let focus = !fields.is_empty();
+                    self.errors.set(fields);
+                    self.problem.set(Some(message));
+                    if focus && let Some(form) = self.form.get_untracked() {
+                        focus_first_invalid(form);
+                    }
+                }
+                Ok(notice) => {
+                    page_notice.set(Some(notice));
+                    if let Some(live) = live {
+                        live.changes.update(|n| *n += 1);
+                    }
+                }
+                Err(error) => self
+                    .problem
+                    .set(Some(format!("The answer could not be sent: {error}"))),
+            }
+        });
+    }
+}
+
+/// Accept / Decline / Dismiss, or for a round of several requests, "Send answers" and the two for all.
+fn action_buttons(several: bool, can_answer: bool, sending: RwSignal<bool>) -> impl IntoView {
+    let buttons = if several {
+        [
+            ("accept", "Send answers", "button"),
+            ("decline", "Decline all", "button button-quiet"),
+            ("cancel", "Dismiss all", "button button-quiet"),
+        ]
+    } else {
+        [
+            ("accept", "Accept", "button"),
+            ("decline", "Decline", "button button-quiet"),
+            ("cancel", "Dismiss", "button button-quiet"),
+        ]
+    };
+    view! {
+        <div class="banner-actions">
+            {buttons
+                .into_iter()
+                .map(|(action, text, class)| {
+                    view! {
+                        <button
+                            type="submit"
+                            name="action"
+                            value=action
+                            class=class
+                            disabled=move || !can_answer || sending.get()
+                        >
+                            {text}
+                        </button>
+                    }
+                })
+                .collect_view()}
+        </div>
     }
 }
 
@@ -383,7 +419,11 @@ fn request_choice(
 fn url_consent(url: &str, host: &str) -> impl IntoView + use<> {
     let (before, after) = url
         .find(host)
-        .map(|at| (url[..at].to_owned(), url[at + host.len()..].to_owned()))
+        .map(|at| url.split_at(at))
+        .map(|(before, from_host)| {
+            let after = from_host.strip_prefix(host).unwrap_or_default();
+            (before.to_owned(), after.to_owned())
+        })
         .unwrap_or_else(|| (url.to_owned(), String::new()));
     let shown_host = if url.contains(host) {
         host.to_owned()

@@ -29,21 +29,26 @@ pub fn FieldControl(
     let error_name = name.clone();
     let problems = move || errors.with(|errors| errors.get(&error_name).cloned());
     let invalid_name = name.clone();
-    let invalid = move || {
-        errors
-            .with(|errors| errors.contains_key(&invalid_name))
-            .to_string()
+    let control = Control {
+        invalid: Signal::derive(move || {
+            errors
+                .with(|errors| errors.contains_key(&invalid_name))
+                .to_string()
+        }),
+        label: field.label().to_owned(),
+        required: field.required,
+        described_by,
+        dom_id,
+        name,
     };
-    let label = field.label().to_owned();
-    let required = field.required;
     let posted_text = posted_values.as_ref().map(|values| {
-        posted(values, &name)
+        posted(values, &control.name)
             .last()
             .map(|v| (*v).to_owned())
             .unwrap_or_default()
     });
     let posted_choices: Option<Vec<String>> = posted_values.as_ref().map(|values| {
-        posted(values, &name)
+        posted(values, &control.name)
             .into_iter()
             .map(str::to_owned)
             .collect()
@@ -68,185 +73,238 @@ pub fn FieldControl(
             {move || problems().map(|problems| problems.join("; "))}
         </p>
     };
-    let mark = required.then(|| {
-        view! {
-            <span class="required" aria-hidden="true">
-                " *"
-            </span>
-        }
-    });
 
-    let control = match field.kind.clone() {
+    let input = match field.kind.clone() {
         FieldKind::Text {
             format,
             min_length,
             max_length,
             ..
-        } => {
-            let input_type = format.map_or("text", TextFormat::input_type);
-            let utc = (format == Some(TextFormat::DateTime)).then_some(" (UTC)");
-            view! {
-                <label class="field-label" for=dom_id.clone()>
-                    {label.clone()}
-                    {utc}
-                    {mark}
-                </label>
-                <input
-                    id=dom_id.clone()
-                    class="field-input"
-                    type=input_type
-                    name=name.clone()
-                    value=text_value
-                    required=required
-                    minlength=min_length.map(|n| n.to_string())
-                    maxlength=max_length.map(|n| n.to_string())
-                    aria-invalid=invalid
-                    aria-describedby=described_by
-                />
-            }
-            .into_any()
-        }
+        } => text_input(&control, format, (min_length, max_length), text_value).into_any(),
         FieldKind::Number {
             integer,
             minimum,
             maximum,
-        } => view! {
-            <label class="field-label" for=dom_id.clone()>
-                {label.clone()}
-                {mark}
-            </label>
-            <input
-                id=dom_id.clone()
-                class="field-input"
-                type="number"
-                inputmode=if integer { "numeric" } else { "decimal" }
-                step=if integer { "1" } else { "any" }
-                min=minimum.map(|n| n.to_string())
-                max=maximum.map(|n| n.to_string())
-                name=name.clone()
-                value=text_value
-                required=required
-                aria-invalid=invalid
-                aria-describedby=described_by
-            />
-        }
-        .into_any(),
+        } => number_input(&control, integer, (minimum, maximum), text_value).into_any(),
         FieldKind::Boolean => {
             let checked = match &posted_values {
-                Some(values) => posted(values, &name).contains(&"true"),
+                Some(values) => posted(values, &control.name).contains(&"true"),
                 None => field.initially_checked(),
             };
-            view! {
-                // Posted when the box is unticked, so "false" is an answer, not a missing field.
-                <input type="hidden" name=name.clone() value="false" />
-                <label class="field-check" for=dom_id.clone()>
-                    <input
-                        id=dom_id.clone()
-                        type="checkbox"
-                        name=name.clone()
-                        value="true"
-                        checked=checked
-                        aria-invalid=invalid
-                        aria-describedby=described_by
-                    />
-                    {label.clone()}
-                    {mark}
-                </label>
-            }
-            .into_any()
+            checkbox(&control, checked).into_any()
         }
         FieldKind::SingleSelect { choices } if choices.len() > MAX_RADIOS => {
-            let nothing_chosen = !choices.iter().any(|choice| chosen(&choice.value));
-            view! {
-                <label class="field-label" for=dom_id.clone()>
-                    {label.clone()}
-                    {mark}
-                </label>
-                <select
-                    id=dom_id.clone()
-                    class="field-input"
-                    name=name.clone()
-                    required=required
-                    aria-invalid=invalid
-                    aria-describedby=described_by
-                >
-                    <option value="" selected=nothing_chosen>
-                        "Choose…"
-                    </option>
-                    {choices
-                        .into_iter()
-                        .map(|Choice { value, label }| {
-                            view! {
-                                <option value=value.clone() selected=chosen(&value)>
-                                    {label}
-                                </option>
-                            }
-                        })
-                        .collect_view()}
-                </select>
-            }
-            .into_any()
+            choice_list(&control, choices, &chosen).into_any()
         }
-        // A few single choices as radio buttons, multiple choices as checkboxes: one fieldset either way.
-        FieldKind::SingleSelect { choices } | FieldKind::MultiSelect { choices, .. } => {
-            let single = matches!(field.kind, FieldKind::SingleSelect { .. });
-            let input_type = if single { "radio" } else { "checkbox" };
-            view! {
-                <fieldset class="field-group" aria-describedby=described_by>
-                    <legend class="field-label">{label.clone()} {mark}</legend>
-                    {choices
-                        .into_iter()
-                        .enumerate()
-                        .map(|(index, Choice { value, label })| {
-                            let id = format!("{dom_id}-{index}");
-                            let label_for = id.clone();
-                            view! {
-                                <label class="field-check" for=label_for>
-                                    <input
-                                        id=id
-                                        type=input_type
-                                        name=name.clone()
-                                        value=value.clone()
-                                        checked=chosen(&value)
-                                        required=single && required
-                                        aria-invalid=invalid.clone()
-                                    />
-                                    {label}
-                                </label>
-                            }
-                        })
-                        .collect_view()}
-                </fieldset>
-            }
-            .into_any()
+        FieldKind::SingleSelect { choices } => {
+            choice_group(&control, choices, "radio", &chosen).into_any()
         }
-        FieldKind::Json { .. } => view! {
-            <label class="field-label" for=dom_id.clone()>
-                {label.clone()}
-                " (JSON)"
-                {mark}
-            </label>
-            <textarea
-                id=dom_id.clone()
-                class="field-input field-json"
-                name=name.clone()
-                rows="4"
-                spellcheck="false"
-                required=required
-                aria-invalid=invalid
-                aria-describedby=described_by
-            >
-                {text_value}
-            </textarea>
+        FieldKind::MultiSelect { choices, .. } => {
+            choice_group(&control, choices, "checkbox", &chosen).into_any()
         }
-        .into_any(),
+        FieldKind::Json { .. } => json_area(&control, text_value).into_any(),
     };
 
     view! {
         <div class="field">
-            {control}
+            {input}
             {help}
             {error_view}
         </div>
+    }
+}
+
+/// What every kind of control shares: its element id, posted name, label and state.
+struct Control {
+    dom_id: String,
+    name: String,
+    label: String,
+    required: bool,
+    described_by: String,
+    /// `aria-invalid`: whether the field has a problem now.
+    invalid: Signal<String>,
+}
+
+/// The visible mark of a required field (the control itself says `required` to assistive technology).
+fn required_mark(required: bool) -> Option<impl IntoView> {
+    required.then(|| {
+        view! {
+            <span class="required" aria-hidden="true">
+                " *"
+            </span>
+        }
+    })
+}
+
+fn text_input(
+    control: &Control,
+    format: Option<TextFormat>,
+    (min_length, max_length): (Option<u64>, Option<u64>),
+    value: String,
+) -> impl IntoView {
+    let input_type = format.map_or("text", TextFormat::input_type);
+    let utc = (format == Some(TextFormat::DateTime)).then_some(" (UTC)");
+    view! {
+        <label class="field-label" for=control.dom_id.clone()>
+            {control.label.clone()}
+            {utc}
+            {required_mark(control.required)}
+        </label>
+        <input
+            id=control.dom_id.clone()
+            class="field-input"
+            type=input_type
+            name=control.name.clone()
+            value=value
+            required=control.required
+            minlength=min_length.map(|n| n.to_string())
+            maxlength=max_length.map(|n| n.to_string())
+            aria-invalid=control.invalid
+            aria-describedby=control.described_by.clone()
+        />
+    }
+}
+
+fn number_input(
+    control: &Control,
+    integer: bool,
+    (minimum, maximum): (Option<f64>, Option<f64>),
+    value: String,
+) -> impl IntoView {
+    view! {
+        <label class="field-label" for=control.dom_id.clone()>
+            {control.label.clone()}
+            {required_mark(control.required)}
+        </label>
+        <input
+            id=control.dom_id.clone()
+            class="field-input"
+            type="number"
+            inputmode=if integer { "numeric" } else { "decimal" }
+            step=if integer { "1" } else { "any" }
+            min=minimum.map(|n| n.to_string())
+            max=maximum.map(|n| n.to_string())
+            name=control.name.clone()
+            value=value
+            required=control.required
+            aria-invalid=control.invalid
+            aria-describedby=control.described_by.clone()
+        />
+    }
+}
+
+fn checkbox(control: &Control, checked: bool) -> impl IntoView {
+    view! {
+        // Posted when the box is unticked, so "false" is an answer, not a missing field.
+        <input type="hidden" name=control.name.clone() value="false" />
+        <label class="field-check" for=control.dom_id.clone()>
+            <input
+                id=control.dom_id.clone()
+                type="checkbox"
+                name=control.name.clone()
+                value="true"
+                checked=checked
+                aria-invalid=control.invalid
+                aria-describedby=control.described_by.clone()
+            />
+            {control.label.clone()}
+            {required_mark(control.required)}
+        </label>
+    }
+}
+
+/// Many single choices: a select.
+fn choice_list(
+    control: &Control,
+    choices: Vec<Choice>,
+    chosen: &impl Fn(&str) -> bool,
+) -> impl IntoView {
+    let nothing_chosen = !choices.iter().any(|choice| chosen(&choice.value));
+    view! {
+        <label class="field-label" for=control.dom_id.clone()>
+            {control.label.clone()}
+            {required_mark(control.required)}
+        </label>
+        <select
+            id=control.dom_id.clone()
+            class="field-input"
+            name=control.name.clone()
+            required=control.required
+            aria-invalid=control.invalid
+            aria-describedby=control.described_by.clone()
+        >
+            <option value="" selected=nothing_chosen>
+                "Choose…"
+            </option>
+            {choices
+                .into_iter()
+                .map(|Choice { value, label }| {
+                    view! {
+                        <option value=value.clone() selected=chosen(&value)>
+                            {label}
+                        </option>
+                    }
+                })
+                .collect_view()}
+        </select>
+    }
+}
+
+/// A few single choices as radio buttons, multiple choices as checkboxes: one fieldset either way.
+fn choice_group(
+    control: &Control,
+    choices: Vec<Choice>,
+    input_type: &'static str,
+    chosen: &impl Fn(&str) -> bool,
+) -> impl IntoView {
+    let single = input_type == "radio";
+    view! {
+        <fieldset class="field-group" aria-describedby=control.described_by.clone()>
+            <legend class="field-label">{control.label.clone()} {required_mark(control.required)}</legend>
+            {choices
+                .into_iter()
+                .enumerate()
+                .map(|(index, Choice { value, label })| {
+                    let id = format!("{}-{index}", control.dom_id);
+                    let label_for = id.clone();
+                    view! {
+                        <label class="field-check" for=label_for>
+                            <input
+                                id=id
+                                type=input_type
+                                name=control.name.clone()
+                                value=value.clone()
+                                checked=chosen(&value)
+                                required=single && control.required
+                                aria-invalid=control.invalid
+                            />
+                            {label}
+                        </label>
+                    }
+                })
+                .collect_view()}
+        </fieldset>
+    }
+}
+
+fn json_area(control: &Control, value: String) -> impl IntoView {
+    view! {
+        <label class="field-label" for=control.dom_id.clone()>
+            {control.label.clone()}
+            " (JSON)"
+            {required_mark(control.required)}
+        </label>
+        <textarea
+            id=control.dom_id.clone()
+            class="field-input field-json"
+            name=control.name.clone()
+            rows="4"
+            spellcheck="false"
+            required=control.required
+            aria-invalid=control.invalid
+            aria-describedby=control.described_by.clone()
+        >
+            {value}
+        </textarea>
     }
 }

@@ -3,9 +3,12 @@
 use crate::ui::components::page_title::PageTitle;
 use leptos::prelude::*;
 
-use crate::ui::{
-    model::{DeliveryRow, clock_time},
-    server_fns::load_deliveries,
+use crate::{
+    domain::webhook::{DELIVERY_LOG_SHOWN, MAX_ATTEMPTS},
+    ui::{
+        model::{DeliveryRow, clock_time},
+        server_fns::load_deliveries,
+    },
 };
 
 #[component]
@@ -15,7 +18,11 @@ pub fn WebhookLogPage() -> impl IntoView {
         <PageTitle text="Webhook deliveries · Anteroom" />
         <section aria-labelledby="webhooks-heading">
             <h1 id="webhooks-heading">"Webhook deliveries"</h1>
-            <p class="muted">"The 200 most recent deliveries, newest first. Failed attempts are retried with growing pauses, up to 10 times."</p>
+            <p class="muted">
+                {format!(
+                    "The {DELIVERY_LOG_SHOWN} most recent deliveries, newest first. Failed attempts are retried with growing pauses, up to {MAX_ATTEMPTS} times.",
+                )}
+            </p>
             <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
                 {move || {
                     deliveries

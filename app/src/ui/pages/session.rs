@@ -5,10 +5,15 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
-    domain::session::{LostElicitation, LostReason},
+    domain::{
+        round::ResponseAction,
+        session::{LostElicitation, LostReason},
+    },
     ui::{
         components::banner::{BannerContext, Refusal, RoundBanner},
-        model::{AnswerNotice, HistoryEntry, Outcome, SessionPage as Page, clock_time},
+        model::{
+            AnswerNotice, HistoryEntry, Outcome, RecordedAction, SessionPage as Page, clock_time,
+        },
         pages::not_found::NotFoundPage,
         server_fns::load_session,
     },
@@ -74,26 +79,28 @@ fn session_view(
             .filter(|page| page.session_id == session_id);
         latest.unwrap_or_else(|| initial.clone())
     });
-    let first_notice = first.notice.clone();
-    let refused = match &first.notice {
+    // A refused post without JavaScript goes back to its banner; any other notice heads the page.
+    let refused = match first.notice.clone() {
         Some(AnswerNotice::Refused {
             round_id,
             message,
             fields,
             posted,
         }) => Some((
-            round_id.clone(),
+            round_id,
             Refusal {
-                message: message.clone(),
-                fields: fields.clone(),
-                posted: posted.clone(),
+                message,
+                fields,
+                posted,
             },
         )),
-        _ => None,
+        other => {
+            if other.is_some() {
+                notice.set(other);
+            }
+            None
+        }
     };
-    if !matches!(first_notice, Some(AnswerNotice::Refused { .. }) | None) {
-        notice.set(first_notice);
-    }
     let context = BannerContext {
         session_id: first.session_id.clone(),
         csrf: first.viewer.csrf.clone(),
@@ -101,11 +108,10 @@ fn session_view(
         server_now_ms: first.now_ms,
         page_notice: notice,
     };
-    let title = first.title.clone();
-    let heading = if title.is_empty() {
+    let heading = if first.title.is_empty() {
         first.session_id.clone()
     } else {
-        title.clone()
+        first.title.clone()
     };
     let active = move || current.with(|page| page.active.clone());
     // Askers' polls announce no event: while any banner shows them, the page fetches its data now and then.
@@ -120,12 +126,15 @@ fn session_view(
         on_cleanup(move || live.shows_presence.set(false));
     }
     let open_count = move || active().len();
-    let page_title = move || {
-        let open = open_count();
-        if open == 0 {
-            format!("{heading} · Anteroom")
-        } else {
-            format!("({open}) {heading} · Anteroom")
+    let page_title = {
+        let heading = heading.clone();
+        move || {
+            let open = open_count();
+            if open == 0 {
+                format!("{heading} · Anteroom")
+            } else {
+                format!("({open}) {heading} · Anteroom")
+            }
         }
     };
 
@@ -133,9 +142,7 @@ fn session_view(
         <PageTitle text=page_title />
         <article class="session" aria-labelledby="session-heading">
             <header class="session-head">
-                <h1 id="session-heading">
-                    {if title.is_empty() { first.session_id.clone() } else { title }}
-                </h1>
+                <h1 id="session-heading">{heading}</h1>
                 <p class="session-meta">
                     <span class="status" data-status=move || current.with(|page| page.status.as_str())>
                         {move || current.with(|page| page.status.as_str().replace('_', " "))}
@@ -175,45 +182,52 @@ fn session_view(
                     </p>
                 </Show>
             </section>
-            <section class="history" aria-labelledby="history-heading">
-                <h2 id="history-heading">"History"</h2>
-                {move || {
-                    let entries = current.with(|page| page.history.clone());
-                    if entries.is_empty() {
-                        view! { <p class="muted">"No questions yet."</p> }.into_any()
-                    } else {
-                        view! {
-                            <ol class="history-list">
-                                {entries.into_iter().map(history_entry).collect_view()}
-                            </ol>
-                        }
-                            .into_any()
-                    }
-                }}
-                {move || {
-                    let (session, older, paged) = current
-                        .with(|page| (page.session_id.clone(), page.older.clone(), page.paged));
-                    // Session and round ids are URL-safe by construction (`[A-Za-z0-9._:-]`, UUIDs).
-                    let base = format!("/sessions/{session}");
-                    view! {
-                        <nav class="history-pages" aria-label="History pages">
-                            {paged.then(|| view! { <a href=base.clone()>"Newest"</a> })}
-                            {older.map(|older| {
-                                view! {
-                                    <a
-                                        href=format!("{base}?older={older}")
-                                        rel="next"
-                                        data-testid="history-older"
-                                    >
-                                        "Older questions"
-                                    </a>
-                                }
-                            })}
-                        </nav>
-                    }
-                }}
-            </section>
+            {history_section(current)}
         </article>
+    }
+}
+
+/// The session's history, newest first, with links to older and newer pages of it.
+fn history_section(current: Memo<Page>) -> impl IntoView {
+    view! {
+    <section class="history" aria-labelledby="history-heading">
+        <h2 id="history-heading">"History"</h2>
+        {move || {
+            let entries = current.with(|page| page.history.clone());
+            if entries.is_empty() {
+                view! { <p class="muted">"No questions yet."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="history-list">
+                        {entries.into_iter().map(history_entry).collect_view()}
+                    </ol>
+                }
+                    .into_any()
+            }
+        }}
+        {move || {
+            let (session, older, paged) = current
+                .with(|page| (page.session_id.clone(), page.older.clone(), page.paged));
+            // Session and round ids are URL-safe by construction (`[A-Za-z0-9._:-]`, UUIDs).
+            let base = format!("/sessions/{session}");
+            view! {
+                <nav class="history-pages" aria-label="History pages">
+                    {paged.then(|| view! { <a href=base.clone()>"Newest"</a> })}
+                    {older.map(|older| {
+                        view! {
+                            <a
+                                href=format!("{base}?older={older}")
+                                rel="next"
+                                data-testid="history-older"
+                            >
+                                "Older questions"
+                            </a>
+                        }
+                    })}
+                </nav>
+            }
+        }}
+    </section>
     }
 }
 
@@ -221,16 +235,21 @@ fn notice_view(notice: AnswerNotice) -> impl IntoView {
     let (kind, text) = match &notice {
         AnswerNotice::Recorded { action, .. } => (
             "ok",
-            match action.as_str() {
-                "accept" => {
-                    "Your answer was recorded; the agent receives it on its next poll.".to_owned()
+            match action {
+                RecordedAction::All(ResponseAction::Accept) => {
+                    "Your answer was recorded; the agent receives it on its next poll."
                 }
-                "decline" => "You declined; the agent is told so on its next poll.".to_owned(),
-                "mixed" => "Your answers were recorded, each as you chose; the agent receives them on its next \
-                            poll."
-                    .to_owned(),
-                _ => "You dismissed the question; the agent is told it was dismissed.".to_owned(),
-            },
+                RecordedAction::All(ResponseAction::Decline) => {
+                    "You declined; the agent is told so on its next poll."
+                }
+                RecordedAction::All(ResponseAction::Cancel) => {
+                    "You dismissed the question; the agent is told it was dismissed."
+                }
+                RecordedAction::Mixed => {
+                    "Your answers were recorded, each as you chose; the agent receives them on its next poll."
+                }
+            }
+            .to_owned(),
         ),
         AnswerNotice::AlreadyAnswered {
             by, at_ms, actions, ..
@@ -242,7 +261,11 @@ fn notice_view(notice: AnswerNotice) -> impl IntoView {
                 if actions.is_empty() {
                     "an answer".to_owned()
                 } else {
-                    actions.join(", ")
+                    actions
+                        .iter()
+                        .map(|action| action.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 },
                 at_ms.map(clock_time).unwrap_or_default()
             ),
@@ -316,10 +339,10 @@ fn history_entry(entry: HistoryEntry) -> impl IntoView {
             "answered",
             actions
                 .iter()
-                .map(|action| match action.as_str() {
-                    "accept" => "Accepted",
-                    "decline" => "Declined",
-                    _ => "Dismissed",
+                .map(|action| match action {
+                    ResponseAction::Accept => "Accepted",
+                    ResponseAction::Decline => "Declined",
+                    ResponseAction::Cancel => "Dismissed",
                 })
                 .collect::<Vec<_>>()
                 .join(", "),
