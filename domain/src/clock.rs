@@ -14,6 +14,10 @@ pub trait Clock: Send + Sync + 'static {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the real clock is the one place that reads the system time"
+    )]
     fn now(&self) -> DateTime<Utc> {
         // Times are kept to the millisecond, so what is acknowledged is what is stored.
         crate::expiry::stored_precision(Utc::now())

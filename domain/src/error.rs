@@ -1,24 +1,43 @@
 //! The typed errors of the managed-input contract (docs/api.md#errors), each carrying a sentence a person can act on.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A refused operation. The variant is the machine-readable code; `message` tells a person what to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-#[serde(tag = "error", rename_all = "snake_case")]
+/// What kind of refusal a [`ManagedInputError`] is; its code on the wire is spelled here and nowhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    Validation,
+    Conflict,
+    State,
+    Recovery,
+    NotFound,
+}
+
+impl RefusalKind {
+    /// The code of docs/api.md#errors.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Validation => "validation_error",
+            Self::Conflict => "managed_input_conflict",
+            Self::State => "managed_input_state",
+            Self::Recovery => "managed_input_recovery",
+            Self::NotFound => "not_found",
+        }
+    }
+}
+
+/// A refused operation. The variant is the kind of refusal; `message` tells a person what to do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ManagedInputError {
     /// Malformed ids, response maps, actions or schema content (`details` holds per-field errors).
     #[error("{message}")]
     ValidationError {
         message: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         details: Option<Value>,
     },
     /// Stale lease or owner, an idempotency key reused for another answer, a concurrent update, already answered.
     #[error("{message}")]
     ManagedInputConflict {
         message: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
         details: Option<Value>,
     },
     /// A transition that is invalid for the round's or session's current state.
@@ -79,15 +98,19 @@ impl ManagedInputError {
         }
     }
 
+    pub fn kind(&self) -> RefusalKind {
+        match self {
+            Self::ValidationError { .. } => RefusalKind::Validation,
+            Self::ManagedInputConflict { .. } => RefusalKind::Conflict,
+            Self::ManagedInputState { .. } => RefusalKind::State,
+            Self::ManagedInputRecovery { .. } => RefusalKind::Recovery,
+            Self::NotFound { .. } => RefusalKind::NotFound,
+        }
+    }
+
     /// The code of docs/api.md#errors (`validation_error`, `managed_input_conflict`, …).
     pub fn code(&self) -> &'static str {
-        match self {
-            Self::ValidationError { .. } => "validation_error",
-            Self::ManagedInputConflict { .. } => "managed_input_conflict",
-            Self::ManagedInputState { .. } => "managed_input_state",
-            Self::ManagedInputRecovery { .. } => "managed_input_recovery",
-            Self::NotFound { .. } => "not_found",
-        }
+        self.kind().as_str()
     }
 
     /// No such session or round: the one test for "not found".
@@ -120,17 +143,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn serialises_as_the_spec_error_body() {
+    fn each_refusal_names_its_kind_and_keeps_its_details() {
         let error = ManagedInputError::validation_with(
             "The answer does not match the form.",
             serde_json::json!({"fields": {"city": ["is required"]}}),
         );
-        let body = serde_json::to_value(&error).expect("serialise");
-        assert_eq!(body["error"], "validation_error");
-        assert_eq!(body["message"], "The answer does not match the form.");
-        assert_eq!(body["details"]["fields"]["city"][0], "is required");
+        assert_eq!(error.kind(), RefusalKind::Validation);
         assert_eq!(error.code(), "validation_error");
-        let back: ManagedInputError = serde_json::from_value(body).expect("deserialise");
-        assert_eq!(back, error);
+        assert_eq!(error.message(), "The answer does not match the form.");
+        assert_eq!(
+            error.details().map(|details| &details["fields"]["city"][0]),
+            Some(&serde_json::json!("is required"))
+        );
+        assert_eq!(ManagedInputError::not_found("gone").code(), "not_found");
+        assert!(ManagedInputError::state("no").details().is_none());
     }
 }

@@ -201,6 +201,9 @@ pub fn slack_text(text: &str) -> String {
 /// Attempts before a delivery is given up as `failed`.
 pub const MAX_ATTEMPTS: i64 = 10;
 
+/// How many deliveries the delivery log shows (the admin page and `GET /api/v1/webhooks/deliveries`), newest first.
+pub const DELIVERY_LOG_SHOWN: u32 = 200;
+
 /// When to try again after `attempts` failed tries: 10 s, 20 s, 40 s … at most an hour.
 pub fn retry_delay(attempts: i64) -> Duration {
     let exponent = u32::try_from(attempts.clamp(1, 12) - 1).unwrap_or(0);

@@ -1,7 +1,7 @@
 //! The store's contract, one trait per concern; [`Store`] is all of them on one database.
 //!
 //! Method names follow the managed-input contract (docs/lifecycle.md#worker-leases). Callers import the traits
-//! they use, or all of them with `use anteroom_store::prelude::*`.
+//! they use, or the crate root's [`Store`] for all of them.
 
 use std::collections::BTreeMap;
 
@@ -21,9 +21,10 @@ use crate::{
     },
 };
 
-/// Sessions and the producer token that asks in each.
+/// Agent sessions (the runs that ask; browser sign-ins are kept by `AccountStore`) and the producer token that
+/// asks in each.
 #[async_trait::async_trait]
-pub trait SessionStore: Send + Sync {
+pub trait AgentSessionStore: Send + Sync {
     /// Creates the session, or returns it unchanged if it exists.
     async fn register_session(&self, new: NewSession) -> StoreResult<Session>;
 
@@ -78,7 +79,7 @@ pub trait RoundStore: Send + Sync {
 
     /// At most `limit` of the session's rounds, newest first, older than round `before` when given (a page of
     /// its history; an unknown `before` gives an empty page). Read as stored: call it after
-    /// [`SessionStore::get_session`], which expires the session's overdue rounds first.
+    /// [`AgentSessionStore::get_session`], which expires the session's overdue rounds first.
     async fn list_rounds_page(
         &self,
         session: &SessionId,
@@ -93,9 +94,6 @@ pub trait RoundStore: Send + Sync {
     /// At most `limit` pending rounds of any session, oldest first, overdue ones expired first: the whole queue's
     /// questions in one query (an orchestrator's list).
     async fn open_rounds_everywhere(&self, limit: u32) -> StoreResult<Vec<Round>>;
-
-    /// The oldest pending round of each of `sessions` that has one (the attention queue's questions).
-    async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>>;
 
     /// The session (by its producer token's hash) and state of the question `request_id` in it, in one
     /// light query: the hot path of a producer polling a question nobody has answered yet.
@@ -312,7 +310,7 @@ pub trait SweepStore: Send + Sync {
 /// The whole store on one database.
 #[async_trait::async_trait]
 pub trait Store:
-    SessionStore
+    AgentSessionStore
     + RoundStore
     + WorkerStore
     + AccountStore
@@ -337,7 +335,4 @@ pub trait Store:
 
     /// A cheap round trip proving the database answers (for `/readyz`).
     async fn ping(&self) -> StoreResult<()>;
-
-    /// How many migrations the database has recorded as applied.
-    async fn applied_migrations(&self) -> StoreResult<i64>;
 }

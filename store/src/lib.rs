@@ -16,7 +16,7 @@ mod contract;
 pub mod dialect;
 mod engine;
 mod poll_states;
-mod postgres;
+pub mod postgres;
 mod records;
 pub mod schemas;
 mod sql;
@@ -29,19 +29,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use contract::{
-    AccountStore, GateStore, OutboxStore, RoundStore, SessionStore, Store, SweepStore, WorkerStore,
+    AccountStore, AgentSessionStore, GateStore, OutboxStore, RoundStore, Store, SweepStore,
+    WorkerStore,
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};
 pub use sqlite::{SqliteDialect, SqliteStore};
-
-/// Every store trait, for callers that use the store as a whole.
-pub mod prelude {
-    pub use crate::contract::{
-        AccountStore, GateStore, OutboxStore, RoundStore, SessionStore, Store, SweepStore,
-        WorkerStore,
-    };
-}
 
 use crate::domain::{
     ManagedInputError,

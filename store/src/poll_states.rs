@@ -217,17 +217,22 @@ impl PollStates {
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
+    use chrono::{DateTime, Utc};
 
     use super::*;
     use crate::domain::ids::RoundId;
+
+    /// A fixed instant, `seconds` after a readable start.
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_772_355_600 + seconds, 0).expect("valid timestamp")
+    }
 
     fn probe(session: &str, status: RoundStatus) -> PollProbe {
         PollProbe {
             session_id: SessionId::parse(session).expect("session id"),
             round_id: RoundId(uuid::Uuid::new_v4()),
             status,
-            deadline: Utc::now(),
+            deadline: at(0),
         }
     }
 
@@ -353,7 +358,7 @@ mod tests {
     #[test]
     fn one_caller_per_interval_reads_the_count_of_token_changes() {
         let states = PollStates::default();
-        let start = Utc::now();
+        let start = at(0);
         let every = chrono::Duration::from_std(TOKEN_CHECK_EVERY).expect("interval");
         assert!(states.token_check_due(start), "the first poll reads it");
         assert!(!states.token_check_due(start), "the same instant: no");

@@ -20,6 +20,10 @@ pub struct PostgresDialect;
 /// The store on PostgreSQL.
 pub type PostgresStore = SqlStore<PostgresDialect>;
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the dialects are where the store's SQL text meets sqlx, and nowhere else"
+)]
 impl Dialect for PostgresDialect {
     type Db = Postgres;
 
@@ -71,6 +75,21 @@ pub const SESSION_LIMITS: [(&str, &str); 2] = [
     ("lock_timeout", "30s"),
     ("idle_in_transaction_session_timeout", "60s"),
 ];
+
+/// Sends `payload` to every connection listening on `channel` (`NOTIFY`): how instances on one database tell
+/// each other about events.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the store is where SQL runs; other instances hear events through this one statement"
+)]
+pub async fn notify(pool: &PgPool, channel: &str, payload: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(channel)
+        .bind(payload)
+        .execute(pool)
+        .await
+        .map(|_| ())
+}
 
 impl PostgresStore {
     pub async fn connect(url: &str, options: StoreOptions) -> StoreResult<Self> {

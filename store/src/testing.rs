@@ -1,11 +1,27 @@
-//! Helpers for tests that need a real PostgreSQL: a schema of the test's own, dropped afterwards.
+//! What only tests use of the store: reads kept off the production contract ([`StoreTesting`]), a PostgreSQL
+//! schema of the test's own (dropped afterwards), and the both-backends test macro.
 
 use std::str::FromStr;
+
+use crate::{
+    Store, StoreResult,
+    domain::{ids::SessionId, round::Round},
+};
 
 use sqlx::{
     Executor, PgPool,
     postgres::{PgConnectOptions, PgPoolOptions},
 };
+
+/// Reads only tests need, kept off the production [`Store`] contract; implemented by every store.
+#[async_trait::async_trait]
+pub trait StoreTesting: Store {
+    /// How many migrations the database has recorded as applied.
+    async fn applied_migrations(&self) -> StoreResult<i64>;
+
+    /// The oldest pending round of each of `sessions` that has one.
+    async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>>;
+}
 
 /// The PostgreSQL server tests may use; `None` means the PostgreSQL tests are skipped.
 pub fn postgres_url() -> Option<String> {
@@ -102,28 +118,33 @@ impl Drop for TestSchema {
     }
 }
 
-/// Which database a test runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TestBackend {
-    Sqlite,
-    Postgres,
-}
-
 /// Declares each listed test function twice, as `sqlite::name` and `postgres::name`, each running `$run` with
-/// `$backend` bound to its [`TestBackend`] and `$test` to the function. The PostgreSQL twin is reported as
+/// `$backend` bound to its [`crate::Backend`] and `$test` to the function. The PostgreSQL twin is reported as
 /// ignored (skipped, never passed) when the crate was built without `ANTEROOM_TEST_POSTGRES_URL` (the
 /// `anteroom_postgres_tests` cfg of `store/build.rs`), and fails when the URL was there at build time but not
 /// at run time.
 ///
 /// Each suite wraps it once, e.g. `on_both_backends!(|backend, test| test(&Harness::new(backend).await).await; a, b)`.
+/// Tests that need more than a database name it first: `requires(cfg, "why", "why, and PostgreSQL")` ignores
+/// both twins unless `cfg` holds (the two reasons are the SQLite twin's and the PostgreSQL twin's).
 #[macro_export]
 macro_rules! on_both_backends {
     (|$backend:ident, $test:ident| $run:expr; $($name:ident),* $(,)?) => {
+        $crate::on_both_backends!(
+            requires(all(), "", "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests")
+            |$backend, $test| $run; $($name),*
+        );
+    };
+    (
+        requires($needs:meta, $why_sqlite:literal, $why_postgres:literal)
+        |$backend:ident, $test:ident| $run:expr; $($name:ident),* $(,)?
+    ) => {
         mod sqlite {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(not($needs), ignore = $why_sqlite)]
                 async fn $name() {
-                    let $backend = $crate::testing::TestBackend::Sqlite;
+                    let $backend = $crate::Backend::Sqlite;
                     let $test = super::$name;
                     $run;
                 }
@@ -132,16 +153,13 @@ macro_rules! on_both_backends {
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(
-                    not(anteroom_postgres_tests),
-                    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
-                )]
+                #[cfg_attr(not(all(anteroom_postgres_tests, $needs)), ignore = $why_postgres)]
                 async fn $name() {
                     assert!(
                         $crate::testing::postgres_url().is_some(),
                         "built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too"
                     );
-                    let $backend = $crate::testing::TestBackend::Postgres;
+                    let $backend = $crate::Backend::Postgres;
                     let $test = super::$name;
                     $run;
                 }

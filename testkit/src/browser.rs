@@ -1,7 +1,7 @@
 //! A browser over real HTTP for tests: people made with the real `add_user`, the sign-in form, pages read with
 //! the session cookie, redirects shown rather than followed.
 
-use anteroom_server::pages::add_user;
+use anteroom_server::people::add_user;
 use anteroom_store::domain::access::Role;
 use reqwest::{StatusCode, header};
 

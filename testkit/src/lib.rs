@@ -24,7 +24,7 @@ use anteroom_store::{
         access::{ApiKey, Role},
         clock::ManualClock,
     },
-    testing::{TestBackend, TestSchema, postgres_url},
+    testing::{TestSchema, postgres_url},
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -36,20 +36,8 @@ pub fn start_time() -> DateTime<Utc> {
         .expect("valid start time")
 }
 
-#[derive(Debug, Clone, Copy)]
-pub enum Db {
-    Sqlite,
-    Postgres,
-}
-
-impl From<TestBackend> for Db {
-    fn from(backend: TestBackend) -> Self {
-        match backend {
-            TestBackend::Sqlite => Self::Sqlite,
-            TestBackend::Postgres => Self::Postgres,
-        }
-    }
-}
+/// Which database a test server runs on.
+pub use anteroom_store::Backend;
 
 enum Data {
     /// The database file's directory, removed when the server is dropped.
@@ -97,21 +85,21 @@ pub struct TestServer {
 
 impl TestServer {
     /// A server on `db`, or `None` for PostgreSQL when `ANTEROOM_TEST_POSTGRES_URL` is not set.
-    pub async fn start(db: Db) -> Option<Self> {
+    pub async fn start(db: Backend) -> Option<Self> {
         Self::start_with(db, Settings::default()).await
     }
 
     /// A server built from `settings`, except that the kit chooses the database, a free port, a manual clock
     /// and no scheduled jobs (tests run the jobs themselves through [`TestServer::state`]).
-    pub async fn start_with(db: Db, settings: Settings) -> Option<Self> {
+    pub async fn start_with(db: Backend, settings: Settings) -> Option<Self> {
         let clock = ManualClock::new(start_time());
         let (database, data) = match db {
-            Db::Sqlite => {
+            Backend::Sqlite => {
                 let dir = tempfile::tempdir().expect("temporary directory");
                 let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
                 (Database::Url(url), Data::Sqlite { _dir: dir })
             }
-            Db::Postgres => {
+            Backend::Postgres => {
                 let schema = TestSchema::create(&postgres_url()?)
                     .await
                     .expect("test schema");
@@ -341,12 +329,12 @@ pub struct Environment {
     pub body: Value,
 }
 
-/// Declares each listed `async fn name(db: Db)` as a test on SQLite and on PostgreSQL
+/// Declares each listed `async fn name(backend: Backend)` as a test on SQLite and on PostgreSQL
 /// (see `anteroom_store::on_both_backends!`).
 #[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
-        $crate::anteroom_store::on_both_backends!(|backend, test| test($crate::Db::from(backend)).await; $($name),*);
+        $crate::anteroom_store::on_both_backends!(|backend, test| test(backend).await; $($name),*);
     };
 }
 
@@ -355,26 +343,13 @@ macro_rules! on_both_backends {
 #[macro_export]
 macro_rules! on_both_backends_with_mcp_sdks {
     ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(not(anteroom_mcp_sdk_tests), ignore = "run through `cargo xtask test`, which installs the MCP SDKs")]
-                async fn $name() {
-                    super::$name($crate::Db::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(
-                    any(not(anteroom_mcp_sdk_tests), not(anteroom_postgres_tests)),
-                    ignore = "needs the MCP SDKs (cargo xtask test) and ANTEROOM_TEST_POSTGRES_URL"
-                )]
-                async fn $name() {
-                    super::$name($crate::Db::Postgres).await;
-                }
-            )*
-        }
+        $crate::anteroom_store::on_both_backends!(
+            requires(
+                anteroom_mcp_sdk_tests,
+                "run through `cargo xtask test`, which installs the MCP SDKs",
+                "needs the MCP SDKs (cargo xtask test) and ANTEROOM_TEST_POSTGRES_URL"
+            )
+            |backend, test| test(backend).await; $($name),*
+        );
     };
 }

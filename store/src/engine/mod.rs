@@ -12,6 +12,8 @@ mod rounds;
 mod rows;
 mod sessions;
 mod sweeps;
+#[cfg(feature = "testing")]
+mod testing;
 mod transitions;
 mod workers;
 
@@ -220,14 +222,5 @@ impl<D: Dialect> Store for SqlStore<D> {
     async fn ping(&self) -> StoreResult<()> {
         self.execute(Statement::new("SELECT 1")).await?;
         Ok(())
-    }
-
-    async fn applied_migrations(&self) -> StoreResult<i64> {
-        let (count,): (i64,) = self
-            .one(Statement::new(
-                "SELECT COUNT(*) FROM _sqlx_migrations WHERE success",
-            ))
-            .await?;
-        Ok(count)
     }
 }

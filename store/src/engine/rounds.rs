@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{SqlStore, round_not_found, rows::rows_to_rounds};
 use crate::{
-    PollProbe, RoundStore, SessionStore, StoreError, StoreResult,
+    AgentSessionStore, PollProbe, RoundStore, StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
         ManagedInputError,
@@ -175,16 +175,6 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
             )
             .await?;
         self.seen_all(rows)
-    }
-
-    async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>> {
-        let mut rounds = Vec::new();
-        for chunk in sessions.chunks(sql::BATCH) {
-            let statement = Statement::new(sql::select_oldest_open(chunk.len()))
-                .bind_all(chunk.iter().map(|id| id.to_string().into()));
-            rounds.extend(self.seen_all(self.all::<RoundRow>(statement).await?)?);
-        }
-        Ok(rounds)
     }
 
     async fn poll_probe(

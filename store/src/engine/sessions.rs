@@ -2,7 +2,7 @@
 
 use super::{SqlStore, rows::rows_to_rounds, session_not_found};
 use crate::{
-    AttentionItem, Backend, QueueEntry, SessionStore, StoreError, StoreResult,
+    AgentSessionStore, AttentionItem, Backend, QueueEntry, StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
         ids::SessionId,
@@ -15,7 +15,7 @@ use crate::{
 };
 
 #[async_trait::async_trait]
-impl<D: Dialect> SessionStore for SqlStore<D> {
+impl<D: Dialect> AgentSessionStore for SqlStore<D> {
     async fn register_session(&self, new: NewSession) -> StoreResult<Session> {
         new.validate()?;
         let id = new.id.clone();

@@ -1,15 +1,15 @@
 //! Real databases for the store tests: a fresh SQLite file, or a PostgreSQL schema of the test's own,
 //! each with a manual clock so expiry is tested without sleeping.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each suite uses only some of the helpers")]
 
 use std::sync::Arc;
 
 use anteroom_store::{
     domain::{clock::ManualClock, expiry::ExpiryPolicy, limits::Limits, webhook::WebhookEndpoint},
     {
-        PostgresStore, SqliteStore, Store, StoreOptions,
-        testing::{TestBackend, TestSchema},
+        Backend, PostgresStore, SqliteStore, Store, StoreOptions,
+        testing::{StoreTesting, TestSchema},
     },
 };
 use chrono::{DateTime, Utc};
@@ -26,7 +26,7 @@ pub fn start_time() -> DateTime<Utc> {
 
 /// A store on a real database plus the clock it reads.
 pub struct Harness {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn StoreTesting>,
     pub clock: ManualClock,
     cleanup: Cleanup,
 }
@@ -54,10 +54,10 @@ fn options(clock: &ManualClock, expiry: ExpiryPolicy) -> StoreOptions {
 
 impl Harness {
     /// A store on `backend`; PostgreSQL needs `ANTEROOM_TEST_POSTGRES_URL`.
-    pub async fn new(backend: TestBackend) -> Self {
+    pub async fn new(backend: Backend) -> Self {
         match backend {
-            TestBackend::Sqlite => Self::sqlite().await,
-            TestBackend::Postgres => Self::postgres()
+            Backend::Sqlite => Self::sqlite().await,
+            Backend::Postgres => Self::postgres()
                 .await
                 .expect("built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too"),
         }
@@ -120,6 +120,10 @@ impl Harness {
     }
 
     /// One nullable integer read behind the store's back: what the database holds, without the store's memory.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test reads behind the store's back to see what the database itself holds"
+    )]
     pub async fn raw_integer(&self, query: &str) -> Option<i64> {
         match &self.cleanup {
             Cleanup::Sqlite { pool, .. } => sqlx::query_scalar::<_, Option<i64>>(query)
