@@ -113,7 +113,9 @@ pub async fn answer_one(
         }
     };
     let fingerprint = credentials::hash(&json!([action, content]).to_string());
-    let idempotency_key = IdempotencyKey::parse(format!("respond-{}", &fingerprint[..40]))?;
+    // A hex digest is ASCII, so its first 40 characters are its first 40 bytes.
+    let short = fingerprint.get(..40).unwrap_or(&fingerprint);
+    let idempotency_key = IdempotencyKey::parse(format!("respond-{short}"))?;
     let responses = BTreeMap::from([(key, ElicitationResponse { action, content })]);
     let (round, submission) = state
         .store

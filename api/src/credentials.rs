@@ -3,11 +3,11 @@
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-/// Prefix of a session's producer token (it travels in the URL path).
 /// A signed-in browser session's CSRF token, as the web layer hands it to the API on each request.
 #[derive(Debug, Clone)]
 pub struct CsrfToken(pub String);
 
+/// Prefix of a session's producer token (it travels in the URL path).
 pub const SESSION_TOKEN_PREFIX: &str = "ars_";
 /// Prefix of an API key (it travels in `Authorization: Bearer`).
 pub const API_KEY_PREFIX: &str = "ark_";
@@ -24,6 +24,59 @@ pub fn generate(prefix: &str) -> String {
 /// Whether `token` could be a session token at all (checked before any hashing or database work).
 pub fn is_session_token(token: &str) -> bool {
     token.len() <= 200 && token.starts_with(SESSION_TOKEN_PREFIX)
+}
+
+/// `text` with every credential in it cut to its prefix (`/api/v1/s/ars_…/elicitations`, `ark_…`), for logs
+/// and for anything printed where others may read it. A prefix is recognised as a client could have sent it:
+/// any case, the `_` possibly percent-encoded (`ars%5F…`); the credential is everything up to the next
+/// character that cannot be part of one.
+pub fn mask_credentials(text: &str) -> String {
+    // Every request's path is logged through here: one allocation, whatever the text holds.
+    let mut masked = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((at, prefix, prefix_len)) = next_credential(rest) {
+        let (before, from) = rest.split_at(at);
+        masked.push_str(before);
+        masked.push_str(prefix);
+        masked.push('…');
+        let secret = from.as_bytes().get(prefix_len..).unwrap_or_default();
+        let secret_len = secret
+            .iter()
+            .take_while(|&&byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'%'))
+            .count();
+        // Both lengths count ASCII bytes only, so the split falls on a character boundary.
+        rest = from.split_at(prefix_len + secret_len).1;
+    }
+    masked.push_str(rest);
+    masked
+}
+
+/// Where the first credential prefix in `text` starts, which one it is, and how many bytes it takes there.
+fn next_credential(text: &str) -> Option<(usize, &'static str, usize)> {
+    let bytes = text.as_bytes();
+    (0..bytes.len()).find_map(|at| {
+        let candidate = bytes.get(at..)?;
+        [SESSION_TOKEN_PREFIX, API_KEY_PREFIX]
+            .into_iter()
+            .find_map(|prefix| {
+                let stem = prefix.trim_end_matches('_');
+                let (head, after) = candidate.split_at_checked(stem.len())?;
+                if !head.eq_ignore_ascii_case(stem.as_bytes()) {
+                    return None;
+                }
+                if after.starts_with(b"_") {
+                    Some(stem.len() + 1)
+                } else if after
+                    .get(..3)
+                    .is_some_and(|code| code.eq_ignore_ascii_case(b"%5f"))
+                {
+                    Some(stem.len() + 3)
+                } else {
+                    None
+                }
+                .map(|len| (at, prefix, len))
+            })
+    })
 }
 
 /// The stored form of a secret. A plain SHA-256 suffices: the secrets are long and random, not passwords.
@@ -59,5 +112,29 @@ mod tests {
         assert!(is_session_token(&a));
         assert!(!is_session_token("ark_not_a_session_token"));
         assert!(!is_session_token(&format!("ars_{}", "0".repeat(300))));
+    }
+
+    #[test]
+    fn credentials_are_cut_to_their_prefix_wherever_they_appear() {
+        assert_eq!(
+            mask_credentials("/api/v1/s/ars_SECRETSECRET/servers/gh/elicitations/r1"),
+            "/api/v1/s/ars_…/servers/gh/elicitations/r1"
+        );
+        assert_eq!(mask_credentials("/api/v1/s/ark_abc"), "/api/v1/s/ark_…");
+        assert_eq!(
+            mask_credentials("/api/v1/s/ars%5Fabc/x"),
+            "/api/v1/s/ars_…/x"
+        );
+        assert_eq!(mask_credentials("/sessions/s1"), "/sessions/s1");
+        assert_eq!(
+            mask_credentials("/x/ARS_abc/ArK%5fz/ars"),
+            "/x/ars_…/ark_…/ars"
+        );
+        assert_eq!(mask_credentials("/ars%5/arsX/é/"), "/ars%5/arsX/é/");
+        assert_eq!(mask_credentials(""), "");
+        assert_eq!(
+            mask_credentials("+  \"URL\": \"http://h/api/v1/s/ars_0f9e-x/servers/a\",\n é ars_"),
+            "+  \"URL\": \"http://h/api/v1/s/ars_…/servers/a\",\n é ars_…"
+        );
     }
 }

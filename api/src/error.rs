@@ -1,6 +1,6 @@
 //! Every API error as the JSON of docs/api.md#errors — `{"error", "message", "details"?}` — with its status decided here only.
 
-use anteroom_domain::ManagedInputError;
+use anteroom_domain::{ManagedInputError, error::RefusalKind};
 use anteroom_store::StoreError;
 use axum::{
     Json,
@@ -31,13 +31,13 @@ pub enum ErrorCode {
 impl ErrorCode {
     pub fn as_str(self) -> &'static str {
         match self {
-            Self::Validation => "validation_error",
-            Self::Conflict => "managed_input_conflict",
-            Self::State => "managed_input_state",
-            Self::Recovery => "managed_input_recovery",
+            Self::Validation => RefusalKind::Validation.as_str(),
+            Self::Conflict => RefusalKind::Conflict.as_str(),
+            Self::State => RefusalKind::State.as_str(),
+            Self::Recovery => RefusalKind::Recovery.as_str(),
+            Self::NotFound => RefusalKind::NotFound.as_str(),
             Self::Unauthorized => "unauthorized",
             Self::Forbidden => "forbidden",
-            Self::NotFound => "not_found",
             Self::PayloadTooLarge => "payload_too_large",
             Self::RateLimited => "rate_limited",
             Self::MethodNotAllowed => "method_not_allowed",
@@ -62,12 +62,12 @@ impl ErrorCode {
 
     /// The code of a domain refusal.
     pub fn of(refusal: &ManagedInputError) -> Self {
-        match refusal {
-            ManagedInputError::ValidationError { .. } => Self::Validation,
-            ManagedInputError::ManagedInputConflict { .. } => Self::Conflict,
-            ManagedInputError::ManagedInputState { .. } => Self::State,
-            ManagedInputError::ManagedInputRecovery { .. } => Self::Recovery,
-            ManagedInputError::NotFound { .. } => Self::NotFound,
+        match refusal.kind() {
+            RefusalKind::Validation => Self::Validation,
+            RefusalKind::Conflict => Self::Conflict,
+            RefusalKind::State => Self::State,
+            RefusalKind::Recovery => Self::Recovery,
+            RefusalKind::NotFound => Self::NotFound,
         }
     }
 }

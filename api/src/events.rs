@@ -9,6 +9,10 @@ use std::{
     },
 };
 
+use anteroom_domain::{
+    clock::{Clock, SystemClock},
+    ids::RoundId,
+};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
@@ -162,7 +166,8 @@ impl EventHub {
             session_id: session_id.to_owned(),
             round_id,
             request_id,
-            at: Utc::now(),
+            // When this instance heard of it, by the wall clock: what a watcher compares with its own.
+            at: SystemClock.now(),
         };
         {
             let mut recent = self.recent();
@@ -188,6 +193,15 @@ impl EventHub {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.sender.subscribe()
+    }
+
+    /// Starts listening for changes to one round. Read the round after this call, so a change made in between
+    /// is not missed.
+    pub fn watch_round(&self, round_id: RoundId) -> RoundWatch {
+        RoundWatch {
+            events: self.subscribe(),
+            round_id: round_id.to_string(),
+        }
     }
 
     /// Events after `last_id`, or `None` when some of them are no longer kept (the client must re-read).
@@ -250,6 +264,44 @@ impl anteroom_store::StoreObserver for EventHub {
     }
 }
 
+/// Everyone who waits for one round (a long-poll, `ask_person`, a held hook request) waits through this: it wakes
+/// on an event about that round only, and at the caller's next look anyway, since a deadline can pass with no
+/// event at all and a lagging or closed hub may have lost one.
+pub struct RoundWatch {
+    events: broadcast::Receiver<Event>,
+    round_id: String,
+}
+
+/// Why a [`RoundWatch`] woke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundWake {
+    /// An event about the round arrived.
+    Event(EventKind),
+    /// Time to look again: the caller's instant came, or an event may have been missed.
+    Look,
+}
+
+impl RoundWatch {
+    /// Waits for an event about the round, or until `look_at`.
+    pub async fn next(&mut self, look_at: tokio::time::Instant) -> RoundWake {
+        loop {
+            match tokio::time::timeout_at(look_at, self.events.recv()).await {
+                Ok(Ok(event)) if event.round_id.as_deref() == Some(self.round_id.as_str()) => {
+                    return RoundWake::Event(event.kind);
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(broadcast::error::RecvError::Lagged(_))) => return RoundWake::Look,
+                // The hub is gone (shutting down): nothing more will come, so only the clock can wake us.
+                Ok(Err(broadcast::error::RecvError::Closed)) => {
+                    tokio::time::sleep_until(look_at).await;
+                    return RoundWake::Look;
+                }
+                Err(_elapsed) => return RoundWake::Look,
+            }
+        }
+    }
+}
+
 /// Decrements the subscriber count when a stream ends.
 pub struct SubscriberGuard {
     hub: EventHub,
@@ -276,6 +328,32 @@ mod tests {
             [EventKind::RoundAnswered]
         );
         assert_eq!(hub.since(2).expect("kept").len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_round_watch_wakes_for_its_round_only_and_at_its_look() {
+        let hub = EventHub::default();
+        let round = RoundId(uuid::Uuid::new_v4());
+        let mut watch = hub.watch_round(round);
+        hub.publish(
+            EventKind::RoundAnswered,
+            "s1",
+            Some("another".to_owned()),
+            None,
+        );
+        hub.publish(
+            EventKind::RoundAnswered,
+            "s1",
+            Some(round.to_string()),
+            None,
+        );
+        let soon = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        assert_eq!(
+            watch.next(soon).await,
+            RoundWake::Event(EventKind::RoundAnswered)
+        );
+        let now = tokio::time::Instant::now();
+        assert_eq!(watch.next(now).await, RoundWake::Look);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The JSON API — producers (docs/protocol.md), rounds and workers (docs/lifecycle.md), management and
 //! answers (docs/api.md), live events — and what every request shares: state, credentials, the event hub and
-//! its relay, the one announce path, metrics, rate limits, password hashing.
+//! its PostgreSQL fan-out to other instances, the one announce path, metrics, rate limits, password hashing.
 //!
 //! A crate of its own so that the compiler keeps it apart from the pages: it depends on the domain and the
 //! store, never on the Leptos app.
@@ -15,9 +15,9 @@ pub mod gate;
 pub mod mcp;
 pub mod metrics;
 pub mod passwords;
+pub mod postgres_events;
 pub mod producer;
 pub mod rate_limit;
-pub mod relay;
 pub mod sessions;
 pub mod state;
 pub mod stream;

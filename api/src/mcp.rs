@@ -9,6 +9,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use anteroom_domain::{
     access::Role,
     ids::{LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+    outward::{PollAction, outward_answer},
     round::{
         AskedThrough, ElicitationRequest, FailureCode, NewRound, OperationKind, ResponseAction,
         Round, RoundOutcome, RoundStatus,
@@ -48,9 +49,12 @@ use crate::{
 /// The longest `ask_person` waits for an answer when the caller names no timeout, and at most.
 const ASK_TIMEOUT_DEFAULT: Duration = Duration::from_secs(600);
 const ASK_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
-/// How often a waiting `ask_person` looks at its question, and tells a caller that sent a progress token.
-const ASK_LOOK_EVERY: Duration = Duration::from_millis(250);
+/// How often a waiting `ask_person` looks at its question without an event about it (a deadline passes
+/// silently), and how often it tells a caller that sent a progress token that it still waits.
+const ASK_LOOK_EVERY: Duration = Duration::from_secs(1);
 const ASK_PROGRESS_EVERY: Duration = Duration::from_secs(10);
+/// The one request of an `ask_person` question.
+const ASK_KEY: &str = "answer";
 /// The most questions `list_pending_elicitations` returns.
 const LIST_LIMIT: u32 = 200;
 
@@ -340,33 +344,7 @@ impl AnteroomMcp {
             .map_or(ASK_TIMEOUT_DEFAULT, Duration::from_secs)
             .clamp(Duration::from_secs(1), ASK_TIMEOUT_MAX);
         self.state.limiter.creates.check(&caller.0.limit_key())?;
-        let key = RequestKey::parse("answer")?;
-        let requested_schema = args
-            .requested_schema
-            .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-        let now = self.state.store.now();
-        let new = NewRound {
-            session_id,
-            request_id: None,
-            logical_operation_id: format!("mcp-ask-{}", uuid::Uuid::new_v4()),
-            server: Some("anteroom-mcp".to_owned()),
-            operation_kind: OperationKind::Tool,
-            operation_name: "ask_person".to_owned(),
-            requests: BTreeMap::from([(
-                key,
-                ElicitationRequest::Form {
-                    message: args.message,
-                    requested_schema,
-                    meta: None,
-                },
-            )]),
-            request_state: None,
-            round_index: 0,
-            round_limit: 1,
-            deadline: chrono::Duration::from_std(wait).ok().map(|wait| now + wait),
-            fingerprint: None,
-            asked_through: AskedThrough::ApiKey,
-        };
+        let new = ask_round(session_id, args, wait, self.state.store.now())?;
         let round = self.state.store.create_round(new).await?;
         crate::announce::round_created(&self.state, &round);
         // This call is the question's worker: its lease lasts the whole wait, and a call that stops waiting
@@ -385,22 +363,34 @@ impl AnteroomMcp {
             owner: owner.clone(),
             token: lease.lease_token.clone(),
         };
+        let round = self.wait_while_pending(round.round_id, &context).await?;
+        // Answered: this reply is the answer's delivery, walked through the worker's steps.
+        let round = if round.status == RoundStatus::ResponseValidated {
+            self.deliver(round.round_id, &owner, &lease.lease_token)
+                .await?
+        } else {
+            round
+        };
+        abandoned.state = None;
+        crate::announce::round_changed(&self.state, &round);
+        Ok(ask_reply(&round))
+    }
+
+    /// Waits until nobody can answer `round_id` any more, telling a caller that sent a progress token that
+    /// it still waits; a cancelled call stops waiting at once.
+    async fn wait_while_pending(
+        &self,
+        round_id: RoundId,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Round, ApiError> {
         let progress_token = context.meta.get_progress_token();
-        let mut events = self.state.events.subscribe();
+        let mut watch = self.state.events.watch_round(round_id);
         let mut told = tokio::time::Instant::now();
         let mut progress = 0.0;
-        let round = loop {
-            // An event may concern this question; the tick covers a missed one and the deadline.
-            tokio::select! {
-                _ = events.recv() => {}
-                () = tokio::time::sleep(ASK_LOOK_EVERY) => {}
-                () = context.ct.cancelled() => {
-                    return Err(ApiError::new(ErrorCode::Conflict, "The call was cancelled."));
-                }
-            }
-            let round = self.state.store.get_round(round.round_id).await?;
+        loop {
+            let round = self.state.store.get_round(round_id).await?;
             if round.status != RoundStatus::Pending {
-                break round;
+                return Ok(round);
             }
             if let Some(token) = &progress_token
                 && told.elapsed() >= ASK_PROGRESS_EVERY
@@ -415,64 +405,112 @@ impl AnteroomMcp {
                     )
                     .await;
             }
-        };
-        // Answered: this reply is the answer's delivery, walked through the worker's steps.
-        let round = if round.status == RoundStatus::ResponseValidated {
-            let store = &self.state.store;
-            let mut delivered = store
-                .start_delivery(round.round_id, &owner, &lease.lease_token)
-                .await;
-            if delivered.is_ok() {
-                delivered = store
-                    .mark_delivered(round.round_id, &owner, &lease.lease_token)
-                    .await;
+            // An event about this question, or the next look (a missed event, the deadline passing).
+            tokio::select! {
+                _ = watch.next(tokio::time::Instant::now() + ASK_LOOK_EVERY) => {}
+                () = context.ct.cancelled() => {
+                    return Err(ApiError::new(ErrorCode::Conflict, "The call was cancelled."));
+                }
             }
-            if delivered.is_ok() {
-                delivered = store
-                    .resolve(round.round_id, &owner, &lease.lease_token)
-                    .await;
-            }
-            delivered?
-        } else {
-            round
-        };
-        abandoned.state = None;
-        crate::announce::round_changed(&self.state, &round);
-        let answer = round
-            .responses
-            .as_ref()
-            .and_then(|responses| responses.values().next().cloned());
-        let reply = match (round.outcome(), answer) {
-            (RoundOutcome::Answered(_), Some(answer)) => json!({
+        }
+    }
+
+    /// Walks an answered round through the worker's delivery steps: this call's reply is its delivery.
+    async fn deliver(
+        &self,
+        round_id: RoundId,
+        owner: &OwnerId,
+        lease_token: &LeaseToken,
+    ) -> Result<Round, ApiError> {
+        let store = &self.state.store;
+        store.start_delivery(round_id, owner, lease_token).await?;
+        store.mark_delivered(round_id, owner, lease_token).await?;
+        Ok(store.resolve(round_id, owner, lease_token).await?)
+    }
+}
+
+/// The round `ask_person` opens: one form request, on behalf of the calling key, ending after `wait`.
+fn ask_round(
+    session_id: SessionId,
+    args: AskArgs,
+    wait: Duration,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<NewRound, ApiError> {
+    let requested_schema = args
+        .requested_schema
+        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+    Ok(NewRound {
+        session_id,
+        request_id: None,
+        logical_operation_id: format!("mcp-ask-{}", uuid::Uuid::new_v4()),
+        server: Some("anteroom-mcp".to_owned()),
+        operation_kind: OperationKind::Tool,
+        operation_name: "ask_person".to_owned(),
+        requests: BTreeMap::from([(
+            RequestKey::parse(ASK_KEY)?,
+            ElicitationRequest::Form {
+                message: args.message,
+                requested_schema,
+                meta: None,
+            },
+        )]),
+        request_state: None,
+        round_index: 0,
+        round_limit: 1,
+        deadline: chrono::Duration::from_std(wait).ok().map(|wait| now + wait),
+        fingerprint: None,
+        asked_through: AskedThrough::ApiKey,
+    })
+}
+
+/// What `ask_person` returns: the same outward answer a polling producer gets, with a failure's own words.
+fn ask_reply(round: &Round) -> CallToolResult {
+    let answer = outward_answer(round, ASK_KEY);
+    let (reply, text) = match (answer.action, answer.failure_code) {
+        (PollAction::Accept | PollAction::Decline | PollAction::Cancel, None) => {
+            let text = match answer.action {
+                PollAction::Accept => format!(
+                    "The person accepted: {}",
+                    Value::from(answer.content.clone())
+                ),
+                PollAction::Decline => "The person declined.".to_owned(),
+                _ => "The person dismissed the question.".to_owned(),
+            };
+            let reply = json!({
                 "action": answer.action,
                 "content": answer.content,
                 "answered_by": round.responded_by,
                 "request_id": round.request_id,
-            }),
-            (RoundOutcome::Expired, _) => json!({
+            });
+            (reply, text)
+        }
+        (PollAction::Expired, None) => (
+            json!({
                 "action": "expired",
                 "reason": "Nobody answered before the deadline.",
                 "request_id": round.request_id,
             }),
-            (outcome, _) => json!({
-                "action": "failed",
-                "code": round.failure.as_ref().map(|failure| failure.code.as_str().to_owned()),
-                "reason": outcome_view(&round)["message"].as_str().map(str::to_owned)
-                    .unwrap_or_else(|| format!("{outcome:?}")),
-                "request_id": round.request_id,
-            }),
-        };
-        let text = match reply["action"].as_str() {
-            Some("accept") => format!("The person accepted: {}", reply["content"]),
-            Some("decline") => "The person declined.".to_owned(),
-            Some("cancel") => "The person dismissed the question.".to_owned(),
-            _ => format!(
-                "No answer reached you: {}",
-                reply["reason"].as_str().unwrap_or("the question ended")
-            ),
-        };
-        Ok(with_text(CallToolResult::structured(reply), text))
-    }
+            "No answer reached you: Nobody answered before the deadline.".to_owned(),
+        ),
+        (_, code) => {
+            let reason = round
+                .failure
+                .as_ref()
+                .map_or("the question ended without an answer", |failure| {
+                    failure.message.as_str()
+                });
+            (
+                json!({
+                    "action": "failed",
+                    "code": code,
+                    "reason": reason,
+                    "request_id": round.request_id,
+                }),
+                format!("No answer reached you: {reason}"),
+            )
+        }
+    };
+    with_text(CallToolResult::structured(reply), text)
 }
 
 #[tool_router]

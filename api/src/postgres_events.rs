@@ -23,7 +23,7 @@ struct WireEvent {
     request_id: Option<String>,
 }
 
-/// Starts the relay tasks for `hub` on `channel`. They end when the hub closes or the pool is closed. Every
+/// Starts the tasks that carry events between `hub` and the other instances on `channel`. They end when the hub closes or the pool is closed. Every
 /// event from another instance also drops what `store` remembers of the polls it touches.
 pub async fn start(
     hub: &EventHub,
@@ -51,11 +51,8 @@ pub async fn start(
                 request_id: event.request_id,
             };
             let payload = serde_json::to_string(&wire).unwrap_or_default();
-            if let Err(error) = sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(&notify_channel)
-                .bind(payload)
-                .execute(&notify_pool)
-                .await
+            if let Err(error) =
+                anteroom_store::postgres::notify(&notify_pool, &notify_channel, &payload).await
             {
                 tracing::warn!(%error, "could not tell other instances about an event");
             }

@@ -29,7 +29,10 @@ use super::{
     extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
     views::producer_collection,
 };
-use crate::{AppState, credentials, events::EventKind};
+use crate::{
+    AppState, credentials,
+    events::{EventKind, RoundWake},
+};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -80,14 +83,49 @@ fn meta_text(meta: &Map<String, Value>, key: &str) -> ApiResult<Option<String>> 
     }
 }
 
+/// The question a producer posts: the pulsemcp library's body, an MCP `elicitation/create` request's params
+/// (docs/protocol.md). The parser reads it through this type, so the OpenAPI document shows what is parsed;
+/// each field is taken as any JSON first, so that a wrong type gets a sentence naming the field rather than
+/// serde's, and unknown keys are ignored, not refused.
+#[derive(Deserialize, ToSchema)]
+struct QuestionBody {
+    /// `form` (the default) or `url`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    mode: Value,
+    /// What the person is asked; at most 10,000 characters.
+    #[serde(default)]
+    #[schema(value_type = String)]
+    message: Value,
+    /// Form mode: a flat JSON Schema object of the answer's fields.
+    #[serde(rename = "requestedSchema", default)]
+    #[schema(value_type = Option<Object>)]
+    requested_schema: Value,
+    /// URL mode: where the person goes (http or https).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    url: Value,
+    /// URL mode: the asker's id for the elicitation.
+    #[serde(rename = "elicitationId", default)]
+    #[schema(value_type = Option<String>)]
+    elicitation_id: Value,
+    /// `com.pulsemcp/request-id`, `com.pulsemcp/session-id`, `com.pulsemcp/tool-name`,
+    /// `com.pulsemcp/expires-at`, `anteroom/server`.
+    #[serde(rename = "_meta", default)]
+    #[schema(value_type = Option<Object>)]
+    meta: Value,
+}
+
 fn parse_question(body: &Value) -> ApiResult<ProducerQuestion> {
-    let object = body
-        .as_object()
-        .ok_or_else(|| ApiError::validation("The body must be a JSON object."))?;
-    let meta = match object.get("_meta") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(meta)) => meta.clone(),
-        Some(_) => return Err(ApiError::validation("`_meta` must be an object.")),
+    if !body.is_object() {
+        return Err(ApiError::validation("The body must be a JSON object."));
+    }
+    let question = QuestionBody::deserialize(body)
+        .map_err(|_| ApiError::validation("The body must be a JSON object."))?;
+    let meta = match question.meta {
+        Value::Null => Map::new(),
+        Value::Object(meta) => meta,
+        _ => return Err(ApiError::validation("`_meta` must be an object.")),
     };
     let request_id = meta_text(&meta, "com.pulsemcp/request-id")?.ok_or_else(|| {
         ApiError::validation(
@@ -95,31 +133,31 @@ fn parse_question(body: &Value) -> ApiResult<ProducerQuestion> {
         )
     })?;
     let request_id = RequestId::parse(request_id)?;
-    let message = match object.get("message") {
-        Some(Value::String(message)) => message.clone(),
-        None | Some(Value::Null) => {
+    let message = match question.message {
+        Value::String(message) => message,
+        Value::Null => {
             return Err(ApiError::validation(
                 "`message` is missing; say what you are asking.",
             ));
         }
-        Some(_) => return Err(ApiError::validation("`message` must be a string.")),
+        _ => return Err(ApiError::validation("`message` must be a string.")),
     };
-    let mode = match object.get("mode") {
-        None | Some(Value::Null) => "form",
-        Some(Value::String(mode)) => mode.as_str(),
-        Some(_) => return Err(ApiError::validation("`mode` must be \"form\" or \"url\".")),
+    let mode = match &question.mode {
+        Value::Null => "form",
+        Value::String(mode) => mode.as_str(),
+        _ => return Err(ApiError::validation("`mode` must be \"form\" or \"url\".")),
     };
     let request = match mode {
         "form" => ElicitationRequest::Form {
             message,
-            requested_schema: match object.get("requestedSchema") {
-                Some(schema @ Value::Object(_)) => schema.clone(),
-                None | Some(Value::Null) => {
+            requested_schema: match question.requested_schema {
+                schema @ Value::Object(_) => schema,
+                Value::Null => {
                     return Err(ApiError::validation(
                         "`requestedSchema` is missing: a form question needs a schema.",
                     ));
                 }
-                Some(_) => {
+                _ => {
                     return Err(ApiError::validation(
                         "`requestedSchema` must be a JSON object.",
                     ));
@@ -128,16 +166,16 @@ fn parse_question(body: &Value) -> ApiResult<ProducerQuestion> {
             meta: Some(meta.clone()),
         },
         "url" => {
-            let text = |key: &str| match object.get(key) {
-                Some(Value::String(text)) => Ok(text.clone()),
+            let text = |key: &str, value: Value| match value {
+                Value::String(text) => Ok(text),
                 _ => Err(ApiError::validation(format!(
                     "`{key}` must be a string for a url question."
                 ))),
             };
             ElicitationRequest::Url {
                 message,
-                url: text("url")?,
-                elicitation_id: text("elicitationId")?,
+                url: text("url", question.url)?,
+                elicitation_id: text("elicitationId", question.elicitation_id)?,
                 meta: Some(meta.clone()),
             }
         }
@@ -155,30 +193,6 @@ fn parse_question(body: &Value) -> ApiResult<ProducerQuestion> {
         server: meta_text(&meta, "anteroom/server")?,
         fingerprint: credentials::hash(&body.to_string()),
     })
-}
-
-/// The question a producer posts: the pulsemcp library's body, an MCP `elicitation/create` request's params
-/// (docs/protocol.md). It is read leniently from JSON (unknown keys are kept out, not refused), so this type
-/// documents the shape rather than parsing it.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-struct QuestionBody {
-    /// `form` (the default) or `url`.
-    mode: Option<String>,
-    /// What the person is asked; at most 10,000 characters.
-    message: String,
-    /// Form mode: a flat JSON Schema object of the answer's fields.
-    #[schema(rename = "requestedSchema", value_type = Option<Object>)]
-    requested_schema: Option<Value>,
-    /// URL mode: where the person goes (http or https).
-    url: Option<String>,
-    /// URL mode: the asker's id for the elicitation.
-    #[schema(rename = "elicitationId")]
-    elicitation_id: Option<String>,
-    /// `com.pulsemcp/request-id`, `com.pulsemcp/session-id`, `com.pulsemcp/tool-name`,
-    /// `com.pulsemcp/expires-at`, `anteroom/server`.
-    #[schema(rename = "_meta", value_type = Option<Object>)]
-    meta: Option<Value>,
 }
 
 /// The `_meta` of a created question: where to poll it and until when.
@@ -377,23 +391,23 @@ async fn answer_poll(
     if outward_answer(&round, round.request_id.as_str()).action == PollAction::Pending
         && !wait.is_zero()
     {
-        let mut events = state.events.subscribe();
-        let round_id = round.round_id.to_string();
+        let mut watch = state.events.watch_round(round.round_id);
         let deadline = tokio::time::Instant::now() + wait;
-        // Re-read after subscribing, so an answer given in between is not missed.
+        // Re-read after starting to watch, so an answer given in between is not missed.
         round = state.store.get_round(round.round_id).await?;
         while round.status == RoundStatus::Pending && tokio::time::Instant::now() < deadline {
-            // Wake on this round's event, or each second anyway: the deadline may pass with no event at all.
-            let tick = (tokio::time::Instant::now() + StdDuration::from_secs(1)).min(deadline);
-            match tokio::time::timeout_at(tick, events.recv()).await {
-                Ok(Ok(event)) if event.round_id.as_deref() != Some(round_id.as_str()) => continue,
+            // Look again each second anyway: the deadline may pass with no event at all.
+            let look_at = (tokio::time::Instant::now() + StdDuration::from_secs(1)).min(deadline);
+            match watch.next(look_at).await {
                 // The answer the poller waits for: record its delivery and read the round in one
                 // transaction (the delivery is recorded before the reply leaves, as before, one read sooner).
-                Ok(Ok(event)) if event.kind == EventKind::RoundAnswered => {
+                RoundWake::Event(EventKind::RoundAnswered) => {
                     round = state.store.record_poll_delivery(round.round_id).await?;
                     recorded = round.status != RoundStatus::Pending;
                 }
-                _ => round = state.store.get_round(round.round_id).await?,
+                RoundWake::Event(_) | RoundWake::Look => {
+                    round = state.store.get_round(round.round_id).await?;
+                }
             }
         }
     }

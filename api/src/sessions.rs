@@ -4,6 +4,7 @@ use anteroom_domain::{
     ids::SessionId,
     round::check_server_name,
     session::{NewSession, Session},
+    webhook::DELIVERY_LOG_SHOWN,
 };
 use axum::{
     Json,
@@ -281,7 +282,7 @@ async fn revoke_token(
     get,
     path = "/api/v1/webhooks/deliveries",
     tag = "sessions",
-    responses((status = 200, description = "The 200 most recent webhook deliveries, newest first", body = DeliveryList), Forbidden, Unauthorized)
+    responses((status = 200, description = "The most recent webhook deliveries (at most 200), newest first", body = DeliveryList), Forbidden, Unauthorized)
 )]
 /// The webhook delivery log, for admins.
 async fn webhook_deliveries(
@@ -289,6 +290,9 @@ async fn webhook_deliveries(
     caller: Caller,
 ) -> ApiResult<Json<DeliveryList>> {
     caller.require(|role| role.can_manage(), "read the webhook delivery log")?;
-    let deliveries = state.store.list_webhook_deliveries(200).await?;
+    let deliveries = state
+        .store
+        .list_webhook_deliveries(DELIVERY_LOG_SHOWN)
+        .await?;
     Ok(Json(DeliveryList { deliveries }))
 }

@@ -1,10 +1,16 @@
 //! `anteroom ask`: a command-line producer that behaves like the `@pulsemcp/mcp-elicitation` HTTP tier —
 //! posts one question, polls until a person answers or the deadline passes, prints the answer as JSON.
 
+#![allow(
+    clippy::print_stdout,
+    reason = "`anteroom ask` prints the answer it got on stdout"
+)]
+
 use std::time::Duration as StdDuration;
 
+use anteroom_domain::clock::{Clock, SystemClock};
 use anyhow::{Context, bail};
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use serde_json::{Value, json};
 
 use crate::config::AskArgs;
@@ -50,8 +56,8 @@ fn schema(raw: Option<&str>) -> anyhow::Result<Value> {
                 "required": ["answer"]
             }));
         }
-        Some(path) if path.starts_with('@') => std::fs::read_to_string(&path[1..])
-            .with_context(|| format!("cannot read the schema file {}", &path[1..]))?,
+        Some(path) if let Some(file) = path.strip_prefix('@') => std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read the schema file {file}"))?,
         Some(inline) => inline.to_owned(),
     };
     serde_json::from_str(&text).context("--schema is not valid JSON")
@@ -71,7 +77,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<u8> {
         (None, None) => Duration::minutes(5),
     };
     let request_id = uuid::Uuid::new_v4().to_string();
-    let deadline = Utc::now() + window;
+    let deadline = SystemClock.now() + window;
     let mut meta = json!({
         "com.pulsemcp/request-id": request_id,
         "com.pulsemcp/expires-at": anteroom_domain::expiry::wire_time(deadline),
@@ -131,7 +137,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<u8> {
         }
         let code = match answer["action"].as_str() {
             Some("pending") => {
-                if Utc::now() > deadline + Duration::seconds(60) {
+                if SystemClock.now() > deadline + Duration::seconds(60) {
                     bail!("no answer and no expiry 60 s after the deadline");
                 }
                 tokio::time::sleep(StdDuration::from_secs(1)).await;

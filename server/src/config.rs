@@ -2,7 +2,11 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use clap::{Args, Parser, Subcommand};
+use anteroom_domain::access::Role;
+use clap::{
+    Args, Parser, Subcommand,
+    builder::{PossibleValuesParser, TypedValueParser},
+};
 
 use crate::{instance::defaults, jobs::Schedules};
 
@@ -179,6 +183,12 @@ pub struct WrapArgs {
     pub command: Vec<String>,
 }
 
+/// `--role`: one of the domain's roles, by name (clap lists them in `--help` and in its refusal).
+fn role_parser() -> impl TypedValueParser<Value = Role> {
+    PossibleValuesParser::new(Role::ALL.iter().map(|role| role.as_str()))
+        .try_map(|name| Role::parse(&name).ok_or("not a role"))
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ApikeyCommand {
     /// Create an API key and print only the key on stdout.
@@ -186,9 +196,9 @@ pub enum ApikeyCommand {
         /// A name that says whose key it is (shown as who answered).
         #[arg(long)]
         name: String,
-        /// admin, responder or viewer.
-        #[arg(long, default_value = "responder")]
-        role: String,
+        /// What the holder may do.
+        #[arg(long, default_value = "responder", value_parser = role_parser())]
+        role: Role,
         #[command(flatten)]
         database: DatabaseArgs,
     },
@@ -201,9 +211,9 @@ pub enum UserCommand {
     Add {
         #[arg(long)]
         username: String,
-        /// admin, responder or viewer.
-        #[arg(long, default_value = "responder")]
-        role: String,
+        /// What the holder may do.
+        #[arg(long, default_value = "responder", value_parser = role_parser())]
+        role: Role,
         #[command(flatten)]
         database: DatabaseArgs,
     },

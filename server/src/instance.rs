@@ -27,7 +27,7 @@ use crate::{
     ApiConfig, AppState,
     events::EventHub,
     jobs::{self, Schedules},
-    relay,
+    postgres_events,
     state::ConnectionLimits,
 };
 
@@ -165,17 +165,15 @@ pub async fn open_store(url: &str, options: StoreOptions) -> anyhow::Result<Arc<
 
 /// Hides a password in a database URL before it reaches a log or an error message.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _password)) => {
-                    format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..])
-                }
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((credentials, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match credentials.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
     }
 }
 
@@ -237,7 +235,7 @@ impl Instance {
             .build();
         let state = AppState::new(store, settings.api_config(&public_url), events);
         if let Some(pool) = relay_pool {
-            relay::start(
+            postgres_events::start(
                 &state.events,
                 pool,
                 &settings.event_channel,

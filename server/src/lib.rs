@@ -7,12 +7,13 @@ pub mod instance;
 pub mod jobs;
 pub mod mcp_config;
 pub mod pages;
+pub mod people;
 pub mod router;
 
 /// The JSON API and what every request shares live in their own crate, which knows nothing of the pages.
 pub use anteroom_api::{
     self as api, ApiConfig, AppState, announce, credentials, events, metrics, passwords,
-    rate_limit, relay, state,
+    postgres_events, rate_limit, state,
 };
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};

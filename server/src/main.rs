@@ -12,6 +12,15 @@ use anteroom_server::{
 use anteroom_store::StoreOptions;
 use clap::Parser;
 
+/// Ends the process with `code` without waiting for the runtime's blocking tasks.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "main decides the exit; `anteroom wrap` must not wait on a stdin read"
+)]
+fn exit_now(code: u8) -> ! {
+    std::process::exit(i32::from(code))
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -28,7 +37,7 @@ async fn main() -> ExitCode {
             name,
             role,
             database,
-        })) => commands::apikey::create(&name, &role, &database)
+        })) => commands::apikey::create(&name, role, &database)
             .await
             .map(|()| 0),
         Some(Command::Session(SessionCommand::Create {
@@ -45,11 +54,19 @@ async fn main() -> ExitCode {
             username,
             role,
             database,
-        })) => commands::user::add(&username, &role, &database)
+        })) => commands::user::add(&username, role, &database)
             .await
             .map(|()| 0),
         Some(Command::Ask(args)) => ask::run(args).await,
-        Some(Command::Wrap(args)) => commands::wrap::run(args).await,
+        Some(Command::Wrap(args)) => {
+            // Exit at once: the runtime would otherwise wait on its blocking read of a stdin the harness may
+            // keep open (after a signal, or when the server exited first).
+            let code = commands::wrap::run(args).await.unwrap_or_else(|error| {
+                eprintln!("anteroom: {error:#}");
+                ask::EXIT_ERROR
+            });
+            exit_now(code)
+        }
         Some(Command::Env(args)) => commands::env::run(args).await,
         Some(Command::McpConfig(command)) => commands::mcp_config::run(command).await,
     };

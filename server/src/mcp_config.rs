@@ -96,14 +96,14 @@ fn block_for(block: &[(String, String)], name: &str) -> Vec<(String, String)> {
 /// `…/api/v1/s/TOKEN/elicitations` (or another server's route) as server `name`'s route of the same session.
 fn server_route(url: &str, name: &str) -> String {
     let marker = "/api/v1/s/";
-    let Some(at) = url.find(marker) else {
+    let Some((base, after)) = url.split_once(marker) else {
         return url.to_owned();
     };
-    let token = url[at + marker.len()..].split('/').next().unwrap_or("");
+    let token = after.split('/').next().unwrap_or("");
     if token.is_empty() || !url.ends_with("/elicitations") {
         return url.to_owned();
     }
-    format!("{}{marker}{token}/servers/{name}/elicitations", &url[..at])
+    format!("{base}{marker}{token}/servers/{name}/elicitations")
 }
 
 /// Whether `args` already run a server under `anteroom wrap`: the wrapped command starts after `--`.

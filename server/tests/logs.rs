@@ -3,6 +3,11 @@
 //! answering through the page, a worker driving a managed round with its lease, API keys on the management
 //! API, a setup-link token in a query string — and then searched for each secret used.
 
+#![allow(
+    clippy::string_slice,
+    reason = "a test that slices a string wrongly fails, as it should"
+)]
+
 use anteroom_testkit::{self as support, on_both_backends};
 
 use std::{
@@ -14,7 +19,7 @@ use anteroom_domain::access::Role;
 use reqwest::header;
 use serde_json::{Value, json};
 use support::{
-    Db, TestServer,
+    Backend, TestServer,
     browser::{PASSWORD, browser, page, person, sign_in},
     pulsemcp::{Outcome, PulsemcpClient},
 };
@@ -68,7 +73,7 @@ fn input_value(html: &str, name: &str) -> String {
     html[start..].split('"').next().expect("value").to_owned()
 }
 
-async fn no_secret_used_in_a_full_round_trip_is_logged(db: Db) {
+async fn no_secret_used_in_a_full_round_trip_is_logged(db: Backend) {
     let log = capture();
     let Some(server) = TestServer::start(db).await else {
         return;

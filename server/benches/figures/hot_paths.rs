@@ -78,7 +78,7 @@ impl Bench {
     pub(super) async fn round_row_bytes(&self) -> usize {
         let round = self
             .store
-            .oldest_open_rounds(&[SessionId::parse("create-0").expect("id")])
+            .open_rounds_everywhere(1)
             .await
             .ok()
             .and_then(|mut rounds| rounds.pop());

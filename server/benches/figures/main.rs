@@ -6,6 +6,11 @@
 //! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite), `--only
 //! NAME` (the figures whose name contains it, from [`FIGURES`] — for profiling).
 
+#![allow(
+    clippy::print_stdout,
+    reason = "the benchmark reports its table on stdout"
+)]
+
 use std::{
     collections::BTreeMap,
     net::SocketAddr,
@@ -27,7 +32,7 @@ use anteroom_domain::{
 use anteroom_server::{
     credentials,
     instance::{Database, Instance, Settings},
-    pages::add_user,
+    people::add_user,
 };
 use anteroom_store::{PostgresStore, SqliteStore, Store, StoreOptions, testing::TestSchema};
 use axum::{Json, Router, routing::get};
@@ -133,6 +138,10 @@ impl Figure {
     }
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "main decides the exit: a mistyped argument must not run the whole 12-minute table"
+)]
 fn main() {
     let args = args().unwrap_or_else(|problem| {
         eprintln!("bench: {problem}");

@@ -39,6 +39,10 @@ pub(super) fn answer_all_but_newest_sql() -> &'static str {
 }
 
 /// Runs one statement on the bench's database and times the statement alone.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the ceiling is a bare statement beside the store's, so it is written here, not in the store"
+)]
 pub(super) async fn execute(data: &Data, sql: &str, bind_ms: Option<i64>) -> Duration {
     macro_rules! timed {
         ($pool:expr) => {{
@@ -147,7 +151,7 @@ pub(super) async fn queue_render(args: &Args) -> Figure {
 
 pub(super) async fn expiry_sweep(args: &Args) -> Figure {
     eprintln!("bench: expiry sweep of 100k due questions");
-    let clock = ManualClock::new(chrono::Utc::now());
+    let clock = ManualClock::new(SystemClock.now());
     let (store, data) = open_store(args, Arc::new(clock.clone())).await;
     populate(store.as_ref(), 10_000, 100_000, "x").await;
     clock.advance(chrono::Duration::hours(2));

@@ -1,5 +1,10 @@
 //! `anteroom apikey create`: a new API key for a role, printed once (only its hash is stored).
 
+#![allow(
+    clippy::print_stdout,
+    reason = "what this command prints on stdout is its output"
+)]
+
 use anteroom_domain::access::{ApiKey, Role};
 use anteroom_server::{config::DatabaseArgs, credentials};
 use anteroom_store::StoreOptions;
@@ -7,10 +12,7 @@ use anyhow::bail;
 
 use super::open_store;
 
-pub async fn create(name: &str, role: &str, database: &DatabaseArgs) -> anyhow::Result<()> {
-    let Some(role) = Role::parse(role) else {
-        bail!("--role must be admin, responder or viewer");
-    };
+pub async fn create(name: &str, role: Role, database: &DatabaseArgs) -> anyhow::Result<()> {
     if name.trim().is_empty() || name.len() > 100 {
         bail!("--name must be 1 to 100 characters");
     }

@@ -1,5 +1,10 @@
 //! `anteroom env`: a session's environment block, as `.env` lines, JSON or shell exports, with a new token.
 
+#![allow(
+    clippy::print_stdout,
+    reason = "what this command prints on stdout is its output"
+)]
+
 use anteroom_domain::ids::SessionId;
 use anteroom_server::config::EnvArgs;
 use anteroom_store::StoreOptions;

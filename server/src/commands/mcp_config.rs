@@ -1,6 +1,11 @@
 //! `anteroom mcp-config inject | wrap | unwrap`: rewrites harness configuration files (the rules are
 //! `anteroom_server::mcp_config`), each through a temporary file and a rename, or only shows the diff.
 
+#![allow(
+    clippy::print_stdout,
+    reason = "what this command prints on stdout is its output"
+)]
+
 use std::path::Path;
 
 use anteroom_domain::ids::SessionId;
@@ -85,7 +90,9 @@ async fn token_in_files(
             continue;
         };
         for (at, _) in text.match_indices(&marker) {
-            let token: String = text[at + "/api/v1/s/".len()..]
+            let token: String = text
+                .get(at + "/api/v1/s/".len()..)
+                .unwrap_or_default()
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
                 .take(200)
@@ -129,7 +136,7 @@ fn apply_one(change: &Change, files: &McpConfigFiles, path: &Path) -> anyhow::Re
         // A diff is often pasted into a review or a CI log: the session token is shown only by its prefix.
         print!(
             "{}",
-            mask_tokens(&diff.unified_diff().header(&name, &name).to_string())
+            credentials::mask_credentials(&diff.unified_diff().header(&name, &name).to_string())
         );
         return Ok("would change (dry run)");
     }
@@ -149,19 +156,4 @@ fn apply_one(change: &Change, files: &McpConfigFiles, path: &Path) -> anyhow::Re
         .map_err(|error| error.error)
         .context("cannot replace it")?;
     Ok("updated")
-}
-
-/// `text` with every session token cut to its prefix (`ars_…`).
-fn mask_tokens(text: &str) -> String {
-    let prefix = credentials::SESSION_TOKEN_PREFIX;
-    let mut masked = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(prefix) {
-        masked.push_str(&rest[..at + prefix.len()]);
-        masked.push('…');
-        rest = rest[at + prefix.len()..]
-            .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    }
-    masked.push_str(rest);
-    masked
 }

@@ -1,5 +1,10 @@
 //! `anteroom session create`: registers a session and prints the environment block its MCP servers need.
 
+#![allow(
+    clippy::print_stdout,
+    reason = "what this command prints on stdout is its output"
+)]
+
 use anteroom_domain::{ids::SessionId, session::NewSession};
 use anteroom_server::{
     api::views::environment_block,

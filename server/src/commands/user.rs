@@ -2,16 +2,13 @@
 //! standard input.
 
 use anteroom_domain::access::Role;
-use anteroom_server::config::DatabaseArgs;
+use anteroom_server::{config::DatabaseArgs, people::add_user};
 use anteroom_store::StoreOptions;
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use super::open_store;
 
-pub async fn add(username: &str, role: &str, database: &DatabaseArgs) -> anyhow::Result<()> {
-    let Some(role) = Role::parse(role) else {
-        bail!("--role must be admin, responder or viewer");
-    };
+pub async fn add(username: &str, role: Role, database: &DatabaseArgs) -> anyhow::Result<()> {
     let password = match std::env::var("ANTEROOM_PASSWORD") {
         Ok(password) => password,
         Err(_) => {
@@ -23,7 +20,7 @@ pub async fn add(username: &str, role: &str, database: &DatabaseArgs) -> anyhow:
         }
     };
     let store = open_store(database, StoreOptions::default()).await?;
-    let user = anteroom_server::pages::add_user(store.as_ref(), username, &password, role).await?;
+    let user = add_user(store.as_ref(), username, &password, role).await?;
     eprintln!("added {} ({})", user.username, user.role.as_str());
     Ok(())
 }

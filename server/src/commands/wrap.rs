@@ -41,9 +41,8 @@ pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
     )
     .await
     .with_context(|| format!("cannot run {program}"))?;
-    // Exit now: the runtime would otherwise wait on its blocking read of a stdin the harness may keep open
-    // (after a signal, or when the server exited first).
-    std::process::exit(code.unwrap_or(0));
+    // The shell's view of the child's status: its low eight bits.
+    Ok(u8::try_from(code.unwrap_or(0).rem_euclid(256)).unwrap_or(1))
 }
 
 /// The progress interval: a positive number of seconds, at least a tenth of one.

@@ -1,8 +1,6 @@
 //! Purge: delete resolved and failed rounds older than the retention window (default 30 days), and expired
 //! browser sessions.
 
-use chrono::Utc;
-
 use crate::AppState;
 
 /// One tick; returns how many rounds were deleted.
@@ -14,7 +12,7 @@ pub async fn run(state: AppState) -> u64 {
             tracing::warn!(%error, "purge: browser sessions not purged; the next tick retries");
         }
     }
-    let before = Utc::now() - state.config.retention;
+    let before = state.store.now() - state.config.retention;
     match state.store.purge_terminal_rounds(before).await {
         Ok(deleted) => {
             if deleted > 0 {

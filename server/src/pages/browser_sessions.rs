@@ -12,19 +12,20 @@ use tower_sessions::{
 
 /// A [`SessionStore`] over the same SQLite or PostgreSQL database as everything else.
 #[derive(Clone)]
-pub struct DbSessionStore {
+pub struct BrowserSessionStore {
     store: Arc<dyn Store>,
 }
 
-impl DbSessionStore {
+impl BrowserSessionStore {
     pub fn new(store: Arc<dyn Store>) -> Self {
         Self { store }
     }
 }
 
-impl std::fmt::Debug for DbSessionStore {
+impl std::fmt::Debug for BrowserSessionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DbSessionStore").finish_non_exhaustive()
+        f.debug_struct("BrowserSessionStore")
+            .finish_non_exhaustive()
     }
 }
 
@@ -42,7 +43,7 @@ fn encode(record: &Record) -> session_store::Result<String> {
 }
 
 #[async_trait::async_trait]
-impl SessionStore for DbSessionStore {
+impl SessionStore for BrowserSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         let data = encode(record)?;
         // Ids are random 128-bit numbers; a collision is astronomically rare but must not join two people.

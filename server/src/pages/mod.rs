@@ -1,8 +1,8 @@
 //! The browser side of the HTTP surface: sign-in with tower-sessions, the first-run admin link, the pages'
 //! server functions, and the plain form posts that make answering work without JavaScript.
 
+mod browser_sessions;
 mod live;
-mod session_store;
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -14,7 +14,6 @@ use anteroom_app::ui::{
 use anteroom_domain::{
     access::{Principal, Role, User, check_password, check_username, normalise_username},
     form::posted_value,
-    round::Submission,
 };
 use anteroom_store::Store;
 use axum::{
@@ -29,8 +28,8 @@ use axum::{
 use leptos::prelude::provide_context;
 use tower_sessions::{Expiry, Session, SessionManagerLayer, cookie::SameSite};
 
+pub use browser_sessions::BrowserSessionStore;
 pub use live::QueueFeed;
-pub use session_store::DbSessionStore;
 
 use crate::{AppState, credentials, passwords};
 
@@ -48,15 +47,18 @@ pub fn services(state: &AppState) -> PageData {
     let announcer = state.clone();
     PageData::new(
         state.store.clone(),
-        Arc::new(move |round| {
-            crate::announce::answer_recorded(&announcer, round, Submission::Recorded);
+        Arc::new(move |round, submission| {
+            crate::announce::answer_recorded(&announcer, round, submission);
         }),
     )
 }
 
 /// The session cookie layer: `HttpOnly`, `SameSite=Lax`, `Secure` outside development, a week of inactivity.
-pub fn session_layer(store: Arc<dyn Store>, secure: bool) -> SessionManagerLayer<DbSessionStore> {
-    SessionManagerLayer::new(DbSessionStore::new(store))
+pub fn session_layer(
+    store: Arc<dyn Store>,
+    secure: bool,
+) -> SessionManagerLayer<BrowserSessionStore> {
+    SessionManagerLayer::new(BrowserSessionStore::new(store))
         .with_name("anteroom_session")
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
@@ -172,8 +174,9 @@ fn form_pairs(body: &Bytes) -> Vec<(String, String)> {
 /// no control characters (a browser drops tabs and newlines, so `/\t/evil.example` would be `//evil.example`);
 /// anything else is `/`.
 fn local_path(next: &str) -> &str {
-    let same_origin = next.starts_with('/')
-        && !next[1..].starts_with(['/', '\\'])
+    let same_origin = next
+        .strip_prefix('/')
+        .is_some_and(|rest| !rest.starts_with(['/', '\\']))
         && !next.contains('\\')
         && !next.chars().any(char::is_control);
     if same_origin { next } else { "/" }
@@ -401,27 +404,6 @@ async fn set_up_first_admin(
             again("unavailable")
         }
     }
-}
-
-/// Adds a person (used by the first-run page and `anteroom user add`).
-pub async fn add_user(
-    store: &dyn Store,
-    username: &str,
-    password: &str,
-    role: Role,
-) -> anyhow::Result<User> {
-    let username = normalise_username(username);
-    check_username(username)?;
-    check_password(password)?;
-    let password = password.to_owned();
-    let hash = tokio::task::spawn_blocking(move || passwords::hash(&password)).await??;
-    let user = User {
-        id: uuid::Uuid::now_v7().to_string(),
-        username: username.to_owned(),
-        role,
-    };
-    store.create_user(&user, &hash).await?;
-    Ok(user)
 }
 
 /// At first start (nobody can sign in yet), prints a one-time link that creates the first admin.

@@ -166,7 +166,7 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
-                        path = %redacted_path(request.uri().path()),
+                        path = %credentials::mask_credentials(request.uri().path()),
                     )
                 })
                 .on_request(())
@@ -186,69 +186,4 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
                 )
                 .on_failure(()),
         )
-}
-
-/// `path` with every credential-shaped segment cut to its prefix: `/api/v1/s/ars_…/elicitations`. Producer
-/// tokens (`ars_`) and API keys (`ark_`) are the secrets that can appear in a path; query strings (where a
-/// setup link's token travels) are never logged.
-pub fn redacted_path(path: &str) -> String {
-    // Every request is logged with it: one allocation, whatever the path holds.
-    let mut redacted = String::with_capacity(path.len());
-    for (index, segment) in path.split('/').enumerate() {
-        if index > 0 {
-            redacted.push('/');
-        }
-        match credential_prefix(segment) {
-            Some(prefix) => {
-                redacted.push_str(prefix);
-                redacted.push('…');
-            }
-            None => redacted.push_str(segment),
-        }
-    }
-    redacted
-}
-
-/// The credential prefix `segment` starts with, compared as a client could have sent it: any case, the `_`
-/// possibly percent-encoded (`ars%5F…`).
-fn credential_prefix(segment: &str) -> Option<&'static str> {
-    [
-        credentials::SESSION_TOKEN_PREFIX,
-        credentials::API_KEY_PREFIX,
-    ]
-    .into_iter()
-    .find(|prefix| {
-        let stem = prefix.trim_end_matches('_');
-        let (head, after) = segment
-            .as_bytes()
-            .split_at_checked(stem.len())
-            .unwrap_or_default();
-        head.eq_ignore_ascii_case(stem.as_bytes())
-            && (after.starts_with(b"_")
-                || after
-                    .get(..3)
-                    .is_some_and(|code| code.eq_ignore_ascii_case(b"%5f")))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted_path;
-
-    #[test]
-    fn tokens_in_paths_are_cut_to_their_prefix() {
-        assert_eq!(
-            redacted_path("/api/v1/s/ars_SECRETSECRET/servers/gh/elicitations/r1"),
-            "/api/v1/s/ars_…/servers/gh/elicitations/r1"
-        );
-        assert_eq!(redacted_path("/api/v1/s/ark_abc"), "/api/v1/s/ark_…");
-        assert_eq!(redacted_path("/api/v1/s/ars%5Fabc/x"), "/api/v1/s/ars_…/x");
-        assert_eq!(redacted_path("/sessions/s1"), "/sessions/s1");
-        assert_eq!(
-            redacted_path("/x/ARS_abc/ArK%5fz/ars"),
-            "/x/ars_…/ark_…/ars"
-        );
-        assert_eq!(redacted_path("/ars%5/arsX/é/"), "/ars%5/arsX/é/");
-        assert_eq!(redacted_path(""), "");
-    }
 }

@@ -6,7 +6,7 @@ use anteroom_testkit as support;
 use std::time::Duration as StdDuration;
 
 use serde_json::{Value, json};
-use support::{Db, TestServer};
+use support::{Backend, TestServer};
 use tokio::process::Command;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_anteroom");
@@ -36,7 +36,13 @@ async fn apikey_create_prints_only_the_key_and_session_create_prints_the_environ
         .output()
         .await
         .expect("run apikey create");
-    assert_eq!(bad_role.status.code(), Some(1));
+    // A role that is not one is a usage error, refused by the argument parser with the list of roles.
+    assert_eq!(bad_role.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad_role.stderr).contains("viewer, responder, admin"),
+        "{}",
+        String::from_utf8_lossy(&bad_role.stderr)
+    );
 
     let session = Command::new(BINARY)
         .args([
@@ -138,7 +144,7 @@ async fn ask_and_answer(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_exits_with_a_status_per_outcome_and_prints_the_answer() {
-    let Some(server) = TestServer::start(Db::Sqlite).await else {
+    let Some(server) = TestServer::start(Backend::Sqlite).await else {
         return;
     };
     let (code, stdout) = ask_and_answer(
@@ -291,7 +297,7 @@ async fn first_start_prints_a_one_time_admin_link_and_user_add_adds_people() {
 async fn wrap_relays_a_server_and_brings_its_question_to_a_person() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-    let Some(server) = TestServer::start(Db::Sqlite).await else {
+    let Some(server) = TestServer::start(Backend::Sqlite).await else {
         return;
     };
     let env = server.session("s1").await;

@@ -10,7 +10,7 @@ use anteroom_server::jobs::expire;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 use support::{
-    Db, Settings, TestServer,
+    Backend, Settings, TestServer,
     browser::{page, person, sign_in},
     pulsemcp::{Outcome, PulsemcpClient, Wait},
     start_time,
@@ -86,7 +86,7 @@ async fn session_page(server: &TestServer) -> String {
     html
 }
 
-async fn a_late_answer_after_a_short_ttl_is_refused_and_the_page_says_why(db: Db) {
+async fn a_late_answer_after_a_short_ttl_is_refused_and_the_page_says_why(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -117,7 +117,7 @@ async fn a_late_answer_after_a_short_ttl_is_refused_and_the_page_says_why(db: Db
     server.stop().await;
 }
 
-async fn an_answer_in_the_last_poll_interval_ends_undelivered_everywhere(db: Db) {
+async fn an_answer_in_the_last_poll_interval_ends_undelivered_everywhere(db: Backend) {
     let Some(server) = TestServer::start_with(db, with_webhooks()).await else {
         return;
     };
@@ -194,7 +194,7 @@ async fn an_answer_in_the_last_poll_interval_ends_undelivered_everywhere(db: Db)
     server.stop().await;
 }
 
-async fn revoking_the_token_ends_a_pending_question(db: Db) {
+async fn revoking_the_token_ends_a_pending_question(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -231,7 +231,7 @@ async fn revoking_the_token_ends_a_pending_question(db: Db) {
     server.stop().await;
 }
 
-async fn a_normal_answer_is_delivered_and_nothing_is_lost(db: Db) {
+async fn a_normal_answer_is_delivered_and_nothing_is_lost(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -260,7 +260,7 @@ async fn a_normal_answer_is_delivered_and_nothing_is_lost(db: Db) {
     server.stop().await;
 }
 
-async fn the_page_shows_when_the_asker_last_checked(db: Db) {
+async fn the_page_shows_when_the_asker_last_checked(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -279,7 +279,7 @@ async fn the_page_shows_when_the_asker_last_checked(db: Db) {
     server.stop().await;
 }
 
-async fn every_reply_reports_exactly_the_stored_record(db: Db) {
+async fn every_reply_reports_exactly_the_stored_record(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

@@ -11,7 +11,7 @@ use chrono::Duration;
 use reqwest::{Method, StatusCode, header};
 use serde_json::{Value, json};
 use support::{
-    Db, Settings, TestServer,
+    Backend, Settings, TestServer,
     browser::{PASSWORD, browser, page, person, post_form, sign_in},
     pulsemcp::PulsemcpClient,
 };
@@ -68,7 +68,7 @@ async fn post_question(
     (status, reply.json().await.unwrap_or(Value::Null))
 }
 
-async fn backtracking_patterns_are_refused_at_create_naming_the_property(db: Db) {
+async fn backtracking_patterns_are_refused_at_create_naming_the_property(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -90,7 +90,7 @@ async fn backtracking_patterns_are_refused_at_create_naming_the_property(db: Db)
     server.stop().await;
 }
 
-async fn backtracking_pattern_answered_with_a_near_miss_stalls_nothing(db: Db) {
+async fn backtracking_pattern_answered_with_a_near_miss_stalls_nothing(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -132,7 +132,7 @@ async fn backtracking_pattern_answered_with_a_near_miss_stalls_nothing(db: Db) {
     server.stop().await;
 }
 
-async fn unbounded_metric_labels_collapse_to_other(db: Db) {
+async fn unbounded_metric_labels_collapse_to_other(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -160,7 +160,7 @@ async fn unbounded_metric_labels_collapse_to_other(db: Db) {
     server.stop().await;
 }
 
-async fn metrics_are_closed_to_strangers_when_a_token_is_set(db: Db) {
+async fn metrics_are_closed_to_strangers_when_a_token_is_set(db: Backend) {
     let options = Settings {
         metrics_token: Some("scrape-secret".to_owned()),
         ..Settings::default()
@@ -188,7 +188,7 @@ async fn metrics_are_closed_to_strangers_when_a_token_is_set(db: Db) {
     server.stop().await;
 }
 
-async fn sign_in_flood_is_refused_at_once_with_retry_after(db: Db) {
+async fn sign_in_flood_is_refused_at_once_with_retry_after(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -219,7 +219,7 @@ async fn sign_in_flood_is_refused_at_once_with_retry_after(db: Db) {
     server.stop().await;
 }
 
-async fn first_run_setup_flood_is_refused_before_hashing(db: Db) {
+async fn first_run_setup_flood_is_refused_before_hashing(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -248,7 +248,7 @@ async fn first_run_setup_flood_is_refused_before_hashing(db: Db) {
     server.stop().await;
 }
 
-async fn sign_in_limit_bypass_with_whitespace_is_one_bucket(db: Db) {
+async fn sign_in_limit_bypass_with_whitespace_is_one_bucket(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -275,7 +275,7 @@ async fn sign_in_limit_bypass_with_whitespace_is_one_bucket(db: Db) {
     server.stop().await;
 }
 
-async fn open_redirect_and_newlines_in_next_go_home(db: Db) {
+async fn open_redirect_and_newlines_in_next_go_home(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -307,7 +307,7 @@ async fn open_redirect_and_newlines_in_next_go_home(db: Db) {
     server.stop().await;
 }
 
-async fn stored_xss_in_every_producer_text_stays_text(db: Db) {
+async fn stored_xss_in_every_producer_text_stays_text(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -366,7 +366,7 @@ async fn stored_xss_in_every_producer_text_stays_text(db: Db) {
     server.stop().await;
 }
 
-async fn slowloris_connections_are_shed_at_the_header_timeout(db: Db) {
+async fn slowloris_connections_are_shed_at_the_header_timeout(db: Backend) {
     let options = Settings {
         connections: anteroom_server::state::ConnectionLimits {
             max_connections: 8,
@@ -411,7 +411,7 @@ async fn slowloris_connections_are_shed_at_the_header_timeout(db: Db) {
     server.stop().await;
 }
 
-async fn url_mode_host_spoofing_is_refused(db: Db) {
+async fn url_mode_host_spoofing_is_refused(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -437,7 +437,7 @@ async fn url_mode_host_spoofing_is_refused(db: Db) {
     server.stop().await;
 }
 
-async fn managed_rounds_route_flood_is_rate_limited(db: Db) {
+async fn managed_rounds_route_flood_is_rate_limited(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -465,7 +465,7 @@ async fn managed_rounds_route_flood_is_rate_limited(db: Db) {
     server.stop().await;
 }
 
-async fn a_session_page_pages_its_history(db: Db) {
+async fn a_session_page_pages_its_history(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -508,7 +508,7 @@ async fn a_session_page_pages_its_history(db: Db) {
     server.stop().await;
 }
 
-async fn last_event_id_at_the_top_of_the_range_resyncs(db: Db) {
+async fn last_event_id_at_the_top_of_the_range_resyncs(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -533,7 +533,7 @@ async fn last_event_id_at_the_top_of_the_range_resyncs(db: Db) {
     server.stop().await;
 }
 
-async fn nul_characters_are_refused_with_422_on_every_backend(db: Db) {
+async fn nul_characters_are_refused_with_422_on_every_backend(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

@@ -12,13 +12,13 @@ use anteroom_server::{
 };
 use chrono::Duration;
 use serde_json::{Value, json};
-use support::{Db, TestServer, pulsemcp::PulsemcpClient};
+use support::{Backend, TestServer, pulsemcp::PulsemcpClient};
 
 fn schema() -> Value {
     json!({"type": "object", "properties": {"ok": {"type": "boolean"}}})
 }
 
-async fn expire_job_expires_due_questions_only(db: Db) {
+async fn expire_job_expires_due_questions_only(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -71,7 +71,7 @@ async fn expire_job_expires_due_questions_only(db: Db) {
     server.stop().await;
 }
 
-async fn recover_job_fails_rounds_whose_worker_vanished(db: Db) {
+async fn recover_job_fails_rounds_whose_worker_vanished(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

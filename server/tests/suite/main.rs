@@ -3,6 +3,11 @@
 //! each over real HTTP against SQLite and PostgreSQL. (`logs.rs` is a binary of its own: it captures the whole
 //! process's log.)
 
+#![allow(
+    clippy::string_slice,
+    reason = "a test that slices a string wrongly fails, as it should"
+)]
+
 mod api;
 mod cli;
 mod delivery;

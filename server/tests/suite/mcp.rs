@@ -6,7 +6,7 @@ use std::{process::Stdio, time::Duration as StdDuration};
 
 use anteroom_domain::access::Role;
 use anteroom_testkit::{
-    Db, TestServer,
+    Backend, TestServer,
     browser::{browser, page, person, sign_in},
     pulsemcp::Outcome,
     requests,
@@ -67,7 +67,7 @@ fn outcome(line: &Value) -> (&Value, bool) {
     )
 }
 
-async fn the_queue_is_worked_through_mcp(db: Db, era: &str) {
+async fn the_queue_is_worked_through_mcp(db: Backend, era: &str) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -154,7 +154,7 @@ async fn the_queue_is_worked_through_mcp(db: Db, era: &str) {
     server.stop().await;
 }
 
-async fn a_viewer_may_read_but_not_answer(db: Db) {
+async fn a_viewer_may_read_but_not_answer(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -187,7 +187,7 @@ async fn a_viewer_may_read_but_not_answer(db: Db) {
     server.stop().await;
 }
 
-async fn ask_person_is_answered_in_the_browser(db: Db) {
+async fn ask_person_is_answered_in_the_browser(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -237,7 +237,7 @@ async fn ask_person_is_answered_in_the_browser(db: Db) {
 }
 
 /// An agent that stops waiting (its connection gone) leaves no question anyone could answer for nothing.
-async fn ask_person_abandoned_ends_its_question(db: Db) {
+async fn ask_person_abandoned_ends_its_question(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -270,18 +270,18 @@ async fn ask_person_abandoned_ends_its_question(db: Db) {
     server.stop().await;
 }
 
-async fn the_queue_is_worked_through_mcp_legacy(db: Db) {
+async fn the_queue_is_worked_through_mcp_legacy(db: Backend) {
     the_queue_is_worked_through_mcp(db, "legacy").await;
 }
 
-async fn the_queue_is_worked_through_mcp_modern(db: Db) {
+async fn the_queue_is_worked_through_mcp_modern(db: Backend) {
     the_queue_is_worked_through_mcp(db, "modern").await;
 }
 
 /// `/mcp` without an API key is refused before any tool runs.
 #[tokio::test]
 async fn mcp_needs_an_api_key() {
-    let Some(server) = TestServer::start(Db::Sqlite).await else {
+    let Some(server) = TestServer::start(Backend::Sqlite).await else {
         return;
     };
     let reply = server

@@ -8,18 +8,18 @@ use std::{
 };
 
 use anteroom_domain::{
-    clock::ManualClock,
+    clock::{Clock, ManualClock, SystemClock},
     ids::{RequestId, RequestKey, SessionId},
     round::{ElicitationRequest, NewRound, OperationKind, RoundStatus},
     session::NewSession,
     webhook::WebhookEndpoint,
 };
 use anteroom_store::{
-    PostgresStore, RoundStore, SessionStore, Store, StoreOptions,
+    AgentSessionStore, PostgresStore, RoundStore, Store, StoreOptions,
     testing::{TestSchema, postgres_url},
 };
 use axum::{Router, http::HeaderMap, routing::post};
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use serde_json::json;
 use tokio::process::Command;
 
@@ -62,7 +62,7 @@ async fn two_processes_expire_and_announce_each_round_once() {
 
     // 200 questions whose deadlines passed a minute ago: created by a store whose clock is two minutes behind.
     let schema = TestSchema::create(&url).await.expect("schema");
-    let two_minutes_ago = Utc::now() - Duration::minutes(2);
+    let two_minutes_ago = SystemClock.now() - Duration::minutes(2);
     let past = ManualClock::new(two_minutes_ago);
     let store = PostgresStore::from_pool(
         schema.pool.clone(),

@@ -12,7 +12,7 @@ use anteroom_domain::access::Role;
 use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use support::{
-    Db, TestServer,
+    Backend, TestServer,
     browser::{PASSWORD, browser, page, person, post_form, sign_in},
     pulsemcp::{Outcome, PulsemcpClient},
 };
@@ -41,7 +41,7 @@ async fn question(server: &TestServer, session: &str) -> (PulsemcpClient, String
 
 // ---------------------------------------------------------------------------------------------------------
 
-async fn people_sign_in_and_their_session_lives_in_the_database(db: Db) {
+async fn people_sign_in_and_their_session_lives_in_the_database(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -102,7 +102,7 @@ async fn people_sign_in_and_their_session_lives_in_the_database(db: Db) {
     server.stop().await;
 }
 
-async fn posts_from_another_site_are_refused(db: Db) {
+async fn posts_from_another_site_are_refused(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -128,7 +128,7 @@ async fn posts_from_another_site_are_refused(db: Db) {
     server.stop().await;
 }
 
-async fn a_plain_form_post_answers_and_records_who_answered(db: Db) {
+async fn a_plain_form_post_answers_and_records_who_answered(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -203,7 +203,9 @@ async fn a_plain_form_post_answers_and_records_who_answered(db: Db) {
     server.stop().await;
 }
 
-async fn a_signed_in_browser_reads_the_event_stream_and_writes_only_with_its_csrf_token(db: Db) {
+async fn a_signed_in_browser_reads_the_event_stream_and_writes_only_with_its_csrf_token(
+    db: Backend,
+) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -271,7 +273,7 @@ async fn next_event(stream: &mut reqwest::Response, buffer: &mut String, name: &
     }
 }
 
-async fn every_open_page_gets_the_queue_from_one_reading_per_change(db: Db) {
+async fn every_open_page_gets_the_queue_from_one_reading_per_change(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -343,7 +345,7 @@ on_both_backends!(
 /// instances start beside them, as they do in these tests and in the benchmark.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_keep_answering_while_other_instances_start() {
-    let Some(server) = TestServer::start(Db::Sqlite).await else {
+    let Some(server) = TestServer::start(Backend::Sqlite).await else {
         return;
     };
     person(&server, "rita", Role::Responder).await;
@@ -366,7 +368,7 @@ async fn pages_keep_answering_while_other_instances_start() {
     };
     let starts = async {
         for _ in 0..20 {
-            let other = TestServer::start(Db::Sqlite)
+            let other = TestServer::start(Backend::Sqlite)
                 .await
                 .expect("another instance");
             other.stop().await;

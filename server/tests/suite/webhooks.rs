@@ -21,7 +21,7 @@ use anteroom_server::jobs::{expire, webhooks};
 use axum::{Router, body::Bytes, http::HeaderMap, http::StatusCode, routing::post};
 use chrono::Duration;
 use serde_json::{Value, json};
-use support::{Db, Settings, TestServer, pulsemcp::PulsemcpClient};
+use support::{Backend, Settings, TestServer, pulsemcp::PulsemcpClient};
 
 const SECRET: &str = "webhook-test-secret";
 
@@ -104,7 +104,7 @@ async fn ask(server: &TestServer, session: &str, id: &str, expires: chrono::Date
 /// Attack: a receiver answering after 8 s got 51 POSTs for 24 deliveries, because one claim covered a whole
 /// batch and ran out while the batch was still being sent, so an overlapping tick claimed it again. Here each
 /// call moves the clock 8 s; ticks start while others are still sending.
-async fn duplicate_webhooks_to_a_slow_receiver(db: Db) {
+async fn duplicate_webhooks_to_a_slow_receiver(db: Backend) {
     let clock: Arc<OnceLock<ManualClock>> = Arc::default();
     let slot = clock.clone();
     let (url, seen) = receiver_calling(
@@ -150,7 +150,7 @@ async fn duplicate_webhooks_to_a_slow_receiver(db: Db) {
     server.stop().await;
 }
 
-async fn signed_delivery_retried_after_500s(db: Db) {
+async fn signed_delivery_retried_after_500s(db: Backend) {
     let (url, seen) = receiver(2, StdDuration::ZERO).await;
     let Some(server) = TestServer::start_with(db, options(&url)).await else {
         return;
@@ -220,7 +220,7 @@ async fn signed_delivery_retried_after_500s(db: Db) {
     server.stop().await;
 }
 
-async fn slow_receiver_gets_each_event_once_with_two_ticks_at_once(db: Db) {
+async fn slow_receiver_gets_each_event_once_with_two_ticks_at_once(db: Backend) {
     let (url, seen) = receiver(0, StdDuration::from_millis(400)).await;
     let Some(server) = TestServer::start_with(db, options(&url)).await else {
         return;

@@ -5,7 +5,7 @@ use std::{path::Path, process::Stdio, time::Duration as StdDuration};
 
 use anteroom_domain::{ids::RoundId, round::RoundStatus};
 use anteroom_server::jobs::recover;
-use anteroom_testkit::{self as support, Db, TestServer, on_both_backends};
+use anteroom_testkit::{self as support, Backend, TestServer, on_both_backends};
 use chrono::Duration;
 use serde_json::{Value, json};
 use tokio::{
@@ -109,7 +109,7 @@ async fn read_pid(pid_file: &Path) -> String {
 /// Killed between handing the answer over and the call's end, the wrapper leaves a lease that runs out; the
 /// recovery job then ends the round `failed / recovery_unavailable`, the session page says so, and a late answer
 /// cannot revive it.
-async fn a_wrapper_killed_mid_delivery_leaves_the_round_to_recovery(db: Db) {
+async fn a_wrapper_killed_mid_delivery_leaves_the_round_to_recovery(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -345,7 +345,7 @@ mod sdks {
             .status
     }
 
-    async fn typescript_sdk_legacy_form_accepted_after_the_harness_timeout(db: Db) {
+    async fn typescript_sdk_legacy_form_accepted_after_the_harness_timeout(db: Backend) {
         let Some(anteroom) = TestServer::start(db).await else {
             return;
         };
@@ -373,7 +373,7 @@ mod sdks {
         anteroom.stop().await;
     }
 
-    async fn typescript_sdk_legacy_url_consent(db: Db) {
+    async fn typescript_sdk_legacy_url_consent(db: Backend) {
         let Some(anteroom) = TestServer::start(db).await else {
             return;
         };
@@ -396,7 +396,7 @@ mod sdks {
         anteroom.stop().await;
     }
 
-    async fn typescript_sdk_modern_round_answered_per_request(db: Db) {
+    async fn typescript_sdk_modern_round_answered_per_request(db: Backend) {
         let Some(anteroom) = TestServer::start(db).await else {
             return;
         };
@@ -431,7 +431,7 @@ mod sdks {
         anteroom.stop().await;
     }
 
-    async fn typescript_sdk_modern_url_question(db: Db) {
+    async fn typescript_sdk_modern_url_question(db: Backend) {
         let Some(anteroom) = TestServer::start(db).await else {
             return;
         };
@@ -454,7 +454,7 @@ mod sdks {
         anteroom.stop().await;
     }
 
-    async fn python_sdk_legacy_question_dismissed(db: Db) {
+    async fn python_sdk_legacy_question_dismissed(db: Backend) {
         let Some(anteroom) = TestServer::start(db).await else {
             return;
         };
@@ -478,7 +478,7 @@ mod sdks {
         anteroom.stop().await;
     }
 
-    async fn python_sdk_modern_round_answered(db: Db) {
+    async fn python_sdk_modern_round_answered(db: Backend) {
         let Some(anteroom) = TestServer::start(db).await else {
             return;
         };

@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use anteroom_testkit::requests::{ask, json_of};
-use anteroom_testkit::{Db, TestServer};
+use anteroom_testkit::{Backend, TestServer};
 
-async fn second_answer_gets_409_naming_the_winner(db: Db) {
+async fn second_answer_gets_409_naming_the_winner(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -48,7 +48,7 @@ async fn second_answer_gets_409_naming_the_winner(db: Db) {
     server.stop().await;
 }
 
-async fn invalid_answer_gets_per_field_errors(db: Db) {
+async fn invalid_answer_gets_per_field_errors(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

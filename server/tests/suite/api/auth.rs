@@ -4,11 +4,11 @@ use serde_json::json;
 
 use anteroom_testkit::requests::{ask, expires_in_an_hour, json_of, schema};
 use anteroom_testkit::{
-    Db, Settings, TestServer,
+    Backend, Settings, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
-async fn producer_and_management_auth_rules(db: Db) {
+async fn producer_and_management_auth_rules(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -114,7 +114,7 @@ async fn producer_and_management_auth_rules(db: Db) {
     server.stop().await;
 }
 
-async fn bare_routes_take_a_producer_key_and_register_the_session(db: Db) {
+async fn bare_routes_take_a_producer_key_and_register_the_session(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -150,7 +150,7 @@ async fn bare_routes_take_a_producer_key_and_register_the_session(db: Db) {
 }
 
 /// Attack: a responder's API key registered sessions and posted into any session on the bare route.
-async fn responder_key_cannot_register_sessions_on_the_bare_route(db: Db) {
+async fn responder_key_cannot_register_sessions_on_the_bare_route(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -179,7 +179,7 @@ async fn responder_key_cannot_register_sessions_on_the_bare_route(db: Db) {
     server.stop().await;
 }
 
-async fn anonymous_bare_routes_only_when_the_operator_opts_in(db: Db) {
+async fn anonymous_bare_routes_only_when_the_operator_opts_in(db: Backend) {
     let Some(server) = TestServer::start_with(
         db,
         Settings {

@@ -4,11 +4,11 @@ use serde_json::{Value, json};
 
 use anteroom_testkit::requests::{ask, expires_in_an_hour, schema};
 use anteroom_testkit::{
-    Db, Settings, TestServer,
+    Backend, Settings, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
-async fn malformed_requests_get_json_4xx_and_the_server_keeps_working(db: Db) {
+async fn malformed_requests_get_json_4xx_and_the_server_keeps_working(db: Backend) {
     let Some(server) = TestServer::start_with(
         db,
         Settings {
@@ -260,7 +260,7 @@ async fn malformed_requests_get_json_4xx_and_the_server_keeps_working(db: Db) {
     server.stop().await;
 }
 
-async fn floods_are_rate_limited_but_steady_polling_never_is(db: Db) {
+async fn floods_are_rate_limited_but_steady_polling_never_is(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

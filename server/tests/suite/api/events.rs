@@ -7,11 +7,11 @@ use serde_json::json;
 
 use anteroom_testkit::requests::{expires_in_an_hour, schema};
 use anteroom_testkit::{
-    Db, TestServer,
+    Backend, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
-async fn event_stream_shows_created_and_answered_within_a_second(db: Db) {
+async fn event_stream_shows_created_and_answered_within_a_second(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

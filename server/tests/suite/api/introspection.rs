@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use anteroom_testkit::requests::{ask, json_of};
-use anteroom_testkit::{Db, TestServer};
+use anteroom_testkit::{Backend, TestServer};
 
-async fn metrics_show_requests_open_questions_and_answers(db: Db) {
+async fn metrics_show_requests_open_questions_and_answers(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -54,7 +54,7 @@ async fn metrics_show_requests_open_questions_and_answers(db: Db) {
     server.stop().await;
 }
 
-async fn openapi_document_describes_every_route(db: Db) {
+async fn openapi_document_describes_every_route(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

@@ -5,11 +5,11 @@ use serde_json::{Value, json};
 
 use anteroom_testkit::requests::{ask, expires_in_an_hour, json_of, schema};
 use anteroom_testkit::{
-    self as support, Db, TestServer,
+    self as support, Backend, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
-async fn pulsemcp_round_trip_accept_reaches_the_poller_every_time(db: Db) {
+async fn pulsemcp_round_trip_accept_reaches_the_poller_every_time(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -41,7 +41,7 @@ async fn pulsemcp_round_trip_accept_reaches_the_poller_every_time(db: Db) {
     server.stop().await;
 }
 
-async fn create_reply_has_201_request_id_poll_url_and_the_askers_deadline(db: Db) {
+async fn create_reply_has_201_request_id_poll_url_and_the_askers_deadline(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -97,7 +97,7 @@ async fn create_reply_has_201_request_id_poll_url_and_the_askers_deadline(db: Db
     server.stop().await;
 }
 
-async fn decline_and_dismiss_with_content_return_no_content(db: Db) {
+async fn decline_and_dismiss_with_content_return_no_content(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -133,7 +133,7 @@ async fn decline_and_dismiss_with_content_return_no_content(db: Db) {
     server.stop().await;
 }
 
-async fn retried_identical_create_returns_the_round_and_a_different_body_is_refused(db: Db) {
+async fn retried_identical_create_returns_the_round_and_a_different_body_is_refused(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -184,7 +184,7 @@ async fn retried_identical_create_returns_the_round_and_a_different_body_is_refu
     server.stop().await;
 }
 
-async fn expired_question_polls_expired_and_the_late_answer_is_refused(db: Db) {
+async fn expired_question_polls_expired_and_the_late_answer_is_refused(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

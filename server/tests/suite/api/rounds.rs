@@ -3,9 +3,9 @@
 use serde_json::{Value, json};
 
 use anteroom_testkit::requests::json_of;
-use anteroom_testkit::{Db, TestServer};
+use anteroom_testkit::{Backend, TestServer};
 
-async fn managed_rounds_and_worker_leases_over_http(db: Db) {
+async fn managed_rounds_and_worker_leases_over_http(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

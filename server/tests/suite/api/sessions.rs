@@ -4,11 +4,11 @@ use serde_json::json;
 
 use anteroom_testkit::requests::{ask, expires_in_an_hour, json_of, schema};
 use anteroom_testkit::{
-    Db, TestServer,
+    Backend, TestServer,
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
-async fn session_create_returns_token_once_and_the_environment_block(db: Db) {
+async fn session_create_returns_token_once_and_the_environment_block(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -57,7 +57,7 @@ async fn session_create_returns_token_once_and_the_environment_block(db: Db) {
     server.stop().await;
 }
 
-async fn server_route_names_the_asking_server(db: Db) {
+async fn server_route_names_the_asking_server(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -90,7 +90,7 @@ async fn server_route_names_the_asking_server(db: Db) {
     server.stop().await;
 }
 
-async fn attention_queue_and_session_actions(db: Db) {
+async fn attention_queue_and_session_actions(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
