@@ -63,7 +63,7 @@ fn content_hash(files: &[&Path]) -> Result<String> {
     }
     let digest = hasher.finalize();
     let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-    Ok(hex[..HASH_DIGITS].to_owned())
+    Ok(hex.chars().take(HASH_DIGITS).collect())
 }
 
 fn rename(from: &Path, to: &Path) -> Result<()> {
@@ -127,13 +127,13 @@ mod tests {
 
     impl ScratchDir {
         fn new(label: &str) -> Self {
-            let dir = std::env::temp_dir().join(format!(
-                "xtask-{label}-{}-{}",
-                std::process::id(),
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |since| since.as_nanos())
-            ));
+            // The process and a count of this run's folders tell concurrent tests and runs apart.
+            static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir =
+                std::env::temp_dir().join(format!("xtask-{label}-{}-{made}", std::process::id()));
+            // A folder left by an earlier process with the same id is not this test's.
+            let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).expect("scratch dir");
             Self(dir)
         }

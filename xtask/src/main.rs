@@ -5,7 +5,11 @@
 //! the wasm target through rustup, Playwright and wasm-opt through npm. wasm-bindgen is linked into this
 //! program as a library, so no separate `wasm-bindgen-cli` install is needed.
 
+#![allow(clippy::print_stdout, reason = "a task runner reports to its terminal")]
+
 mod assets;
+mod background;
+mod check;
 mod site;
 mod tools;
 
@@ -25,7 +29,8 @@ tasks:
   build [--release]           build the browser bundle into target/site and the anteroom binary
   test                        run every check: fmt, clippy, unit and integration tests (SQLite, and
                               PostgreSQL when ANTEROOM_TEST_POSTGRES_URL is set), Playwright in Chromium
-  lint                        cargo fmt --check and clippy for the server and the browser builds
+  lint                        cargo fmt --check and clippy for the server and the browser builds (compiled
+                              as the tests compile them, so a later `test` reuses the build)
   bench [--postgres] [-- ARGS]
                               release build, then every benchmark figure against its ceiling, as a table
                               (SQLite; --postgres uses ANTEROOM_TEST_POSTGRES_URL or the local test database;
@@ -77,8 +82,8 @@ fn run_task(args: Vec<String>) -> Result<()> {
             run_server(profile, passthrough)
         }
         "build" => site::build(profile),
-        "test" => test_everything(),
-        "lint" => lint(),
+        "test" => check::test_everything(),
+        "lint" => check::lint(),
         "bench" => bench(postgres, passthrough),
         "attack" => attack(postgres, passthrough),
         "help" | "--help" | "-h" => {
@@ -88,6 +93,9 @@ fn run_task(args: Vec<String>) -> Result<()> {
         other => bail!("unknown task {other}\n\n{USAGE}"),
     }
 }
+
+/// The cargo profile `cargo xtask` itself is built with (Cargo.toml says why), shared with its tests.
+pub const XTASK_PROFILE: &str = "xtask";
 
 /// Debug builds are quick to compile; release builds are what an operator deploys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,86 +156,6 @@ fn run_server(profile: Profile, args: &[String]) -> Result<()> {
     run(&mut command)
 }
 
-fn lint() -> Result<()> {
-    step("cargo fmt --check");
-    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
-    step("clippy: server build (ssr) and all test targets");
-    run(cargo().args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    step("clippy: browser build (hydrate, wasm32)");
-    tools::ensure_wasm_target()?;
-    run(cargo().args([
-        "clippy",
-        "--package",
-        "anteroom-app",
-        "--lib",
-        "--target",
-        "wasm32-unknown-unknown",
-        "--features",
-        "hydrate",
-        "--",
-        "-D",
-        "warnings",
-    ]))
-}
-
-fn test_everything() -> Result<()> {
-    lint()?;
-
-    step("the task runner's own tests");
-    // Release, as `cargo xtask` itself is built: its dependencies are already compiled.
-    run(cargo().args(["test", "--release", "--package", "xtask"]))?;
-
-    step("unit and integration tests");
-    match env::var("ANTEROOM_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => {
-            println!("xtask: PostgreSQL tests run against ANTEROOM_TEST_POSTGRES_URL");
-        }
-        _ => println!(
-            "xtask: PostgreSQL tests SKIPPED: ANTEROOM_TEST_POSTGRES_URL is not set \
-             (e.g. postgres://postgres@127.0.0.1:5432/test)"
-        ),
-    }
-    let sdks = tools::ensure_mcp_sdks()?;
-    run(cargo()
-        .args(["test", "--workspace", "--exclude", "xtask"])
-        .envs(sdks.iter().cloned()))?;
-
-    step("end-to-end tests (Playwright, Chromium)");
-    site::build_bundle(Profile::Debug)?;
-    step("server binary (anteroom), as the tests above built it");
-    // The same selection and environment as the test build: with the tests' dev-dependencies in it, cargo
-    // resolves the workspace's features as it just did and has nothing to compile (the SDK paths matter too,
-    // the store's build script turns them into cfg flags, so other values recompile it). `cargo build -p
-    // anteroom-server` alone would leave out the store's `testing` feature and compile five crates again
-    // (47 s) for a binary that differs only by a module no code path of `serve` reaches.
-    run(cargo()
-        .args([
-            "build",
-            "--workspace",
-            "--exclude",
-            "xtask",
-            "--bins",
-            "--tests",
-        ])
-        .envs(sdks))?;
-    site::report_bundle_size()?;
-    tools::ensure_npm_packages()?;
-    tools::ensure_chromium()?;
-    let end2end = workspace_root().join("end2end");
-    run(Command::new(end2end.join("node_modules/.bin/playwright"))
-        .arg("test")
-        .current_dir(&end2end)
-        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"))
-    .map_err(|error| error.context("end-to-end tests failed"))
-}
-
 /// Builds the release site and binary, then runs the figures benchmark against them, passing `args` (such as
 /// `--only polls`) through to it.
 fn bench(postgres: bool, args: &[String]) -> Result<()> {
@@ -285,7 +213,8 @@ fn postgres_url() -> String {
         .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
-/// Prints a visible heading for each stage so a long log reads as a sequence of steps.
+/// Prints a visible heading for each stage so a long log reads as a sequence of steps, and notes when it began.
 pub fn step(title: &str) {
+    check::note_step(title);
     println!("\n==> {title}");
 }

@@ -12,7 +12,7 @@ const OUTPUT_NAME: &str = "anteroom";
 
 /// Builds everything `anteroom serve` needs to serve a hydrating web app.
 pub fn build(profile: Profile) -> Result<()> {
-    build_bundle(profile)?;
+    build_bundle(profile, false)?;
     step("server binary (anteroom)");
     let mut server = cargo();
     server.args(["build", "--package", "anteroom-server"]);
@@ -24,8 +24,8 @@ pub fn build(profile: Profile) -> Result<()> {
 }
 
 /// Builds the browser's half into `target/site`: the hydrate bundle, the stylesheet and the public files, with
-/// fingerprinted names and compressed copies.
-pub fn build_bundle(profile: Profile) -> Result<()> {
+/// fingerprinted names and compressed copies; `linted` compiles the bundle's crates through clippy.
+pub fn build_bundle(profile: Profile, linted: bool) -> Result<()> {
     let root = workspace_root();
     let site = site_dir();
     let pkg = site.join("pkg");
@@ -35,13 +35,21 @@ pub fn build_bundle(profile: Profile) -> Result<()> {
     }
     fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
 
-    tools::ensure_wasm_target()?;
-    step("browser bundle (anteroom-app, hydrate, wasm32)");
+    tools::ensure_wasm_target(&run)?;
+    step(if linted {
+        "browser bundle (anteroom-app, hydrate, wasm32): clippy while compiling"
+    } else {
+        "browser bundle (anteroom-app, hydrate, wasm32)"
+    });
     let wasm_profile = match profile {
         Profile::Debug => "dev",
         Profile::Release => "wasm-release",
     };
-    run(cargo().args([
+    let mut bundle = cargo();
+    if linted {
+        crate::check::linted(&mut bundle);
+    }
+    run(bundle.args([
         "rustc",
         "--package",
         "anteroom-app",

@@ -7,7 +7,7 @@ use anteroom_domain::{
     ids::{OwnerId, RequestKey},
     round::{ElicitationRequest, FailureCode, OperationKind, ResponseAction, RoundStatus},
 };
-use anteroom_testkit::{Db, TestServer, on_both_backends, start_time};
+use anteroom_testkit::{Backend, TestServer, on_both_backends, start_time};
 use anteroom_wrap::anteroom::{Anteroom, Ask, DeliveryStep};
 use chrono::Duration;
 use serde_json::json;
@@ -44,7 +44,7 @@ async fn client(server: &TestServer) -> Anteroom {
     .expect("capability URL")
 }
 
-async fn an_answer_comes_back_through_the_leases_steps(db: Db) {
+async fn an_answer_comes_back_through_the_leases_steps(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -96,7 +96,7 @@ async fn an_answer_comes_back_through_the_leases_steps(db: Db) {
     server.stop().await;
 }
 
-async fn an_unanswered_question_ends_expired_not_declined(db: Db) {
+async fn an_unanswered_question_ends_expired_not_declined(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -120,7 +120,7 @@ async fn an_unanswered_question_ends_expired_not_declined(db: Db) {
     server.stop().await;
 }
 
-async fn a_wrong_token_is_refused_with_what_anteroom_said(db: Db) {
+async fn a_wrong_token_is_refused_with_what_anteroom_said(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

@@ -5,7 +5,7 @@
 use std::time::Duration as StdDuration;
 
 use anteroom_domain::{ids::OwnerId, round::RoundStatus};
-use anteroom_testkit::{Db, TestServer, on_both_backends};
+use anteroom_testkit::{Backend, TestServer, on_both_backends};
 use anteroom_wrap::{
     anteroom::Anteroom,
     relay::{Wrapped, run},
@@ -125,7 +125,7 @@ async fn the_question(server: &TestServer) -> String {
     round.round_id.to_string()
 }
 
-async fn a_persons_answer_reaches_the_tool_result(db: Db) {
+async fn a_persons_answer_reaches_the_tool_result(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -171,7 +171,7 @@ async fn a_persons_answer_reaches_the_tool_result(db: Db) {
     server.stop().await;
 }
 
-async fn an_unanswered_question_is_an_honest_error(db: Db) {
+async fn an_unanswered_question_is_an_honest_error(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -197,7 +197,7 @@ async fn an_unanswered_question_is_an_honest_error(db: Db) {
     server.stop().await;
 }
 
-async fn a_withdrawn_question_ends_cancelled_and_the_call_goes_on(db: Db) {
+async fn a_withdrawn_question_ends_cancelled_and_the_call_goes_on(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -227,7 +227,7 @@ async fn a_withdrawn_question_ends_cancelled_and_the_call_goes_on(db: Db) {
     server.stop().await;
 }
 
-async fn a_waiting_call_hears_progress_while_a_person_decides(db: Db) {
+async fn a_waiting_call_hears_progress_while_a_person_decides(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -310,7 +310,7 @@ fn reported(result: &Value) -> Value {
     serde_json::from_str(text).expect("the server's report")
 }
 
-async fn a_modern_call_is_one_round_answered_per_request(db: Db) {
+async fn a_modern_call_is_one_round_answered_per_request(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -353,7 +353,7 @@ async fn a_modern_call_is_one_round_answered_per_request(db: Db) {
     server.stop().await;
 }
 
-async fn concurrent_calls_get_their_own_rounds_and_answers(db: Db) {
+async fn concurrent_calls_get_their_own_rounds_and_answers(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -416,7 +416,7 @@ async fn sign_in_answered(
     (harness, round)
 }
 
-async fn a_url_consent_lets_the_call_be_retried(db: Db) {
+async fn a_url_consent_lets_the_call_be_retried(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -430,7 +430,7 @@ async fn a_url_consent_lets_the_call_be_retried(db: Db) {
     server.stop().await;
 }
 
-async fn a_declined_url_ends_the_call_with_an_honest_error(db: Db) {
+async fn a_declined_url_ends_the_call_with_an_honest_error(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -450,7 +450,7 @@ async fn a_declined_url_ends_the_call_with_an_honest_error(db: Db) {
     server.stop().await;
 }
 
-async fn a_server_asking_too_much_at_once_is_told_to_wait(db: Db) {
+async fn a_server_asking_too_much_at_once_is_told_to_wait(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -468,7 +468,7 @@ async fn a_server_asking_too_much_at_once_is_told_to_wait(db: Db) {
     server.stop().await;
 }
 
-async fn a_cancelled_call_withdraws_its_question(db: Db) {
+async fn a_cancelled_call_withdraws_its_question(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -493,7 +493,7 @@ async fn a_cancelled_call_withdraws_its_question(db: Db) {
     server.stop().await;
 }
 
-async fn a_wrapper_that_stops_ends_its_open_question(db: Db) {
+async fn a_wrapper_that_stops_ends_its_open_question(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -519,7 +519,7 @@ async fn a_wrapper_that_stops_ends_its_open_question(db: Db) {
 
 /// A raw wire driver: what the wrapper does not handle passes byte for byte in both directions — odd spacing,
 /// key order, escapes, lines that are not JSON, notifications, responses to the server's own requests.
-async fn everything_else_passes_byte_for_byte(db: Db) {
+async fn everything_else_passes_byte_for_byte(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };

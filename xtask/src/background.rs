@@ -1,0 +1,95 @@
+//! Installs that wait on the network or the disk more than on a core (Debian's Chromium, the npm and PyPI test
+//! packages) run on threads of their own while the compiler has both cores; each writes its own log, shown only
+//! when it fails, so the build's output stays readable.
+
+use std::{
+    fs,
+    path::PathBuf,
+    thread::JoinHandle,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+
+use crate::workspace_root;
+
+/// One install running in the background.
+pub struct Install {
+    name: &'static str,
+    log: PathBuf,
+    thread: JoinHandle<Result<()>>,
+    started: Instant,
+}
+
+impl Install {
+    /// Starts `work` on a thread of its own. `work` runs its commands with [`quiet`], which appends their output
+    /// to this install's log.
+    pub fn start(
+        name: &'static str,
+        work: impl FnOnce(&Log) -> Result<()> + Send + 'static,
+    ) -> Self {
+        let log = workspace_root()
+            .join("target/xtask-logs")
+            .join(format!("{}.log", name.replace(' ', "-")));
+        let for_thread = Log(log.clone());
+        let thread = std::thread::spawn(move || {
+            if let Some(dir) = for_thread.0.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            fs::write(&for_thread.0, b"")?;
+            work(&for_thread)
+        });
+        Self {
+            name,
+            log,
+            thread,
+            started: Instant::now(),
+        }
+    }
+
+    /// Waits for the install to end; a failure carries its log. Returns how long it ran.
+    pub fn finish(self) -> Result<Duration> {
+        let outcome = self
+            .thread
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the install thread panicked")));
+        let took = self.started.elapsed();
+        if let Err(error) = outcome {
+            let log = fs::read_to_string(&self.log).unwrap_or_default();
+            bail!(
+                "{} failed: {error:#}\n--- {} ---\n{log}",
+                self.name,
+                self.log.display()
+            );
+        }
+        Ok(took)
+    }
+}
+
+/// Where an install's commands write.
+pub struct Log(PathBuf);
+
+impl Log {
+    /// Runs `command` to completion with its output appended to this log, failing if it fails.
+    pub fn run(&self, command: &mut std::process::Command) -> Result<()> {
+        let shown = format!("{command:?}");
+        if command.get_current_dir().is_none() {
+            command.current_dir(workspace_root());
+        }
+        let open = || {
+            fs::OpenOptions::new()
+                .append(true)
+                .open(&self.0)
+                .with_context(|| format!("cannot open {}", self.0.display()))
+        };
+        let status = command
+            .stdout(open()?)
+            .stderr(open()?)
+            .status()
+            .with_context(|| format!("cannot start {shown}"))?;
+        if !status.success() {
+            bail!("{shown} failed ({status})");
+        }
+        Ok(())
+    }
+}

