@@ -17,8 +17,8 @@ use crate::workspace_root;
 pub struct Install {
     name: &'static str,
     log: PathBuf,
-    thread: JoinHandle<Result<()>>,
-    started: Instant,
+    /// The install's outcome and how long it ran.
+    thread: JoinHandle<(Result<()>, Duration)>,
 }
 
 impl Install {
@@ -33,27 +33,27 @@ impl Install {
             .join(format!("{}.log", name.replace(' ', "-")));
         let for_thread = Log(log.clone());
         let thread = std::thread::spawn(move || {
-            if let Some(dir) = for_thread.0.parent() {
-                fs::create_dir_all(dir)?;
-            }
-            fs::write(&for_thread.0, b"")?;
-            work(&for_thread)
+            let started = Instant::now();
+            let outcome = (|| {
+                if let Some(dir) = for_thread.0.parent() {
+                    fs::create_dir_all(dir)?;
+                }
+                fs::write(&for_thread.0, b"")?;
+                work(&for_thread)
+            })();
+            (outcome, started.elapsed())
         });
-        Self {
-            name,
-            log,
-            thread,
-            started: Instant::now(),
-        }
+        Self { name, log, thread }
     }
 
     /// Waits for the install to end; a failure carries its log. Returns how long it ran.
     pub fn finish(self) -> Result<Duration> {
-        let outcome = self
-            .thread
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the install thread panicked")));
-        let took = self.started.elapsed();
+        let (outcome, took) = self.thread.join().unwrap_or_else(|_| {
+            (
+                Err(anyhow::anyhow!("the install thread panicked")),
+                Duration::ZERO,
+            )
+        });
         if let Err(error) = outcome {
             let log = fs::read_to_string(&self.log).unwrap_or_default();
             bail!(
