@@ -7,11 +7,13 @@
 
 pub mod announce;
 pub mod answers;
+pub mod asking;
 pub mod credentials;
 pub mod error;
 pub mod events;
 pub mod extract;
 pub mod gate;
+pub mod hooks;
 pub mod mcp;
 pub mod metrics;
 pub mod passwords;

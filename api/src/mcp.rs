@@ -8,11 +8,11 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use anteroom_domain::{
     access::Role,
-    ids::{LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+    ids::{RequestId, RequestKey, RoundId, SessionId},
     outward::{PollAction, outward_answer},
     round::{
-        AskedThrough, ElicitationRequest, FailureCode, NewRound, OperationKind, ResponseAction,
-        Round, RoundOutcome, RoundStatus,
+        AskedThrough, ElicitationRequest, NewRound, OperationKind, ResponseAction, Round,
+        RoundOutcome,
     },
 };
 use axum::{
@@ -42,6 +42,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     AppState,
+    asking::HeldQuestion,
     error::{ApiError, ErrorCode},
     extract::Caller,
 };
@@ -49,9 +50,7 @@ use crate::{
 /// The longest `ask_person` waits for an answer when the caller names no timeout, and at most.
 const ASK_TIMEOUT_DEFAULT: Duration = Duration::from_secs(600);
 const ASK_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
-/// How often a waiting `ask_person` looks at its question without an event about it (a deadline passes
-/// silently), and how often it tells a caller that sent a progress token that it still waits.
-const ASK_LOOK_EVERY: Duration = Duration::from_secs(1);
+/// How often a waiting `ask_person` tells a caller that sent a progress token that it still waits.
 const ASK_PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// The one request of an `ask_person` question.
 const ASK_KEY: &str = "answer";
@@ -345,52 +344,14 @@ impl AnteroomMcp {
             .clamp(Duration::from_secs(1), ASK_TIMEOUT_MAX);
         self.state.limiter.creates.check(&caller.0.limit_key())?;
         let new = ask_round(session_id, args, wait, self.state.store.now())?;
-        let round = self.state.store.create_round(new).await?;
-        crate::announce::round_created(&self.state, &round);
-        // This call is the question's worker: its lease lasts the whole wait, and a call that stops waiting
-        // (cancelled, disconnected, dropped) ends the question at once rather than leave it answerable.
-        let owner = OwnerId::parse(format!("mcp-{}", uuid::Uuid::new_v4()))?;
-        let lease_length = chrono::Duration::from_std(wait + Duration::from_secs(60))
-            .unwrap_or_else(|_| chrono::Duration::hours(2));
-        let lease = self
-            .state
-            .store
-            .claim_round(round.round_id, owner.clone(), lease_length)
-            .await?;
-        let mut abandoned = Abandoned {
-            state: Some(self.state.clone()),
-            round_id: round.round_id,
-            owner: owner.clone(),
-            token: lease.lease_token.clone(),
-        };
-        let round = self.wait_while_pending(round.round_id, &context).await?;
-        // Answered: this reply is the answer's delivery, walked through the worker's steps.
-        let round = if round.status == RoundStatus::ResponseValidated {
-            self.deliver(round.round_id, &owner, &lease.lease_token)
-                .await?
-        } else {
-            round
-        };
-        abandoned.state = None;
-        crate::announce::round_changed(&self.state, &round);
-        Ok(ask_reply(&round))
-    }
-
-    /// Waits until nobody can answer `round_id` any more, telling a caller that sent a progress token that
-    /// it still waits; a cancelled call stops waiting at once.
-    async fn wait_while_pending(
-        &self,
-        round_id: RoundId,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Round, ApiError> {
+        let (mut held, _) = HeldQuestion::ask(&self.state, new, wait, "mcp").await?;
         let progress_token = context.meta.get_progress_token();
-        let mut watch = self.state.events.watch_round(round_id);
         let mut told = tokio::time::Instant::now();
         let mut progress = 0.0;
-        loop {
-            let round = self.state.store.get_round(round_id).await?;
-            if round.status != RoundStatus::Pending {
-                return Ok(round);
+        let mut looked = held.look().await?;
+        let round = loop {
+            if let Some(round) = looked {
+                break round;
             }
             if let Some(token) = &progress_token
                 && told.elapsed() >= ASK_PROGRESS_EVERY
@@ -407,25 +368,14 @@ impl AnteroomMcp {
             }
             // An event about this question, or the next look (a missed event, the deadline passing).
             tokio::select! {
-                _ = watch.next(tokio::time::Instant::now() + ASK_LOOK_EVERY) => {}
+                next = held.next_look() => looked = next?,
                 () = context.ct.cancelled() => {
                     return Err(ApiError::new(ErrorCode::Conflict, "The call was cancelled."));
                 }
             }
-        }
-    }
-
-    /// Walks an answered round through the worker's delivery steps: this call's reply is its delivery.
-    async fn deliver(
-        &self,
-        round_id: RoundId,
-        owner: &OwnerId,
-        lease_token: &LeaseToken,
-    ) -> Result<Round, ApiError> {
-        let store = &self.state.store;
-        store.start_delivery(round_id, owner, lease_token).await?;
-        store.mark_delivered(round_id, owner, lease_token).await?;
-        Ok(store.resolve(round_id, owner, lease_token).await?)
+        };
+        let round = held.finish(round).await?;
+        Ok(ask_reply(&round))
     }
 }
 
@@ -568,39 +518,6 @@ impl AnteroomMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         reply(self.ask(args, &parts, context).await)
-    }
-}
-
-/// Ends an `ask_person` question whose call stopped waiting (dropped, cancelled, failed): nobody could receive
-/// its answer any more. Disarmed (`state` taken) once the answer is handed back.
-struct Abandoned {
-    state: Option<AppState>,
-    round_id: RoundId,
-    owner: OwnerId,
-    token: LeaseToken,
-}
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        let Some(state) = self.state.take() else {
-            return;
-        };
-        let (round_id, owner, token) = (self.round_id, self.owner.clone(), self.token.clone());
-        tokio::spawn(async move {
-            let ended = state
-                .store
-                .fail(
-                    round_id,
-                    &owner,
-                    &token,
-                    FailureCode::Cancelled,
-                    "The agent that asked stopped waiting for the answer.".to_owned(),
-                )
-                .await;
-            if let Ok(round) = ended {
-                crate::announce::round_changed(&state, &round);
-            }
-        });
     }
 }
 

@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use anteroom_store::Store;
 
-use crate::{events::EventHub, metrics::Metrics, passwords::HashingPool, rate_limit::RateLimiter};
+use crate::{
+    events::EventHub, hooks::HeldHooks, metrics::Metrics, passwords::HashingPool,
+    rate_limit::RateLimiter,
+};
 
 /// Shared application state: one reference count per clone (every request clones it several times, once per
 /// layer and extractor that takes it).
@@ -21,6 +24,8 @@ pub struct Shared {
     pub limiter: RateLimiter,
     /// The threads that hash passwords (one per core); a sign-in beyond them is refused at once.
     pub password_hashing: HashingPool,
+    /// Hook requests each session holds open now.
+    pub held_hooks: HeldHooks,
 }
 
 impl std::ops::Deref for AppState {
@@ -43,6 +48,7 @@ impl AppState {
             metrics,
             limiter: RateLimiter::default(),
             password_hashing: HashingPool::per_core(),
+            held_hooks: HeldHooks::default(),
         }))
     }
 

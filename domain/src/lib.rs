@@ -33,6 +33,7 @@ pub mod error;
 pub mod expiry;
 pub mod form;
 pub mod gate;
+pub mod hooks;
 pub mod ids;
 pub mod limits;
 pub mod outward;

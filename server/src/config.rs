@@ -51,6 +51,10 @@ pub enum Command {
     /// Print a session's environment block; with --rotate it issues the session a new token (the old one stops
     /// working). Tokens are stored hashed, so a block can only be printed when its token is issued.
     Env(EnvArgs),
+    /// A harness's command hook: reads the hook's JSON on stdin, asks a person through Anteroom, prints the
+    /// decision. For Codex, whose hooks are commands (docs/hooks.md).
+    #[command(subcommand)]
+    Hook(HookCommand),
     /// Write Anteroom into harness configuration files: Claude Code's .mcp.json and Codex's config.toml.
     #[command(subcommand, name = "mcp-config")]
     McpConfig(McpConfigCommand),
@@ -187,6 +191,18 @@ pub struct WrapArgs {
 fn role_parser() -> impl TypedValueParser<Value = Role> {
     PossibleValuesParser::new(Role::ALL.iter().map(|role| role.as_str()))
         .try_map(|name| Role::parse(&name).ok_or("not a role"))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Codex's `PreToolUse` command hook: the event on stdin, Claude-compatible decision JSON on stdout, exit 0.
+    /// Asks the session of ELICITATION_REQUEST_URL (its environment block); when Anteroom cannot be reached or
+    /// nobody answers, prints a deny that says so.
+    CodexPreToolUse {
+        /// The hook's timeout in seconds, as in hooks.json: Anteroom answers before it.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
 }
 
 #[derive(Debug, Subcommand)]

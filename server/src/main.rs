@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anteroom_server::{
     ask,
-    config::{ApikeyCommand, Cli, Command, SessionCommand, UserCommand},
+    config::{ApikeyCommand, Cli, Command, HookCommand, SessionCommand, UserCommand},
 };
 use anteroom_store::StoreOptions;
 use clap::Parser;
@@ -68,6 +68,9 @@ async fn main() -> ExitCode {
             exit_now(code)
         }
         Some(Command::Env(args)) => commands::env::run(args).await,
+        Some(Command::Hook(HookCommand::CodexPreToolUse { timeout })) => {
+            commands::hook::codex_pre_tool_use(timeout).await
+        }
         Some(Command::McpConfig(command)) => commands::mcp_config::run(command).await,
     };
     match outcome {

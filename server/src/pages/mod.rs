@@ -98,10 +98,10 @@ pub async fn attach_viewer(
     mut request: Request,
     next: Next,
 ) -> Response {
-    // Assets, probes and the producer routes (a session's token is their only credential) never need the
-    // person: skip the session read the browser's cookie would cost.
+    // Assets, probes, the producer routes and the hooks (a session's token is their only credential) never need
+    // the person: skip the session read the browser's cookie would cost.
     let path = request.uri().path();
-    if is_asset_or_probe(path) || path.starts_with("/api/v1/s/") {
+    if is_asset_or_probe(path) || path.starts_with("/api/v1/s/") || path.starts_with("/hooks/") {
         return next.run(request).await;
     }
     let path = path.to_owned();

@@ -116,6 +116,7 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
         .route("/readyz", get(health::readyz))
         .merge(crate::api::router(&state))
         .merge(crate::api::mcp::router(&state))
+        .merge(crate::api::hooks::router(&state))
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
         .merge(crate::pages::routes(queue_feed))
         .route("/metrics", get(crate::metrics::render))

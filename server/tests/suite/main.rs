@@ -11,6 +11,7 @@
 mod api;
 mod cli;
 mod delivery;
+mod hooks;
 mod hostile;
 mod http_smoke;
 mod instances;

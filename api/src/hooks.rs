@@ -1,0 +1,230 @@
+//! Claude Code's HTTP hooks, served: `POST /hooks/claude/pre-tool-use` and `POST /hooks/claude/elicitation`
+//! (docs/hooks.md). The session's producer token authenticates the hook (`Authorization: Bearer ars_…`); a tool
+//! call that needs a person, or an MCP server's elicitation, becomes an ordinary round in that session, and the
+//! request is held open — as the round's worker — until a person answers or Anteroom's own deadline, which
+//! ends before the hook's `timeout`, so nobody answers into a void.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use anteroom_domain::{
+    hooks::{
+        ElicitationHook, HOOK_KEY, HookQuestion, PreToolUse, ToolPolicy, check_tool_name,
+        elicitation_question, elicitation_reply, tool_decision, tool_question,
+    },
+    ids::{RequestKey, SessionId},
+    outward::outward_answer,
+    round::{AskedThrough, NewRound, OperationKind, Round},
+};
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, State},
+    http::{HeaderMap, Method, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{
+    AppState,
+    asking::HeldQuestion,
+    error::{ApiError, ApiResult, ErrorCode},
+    extract::{ApiJson, ApiQuery},
+};
+
+/// A Claude Code hook's default `timeout`, in seconds.
+const HOOK_TIMEOUT_DEFAULT: u64 = 600;
+/// How long before the hook's own timeout Anteroom gives up, so its honest reply arrives in time.
+const HOOK_MARGIN: u64 = 30;
+/// How many hook requests one session may hold open at once; more are told to retry.
+pub const HELD_PER_SESSION: usize = 8;
+
+/// The hook routes, with the API's body limit and JSON errors for other methods.
+pub fn router(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .route("/hooks/claude/pre-tool-use", post(pre_tool_use))
+        .route("/hooks/claude/elicitation", post(elicitation))
+        .method_not_allowed_fallback(|method: Method| async move {
+            ApiError::new(
+                ErrorCode::MethodNotAllowed,
+                format!("{method} is not allowed here: hooks POST their event."),
+            )
+        })
+        .layer(DefaultBodyLimit::max(state.config.body_limit))
+}
+
+/// The hook's settings, from its URL: its `timeout` (seconds, as in the settings file) and the tool policy.
+#[derive(Debug, Default, Deserialize)]
+pub struct HookOptions {
+    timeout: Option<u64>,
+    ask: Option<String>,
+    allow: Option<String>,
+}
+
+impl HookOptions {
+    /// How long Anteroom holds the request: the hook's timeout less a margin (half of it for short ones).
+    fn wait(&self) -> Duration {
+        let timeout = self
+            .timeout
+            .unwrap_or(HOOK_TIMEOUT_DEFAULT)
+            .clamp(2, 86_400);
+        Duration::from_secs(timeout.saturating_sub(HOOK_MARGIN).max(timeout / 2))
+    }
+}
+
+/// Hook requests each session holds open now, against [`HELD_PER_SESSION`].
+#[derive(Clone, Default)]
+pub struct HeldHooks(Arc<Mutex<HashMap<SessionId, usize>>>);
+
+/// One held request's place; given back when dropped.
+struct HeldSlot {
+    hooks: HeldHooks,
+    session: SessionId,
+}
+
+impl HeldHooks {
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, usize>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn take(&self, session: &SessionId) -> ApiResult<HeldSlot> {
+        let mut counts = self.counts();
+        let held = counts.entry(session.clone()).or_default();
+        if *held >= HELD_PER_SESSION {
+            return Err(ApiError::rate_limited(
+                5,
+                format!(
+                    "This session already holds {HELD_PER_SESSION} hook requests waiting for a person; try again \
+                     once one is answered."
+                ),
+            ));
+        }
+        *held += 1;
+        Ok(HeldSlot {
+            hooks: self.clone(),
+            session: session.clone(),
+        })
+    }
+}
+
+impl Drop for HeldSlot {
+    fn drop(&mut self) {
+        let mut counts = self.hooks.counts();
+        if let Some(held) = counts.get_mut(&self.session) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                counts.remove(&self.session);
+            }
+        }
+    }
+}
+
+/// The session whose producer token the hook sends as `Authorization: Bearer`.
+async fn hook_session(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> ApiResult<anteroom_domain::session::Session> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or_else(|| {
+            ApiError::unauthorized(
+                "Send the session's producer token as `Authorization: Bearer ars_…` (the hook's `headers`).",
+            )
+        })?;
+    crate::producer::session_for_token(state, token).await
+}
+
+/// `PreToolUse`: an empty 200 when the policy lets the call through, else the person's decision.
+async fn pre_tool_use(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(options): ApiQuery<HookOptions>,
+    ApiJson(call): ApiJson<PreToolUse>,
+) -> ApiResult<Response> {
+    let session = hook_session(&state, &headers).await?;
+    check_tool_name(&call.tool_name)?;
+    let policy = ToolPolicy::from_lists(options.ask.as_deref(), options.allow.as_deref());
+    if !policy.needs_person(&call.tool_name) {
+        // No decision: the harness goes on as it would without the hook.
+        return Ok(StatusCode::OK.into_response());
+    }
+    let question = tool_question(&call)?;
+    let wait = options.wait();
+    let round = ask_and_wait(&state, &session.id, question, &call.session_id, wait).await?;
+    let who = round.responded_by.as_deref().unwrap_or("a person");
+    let minutes = i64::try_from(wait.as_secs().div_ceil(60)).unwrap_or(i64::MAX);
+    let answer = outward_answer(&round, HOOK_KEY);
+    Ok(Json(tool_decision(&call, &answer, who, minutes)).into_response())
+}
+
+/// `Elicitation`: the MCP server's question, answered by a person.
+async fn elicitation(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(options): ApiQuery<HookOptions>,
+    ApiJson(hook): ApiJson<ElicitationHook>,
+) -> ApiResult<Json<Value>> {
+    let session = hook_session(&state, &headers).await?;
+    let question = elicitation_question(&hook)?;
+    let round = ask_and_wait(
+        &state,
+        &session.id,
+        question,
+        &hook.session_id,
+        options.wait(),
+    )
+    .await?;
+    Ok(Json(elicitation_reply(&outward_answer(&round, HOOK_KEY))))
+}
+
+/// Asks `question` in the session and holds the request until nobody can answer it any more.
+async fn ask_and_wait(
+    state: &AppState,
+    session: &SessionId,
+    question: HookQuestion,
+    harness_run: &str,
+    wait: Duration,
+) -> ApiResult<Round> {
+    let _slot = state.held_hooks.take(session)?;
+    state.limiter.creates.check(session.as_str())?;
+    let run: String = harness_run
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(64)
+        .collect();
+    let new = NewRound {
+        session_id: session.clone(),
+        request_id: None,
+        logical_operation_id: format!("hook-{run}-{}", uuid::Uuid::new_v4()),
+        server: Some(question.asker.server),
+        operation_kind: OperationKind::Tool,
+        operation_name: question.asker.tool,
+        requests: [(RequestKey::parse(HOOK_KEY)?, question.request)].into(),
+        request_state: None,
+        round_index: 0,
+        round_limit: 1,
+        deadline: chrono::Duration::from_std(wait)
+            .ok()
+            .map(|wait| state.store.now() + wait),
+        fingerprint: None,
+        asked_through: AskedThrough::SessionToken,
+    };
+    let (mut held, _) = HeldQuestion::ask(state, new, wait, "hook").await?;
+    let mut looked = held.look().await?;
+    let round = loop {
+        if let Some(round) = looked {
+            break round;
+        }
+        looked = held.next_look().await?;
+    };
+    held.finish(round).await
+}

@@ -1,0 +1,759 @@
+//! A harness's own questions, as Claude Code's hooks send them (and Codex's command hook, which speaks the same
+//! JSON): which tool calls need a person, the question each one becomes, and the reply the harness reads back
+//! (docs/hooks.md). Every field is producer input: read leniently, bounded, and shown as text.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::{
+    ManagedInputError,
+    outward::{OutwardAnswer, PollAction},
+    round::ElicitationRequest,
+};
+
+/// The tools that change something, asked about by default; any `mcp__server__tool` too.
+const ASKED_BY_DEFAULT: [&str; 5] = ["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
+/// Claude asking the person its own multiple-choice question: always a question for a person.
+pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
+/// The longest tool name taken (Claude Code's own are short; an MCP tool's is `mcp__server__tool`).
+const TOOL_NAME_CHARS: usize = 200;
+/// How much of a tool's input the question shows; the rest is said to be cut.
+const INPUT_SHOWN_CHARS: usize = 6_000;
+/// How many lines of a written file's content the question shows.
+const WRITE_LINES_SHOWN: usize = 20;
+/// Bounds on an `AskUserQuestion`: questions, and choices per question.
+const QUESTIONS_MAX: usize = 10;
+const OPTIONS_MAX: usize = 20;
+/// The one request key of a hook's round.
+pub const HOOK_KEY: &str = "decision";
+
+/// `PreToolUse`: the fields Anteroom reads (others are ignored).
+#[derive(Debug, Clone, Deserialize)]
+pub struct PreToolUse {
+    /// The harness run (one Anteroom session may serve many).
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub cwd: String,
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: Value,
+    #[serde(default)]
+    pub tool_use_id: String,
+}
+
+/// `Elicitation`: an MCP server's question that the harness would otherwise answer (or decline) itself.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ElicitationHook {
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub mcp_server_name: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub requested_schema: Option<Value>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub elicitation_id: Option<String>,
+}
+
+/// Which tools need a person: the defaults, with tools added (`ask`) or let through (`allow`) by the hook's
+/// own settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolPolicy {
+    pub ask: Vec<String>,
+    pub allow: Vec<String>,
+}
+
+impl ToolPolicy {
+    /// From the comma-separated `ask` and `allow` lists of a hook's URL; at most 64 names each.
+    pub fn from_lists(ask: Option<&str>, allow: Option<&str>) -> Self {
+        let names = |list: Option<&str>| {
+            list.unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .take(64)
+                .map(str::to_owned)
+                .collect()
+        };
+        Self {
+            ask: names(ask),
+            allow: names(allow),
+        }
+    }
+
+    /// Whether a call of `tool` waits for a person.
+    pub fn needs_person(&self, tool: &str) -> bool {
+        if tool == ASK_USER_QUESTION {
+            return true;
+        }
+        if self.allow.iter().any(|name| name == tool) {
+            return false;
+        }
+        self.ask.iter().any(|name| name == tool)
+            || ASKED_BY_DEFAULT.contains(&tool)
+            || tool.starts_with("mcp__")
+    }
+}
+
+/// Who asks and about what: the round's server and tool names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asker {
+    pub server: String,
+    pub tool: String,
+}
+
+impl Asker {
+    /// Claude Code's own tools are asked by `claude-code`; `mcp__github__create_issue` by the `github` server.
+    pub fn of_tool(tool_name: &str) -> Self {
+        match tool_name
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+        {
+            Some((server, tool)) if !server.is_empty() && !tool.is_empty() => Self {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            },
+            _ => Self {
+                server: "claude-code".to_owned(),
+                tool: tool_name.to_owned(),
+            },
+        }
+    }
+}
+
+/// A hook's question: the request a person answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookQuestion {
+    pub asker: Asker,
+    pub request: ElicitationRequest,
+}
+
+/// Refuses a tool name that is empty, too long, or carries control characters.
+pub fn check_tool_name(name: &str) -> Result<(), ManagedInputError> {
+    if name.is_empty()
+        || name.chars().count() > TOOL_NAME_CHARS
+        || name.chars().any(char::is_control)
+    {
+        return Err(ManagedInputError::validation(format!(
+            "`tool_name` must be 1 to {TOOL_NAME_CHARS} characters without control characters."
+        )));
+    }
+    Ok(())
+}
+
+/// The question a tool call becomes: may it run (with an optional reason), or, for `AskUserQuestion`, Claude's
+/// own questions as a form.
+pub fn tool_question(call: &PreToolUse) -> Result<HookQuestion, ManagedInputError> {
+    check_tool_name(&call.tool_name)?;
+    let asker = Asker::of_tool(&call.tool_name);
+    let run = run_label(&call.session_id, &call.cwd);
+    if call.tool_name == ASK_USER_QUESTION {
+        let (message, schema) = ask_user_question_form(&call.tool_input, &run)?;
+        return Ok(HookQuestion {
+            asker,
+            request: form(message, schema),
+        });
+    }
+    let message = format!(
+        "{run} wants to use {}:\n\n{}",
+        call.tool_name,
+        shown_input(&call.tool_name, &call.tool_input)
+    );
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "reason": {
+                "type": "string",
+                "title": "Note for the agent (optional)",
+                "maxLength": 2000
+            }
+        }
+    });
+    Ok(HookQuestion {
+        asker,
+        request: form(message, schema),
+    })
+}
+
+/// The question an MCP server's elicitation becomes: the same form or URL it asked, naming the server.
+pub fn elicitation_question(hook: &ElicitationHook) -> Result<HookQuestion, ManagedInputError> {
+    let server = if hook.mcp_server_name.is_empty() {
+        "an MCP server".to_owned()
+    } else {
+        crate::round::check_server_name(&hook.mcp_server_name)?;
+        hook.mcp_server_name.clone()
+    };
+    let asker = Asker {
+        server,
+        tool: "elicitation".to_owned(),
+    };
+    let message = clean(&hook.message);
+    let request = match hook.mode.as_deref().unwrap_or("form") {
+        "form" => form(
+            message,
+            hook.requested_schema
+                .clone()
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        ),
+        "url" => ElicitationRequest::Url {
+            message,
+            url: hook.url.clone().ok_or_else(|| {
+                ManagedInputError::validation("`url` is missing: a url elicitation needs one.")
+            })?,
+            elicitation_id: hook.elicitation_id.clone().unwrap_or_default(),
+            meta: None,
+        },
+        other => {
+            return Err(ManagedInputError::validation(format!(
+                "`mode` {:?} is not one Anteroom knows; use \"form\" or \"url\".",
+                clean(&other.chars().take(40).collect::<String>())
+            )));
+        }
+    };
+    Ok(HookQuestion { asker, request })
+}
+
+fn form(message: String, requested_schema: Value) -> ElicitationRequest {
+    ElicitationRequest::Form {
+        message,
+        requested_schema,
+        meta: None,
+    }
+}
+
+/// "Claude Code run 4f2a9c1e in /home/rita/shop": which run asks, so a person can tell runs of one session apart.
+fn run_label(session_id: &str, cwd: &str) -> String {
+    let id: String = session_id.chars().take(8).collect();
+    let mut label = "Claude Code".to_owned();
+    if !id.is_empty() {
+        label.push_str(&format!(" run {}", clean(&id)));
+    }
+    if !cwd.is_empty() {
+        let cwd: String = cwd.chars().take(200).collect();
+        label.push_str(&format!(" in {}", clean(&cwd)));
+    }
+    label
+}
+
+/// A tool's input as a person reads it: a command as a command, an edit as removed and added lines, a write as
+/// its path and first lines, anything else as JSON; control characters shown as escapes, and cut to a bound.
+fn shown_input(tool: &str, input: &Value) -> String {
+    let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default();
+    let shown = match tool {
+        "Bash" => {
+            let mut shown = format!("$ {}", text("command"));
+            if !text("description").is_empty() {
+                shown.push_str(&format!("\n\n({})", text("description")));
+            }
+            shown
+        }
+        "Write" => {
+            let content = text("content");
+            let lines: Vec<&str> = content.lines().collect();
+            let mut shown = format!("write {} ({} lines):\n", text("file_path"), lines.len());
+            for line in lines.iter().take(WRITE_LINES_SHOWN) {
+                shown.push_str(&format!("  {line}\n"));
+            }
+            if lines.len() > WRITE_LINES_SHOWN {
+                shown.push_str(&format!(
+                    "  … {} more lines",
+                    lines.len() - WRITE_LINES_SHOWN
+                ));
+            }
+            shown
+        }
+        "Edit" => format!(
+            "edit {}:\n{}",
+            text("file_path"),
+            edit_lines(text("old_string"), text("new_string"))
+        ),
+        "MultiEdit" => {
+            let mut shown = format!("edit {}:", text("file_path"));
+            for edit in input
+                .get("edits")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let part = |key: &str| edit.get(key).and_then(Value::as_str).unwrap_or_default();
+                shown.push('\n');
+                shown.push_str(&edit_lines(part("old_string"), part("new_string")));
+            }
+            shown
+        }
+        _ => serde_json::to_string_pretty(input).unwrap_or_default(),
+    };
+    bounded(&clean(&shown), INPUT_SHOWN_CHARS)
+}
+
+/// An edit as a diff reads: `- ` before each removed line, `+ ` before each added one.
+fn edit_lines(old: &str, new: &str) -> String {
+    let mut lines: Vec<String> = old.lines().map(|line| format!("- {line}")).collect();
+    lines.extend(new.lines().map(|line| format!("+ {line}")));
+    lines.join("\n")
+}
+
+/// `text` with every control character but newline and tab shown as an escape (`\u{1b}`), so an ANSI
+/// sequence or a carriage return cannot disguise what a command does.
+pub fn clean(text: &str) -> String {
+    let mut cleaned = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            cleaned.push_str(&c.escape_unicode().to_string());
+        } else {
+            cleaned.push(c);
+        }
+    }
+    cleaned
+}
+
+/// At most `chars` characters of `text`, saying how much was cut.
+fn bounded(text: &str, chars: usize) -> String {
+    let total = text.chars().count();
+    if total <= chars {
+        return text.to_owned();
+    }
+    let mut kept: String = text.chars().take(chars).collect();
+    kept.push_str(&format!(
+        "\n… ({} more characters not shown)",
+        total - chars
+    ));
+    kept
+}
+
+/// One question of an `AskUserQuestion` call, as Claude sends it.
+#[derive(Debug, Deserialize)]
+struct ClaudeQuestion {
+    question: String,
+    #[serde(default)]
+    options: Vec<ClaudeOption>,
+    #[serde(default, rename = "multiSelect")]
+    multi_select: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct ClaudeOption {
+    label: String,
+}
+
+fn claude_questions(input: &Value) -> Result<Vec<ClaudeQuestion>, ManagedInputError> {
+    let questions: Vec<ClaudeQuestion> = input
+        .get("questions")
+        .cloned()
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|error| {
+            ManagedInputError::validation(format!("`tool_input.questions` cannot be read: {error}"))
+        })?
+        .unwrap_or_default();
+    if questions.is_empty() || questions.len() > QUESTIONS_MAX {
+        return Err(ManagedInputError::validation(format!(
+            "`AskUserQuestion` needs 1 to {QUESTIONS_MAX} questions."
+        )));
+    }
+    if questions
+        .iter()
+        .any(|question| question.options.is_empty() || question.options.len() > OPTIONS_MAX)
+    {
+        return Err(ManagedInputError::validation(format!(
+            "Each question of `AskUserQuestion` needs 1 to {OPTIONS_MAX} options."
+        )));
+    }
+    Ok(questions)
+}
+
+/// Claude's multiple-choice questions as one form: a field per question (`q1`, `q2`, …), one choice or several.
+fn ask_user_question_form(input: &Value, run: &str) -> Result<(String, Value), ManagedInputError> {
+    let questions = claude_questions(input)?;
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for (index, question) in questions.iter().enumerate() {
+        let labels: Vec<Value> = question
+            .options
+            .iter()
+            .map(|option| Value::String(clean(&option.label)))
+            .collect();
+        let title = bounded(&clean(&question.question), 300);
+        let field = if question.multi_select {
+            json!({"type": "array", "title": title, "items": {"type": "string", "enum": labels}, "minItems": 1})
+        } else {
+            json!({"type": "string", "title": title, "enum": labels})
+        };
+        let name = format!("q{}", index + 1);
+        properties.insert(name.clone(), field);
+        required.push(Value::String(name));
+    }
+    let message = format!("{run} asks you:");
+    let schema = json!({"type": "object", "properties": properties, "required": required});
+    Ok((message, schema))
+}
+
+/// The `hookSpecificOutput` of a `PreToolUse` reply: allow or deny with the reason the model reads.
+pub fn pre_tool_use_reply(decision: &str, reason: &str, updated_input: Option<Value>) -> Value {
+    let mut output = json!({
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
+    });
+    if let Some(input) = updated_input {
+        output["updatedInput"] = input;
+    }
+    json!({ "hookSpecificOutput": output })
+}
+
+/// What a tool call's question came to, as the harness reads it. `who` answered; `waited` says how long
+/// Anteroom held the call when nobody did.
+pub fn tool_decision(
+    call: &PreToolUse,
+    answer: &OutwardAnswer,
+    who: &str,
+    waited_minutes: i64,
+) -> Value {
+    let note = answer
+        .content
+        .as_ref()
+        .and_then(|content| content.get("reason"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|note| !note.is_empty());
+    match (answer.action, &answer.failure_code) {
+        (PollAction::Accept, None) if call.tool_name == ASK_USER_QUESTION => {
+            let answers = user_answers(&call.tool_input, answer.content.as_ref());
+            let mut updated = call.tool_input.clone();
+            if let Some(updated) = updated.as_object_mut() {
+                updated.insert("answers".to_owned(), answers);
+            }
+            pre_tool_use_reply(
+                "allow",
+                &format!("Answered by {who} in Anteroom."),
+                Some(updated),
+            )
+        }
+        (PollAction::Accept, None) => {
+            let reason = match note {
+                Some(note) => format!("Allowed by {who} in Anteroom: {note}"),
+                None => format!("Allowed by {who} in Anteroom."),
+            };
+            pre_tool_use_reply("allow", &reason, None)
+        }
+        (PollAction::Decline, None) => {
+            pre_tool_use_reply("deny", &format!("Denied by {who} in Anteroom."), None)
+        }
+        (PollAction::Cancel, None) => pre_tool_use_reply(
+            "deny",
+            &format!("Dismissed by {who} in Anteroom: the call is not allowed."),
+            None,
+        ),
+        (PollAction::Expired, None) => pre_tool_use_reply(
+            "deny",
+            &format!(
+                "Nobody answered in Anteroom within {waited_minutes} min, so the call is not allowed. Ask again \
+                 later or change the hook's policy."
+            ),
+            None,
+        ),
+        (_, code) => pre_tool_use_reply(
+            "deny",
+            &format!(
+                "The question in Anteroom ended without an answer ({}), so the call is not allowed.",
+                code.as_deref().unwrap_or("failed")
+            ),
+            None,
+        ),
+    }
+}
+
+/// `{"<question>": "<label>[, <label>]"}`, as `AskUserQuestion`'s `answers` reads.
+fn user_answers(input: &Value, content: Option<&Map<String, Value>>) -> Value {
+    let questions = claude_questions(input).unwrap_or_default();
+    let mut answers = BTreeMap::new();
+    for (index, question) in questions.iter().enumerate() {
+        let chosen = content.and_then(|content| content.get(&format!("q{}", index + 1)));
+        let text = match chosen {
+            Some(Value::String(label)) => label.clone(),
+            Some(Value::Array(labels)) => labels
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => continue,
+        };
+        answers.insert(question.question.clone(), Value::String(text));
+    }
+    json!(answers)
+}
+
+/// The reply to an `Elicitation` hook: the person's action and, for accept, the form's content. A question
+/// nobody answered, or that ended otherwise, is `cancel` (the person did not answer), never a made-up decline.
+pub fn elicitation_reply(answer: &OutwardAnswer) -> Value {
+    let action = match (answer.action, &answer.failure_code) {
+        (PollAction::Accept, None) => "accept",
+        (PollAction::Decline, None) => "decline",
+        _ => "cancel",
+    };
+    let mut output = json!({"hookEventName": "Elicitation", "action": action});
+    if action == "accept"
+        && let Some(content) = &answer.content
+    {
+        output["content"] = Value::Object(content.clone());
+    }
+    json!({ "hookSpecificOutput": output })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &str, input: Value) -> PreToolUse {
+        PreToolUse {
+            session_id: "4f2a9c1e-0000".to_owned(),
+            cwd: "/home/rita/shop".to_owned(),
+            tool_name: tool.to_owned(),
+            tool_input: input,
+            tool_use_id: "toolu_1".to_owned(),
+        }
+    }
+
+    fn message(question: &HookQuestion) -> &str {
+        question.request.message()
+    }
+
+    #[test]
+    fn tools_that_change_something_and_mcp_tools_wait_for_a_person_by_default() {
+        let policy = ToolPolicy::default();
+        for tool in [
+            "Bash",
+            "Write",
+            "Edit",
+            "MultiEdit",
+            "NotebookEdit",
+            "mcp__github__merge",
+            "AskUserQuestion",
+        ] {
+            assert!(policy.needs_person(tool), "{tool}");
+        }
+        for tool in ["Read", "Grep", "Glob", "WebFetch"] {
+            assert!(!policy.needs_person(tool), "{tool}");
+        }
+        let custom = ToolPolicy::from_lists(Some("WebFetch, Read"), Some("Bash"));
+        assert!(custom.needs_person("WebFetch") && custom.needs_person("Read"));
+        assert!(!custom.needs_person("Bash"));
+        assert!(
+            custom.needs_person(ASK_USER_QUESTION),
+            "a question for the person is never let through"
+        );
+    }
+
+    #[test]
+    fn a_command_is_shown_as_a_command_with_its_escapes_visible() {
+        let question = tool_question(&call(
+            "Bash",
+            json!({"command": "terraform apply\u{1b}[2K\rls", "description": "apply the plan"}),
+        ))
+        .expect("question");
+        assert_eq!(
+            question.asker,
+            Asker {
+                server: "claude-code".into(),
+                tool: "Bash".into()
+            }
+        );
+        let text = message(&question);
+        assert!(
+            text.starts_with("Claude Code run 4f2a9c1e in /home/rita/shop wants to use Bash:"),
+            "{text}"
+        );
+        assert!(
+            text.contains("$ terraform apply\\u{1b}[2K\\u{d}ls"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'));
+    }
+
+    #[test]
+    fn an_edit_reads_as_removed_and_added_lines_and_a_write_as_its_first_lines() {
+        let edit = tool_question(&call(
+            "Edit",
+            json!({"file_path": "prod.env", "old_string": "DB=staging", "new_string": "DB=prod\nDEBUG=0"}),
+        ))
+        .expect("edit");
+        assert!(message(&edit).ends_with("edit prod.env:\n- DB=staging\n+ DB=prod\n+ DEBUG=0"));
+        let content = (1..=30)
+            .map(|n| format!("line {n}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let write = tool_question(&call(
+            "Write",
+            json!({"file_path": "a.txt", "content": content}),
+        ))
+        .expect("write");
+        let text = message(&write);
+        assert!(
+            text.contains("write a.txt (30 lines):\n  line 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("line 20\n  … 10 more lines") && !text.contains("line 21"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_mcp_tool_is_asked_by_its_server_and_a_huge_input_is_cut() {
+        let question = tool_question(&call(
+            "mcp__github__create_issue",
+            json!({"title": "x".repeat(50_000)}),
+        ))
+        .expect("question");
+        assert_eq!(
+            question.asker,
+            Asker {
+                server: "github".into(),
+                tool: "create_issue".into()
+            }
+        );
+        let text = message(&question);
+        assert!(text.chars().count() < 7_000, "{}", text.len());
+        assert!(text.contains("more characters not shown"));
+    }
+
+    #[test]
+    fn hostile_tool_names_are_refused() {
+        assert!(tool_question(&call(&"T".repeat(10_000), json!({}))).is_err());
+        assert!(tool_question(&call("", json!({}))).is_err());
+        assert!(tool_question(&call("Bash\u{7}", json!({}))).is_err());
+    }
+
+    #[test]
+    fn ask_user_question_becomes_a_form_and_its_answers_echo_the_questions() {
+        let input = json!({"questions": [
+            {"question": "Which database?", "header": "DB", "multiSelect": false,
+             "options": [{"label": "staging", "description": "safe"}, {"label": "prod", "description": "careful"}]},
+            {"question": "Which checks?", "header": "Checks", "multiSelect": true,
+             "options": [{"label": "lint"}, {"label": "tests"}, {"label": "e2e"}]}
+        ]});
+        let call = call(ASK_USER_QUESTION, input.clone());
+        let question = tool_question(&call).expect("question");
+        let ElicitationRequest::Form {
+            requested_schema, ..
+        } = &question.request
+        else {
+            panic!("a form");
+        };
+        assert_eq!(
+            requested_schema["properties"]["q1"]["enum"],
+            json!(["staging", "prod"])
+        );
+        assert_eq!(requested_schema["properties"]["q2"]["type"], "array");
+        let answer = OutwardAnswer {
+            action: PollAction::Accept,
+            content: json!({"q1": "prod", "q2": ["lint", "tests"]})
+                .as_object()
+                .cloned(),
+            failure_code: None,
+        };
+        let reply = tool_decision(&call, &answer, "rita", 9);
+        let output = &reply["hookSpecificOutput"];
+        assert_eq!(output["permissionDecision"], "allow");
+        assert_eq!(output["updatedInput"]["questions"], input["questions"]);
+        assert_eq!(
+            output["updatedInput"]["answers"],
+            json!({"Which database?": "prod", "Which checks?": "lint, tests"})
+        );
+    }
+
+    #[test]
+    fn each_outcome_is_an_honest_decision() {
+        let bash = call("Bash", json!({"command": "ls"}));
+        let answer = |action, content: Option<Value>, failure: Option<&str>| OutwardAnswer {
+            action,
+            content: content.and_then(|content| content.as_object().cloned()),
+            failure_code: failure.map(str::to_owned),
+        };
+        let decision = |answer: &OutwardAnswer| {
+            let reply = tool_decision(&bash, answer, "rita", 9);
+            (
+                reply["hookSpecificOutput"]["permissionDecision"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                reply["hookSpecificOutput"]["permissionDecisionReason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        };
+        assert_eq!(
+            decision(&answer(
+                PollAction::Accept,
+                Some(json!({"reason": "fine for staging"})),
+                None
+            )),
+            (
+                "allow".to_owned(),
+                "Allowed by rita in Anteroom: fine for staging".to_owned()
+            )
+        );
+        assert_eq!(decision(&answer(PollAction::Decline, None, None)).0, "deny");
+        assert!(
+            decision(&answer(PollAction::Cancel, None, None))
+                .1
+                .contains("Dismissed by rita")
+        );
+        let expired = decision(&answer(PollAction::Expired, None, None));
+        assert_eq!(expired.0, "deny", "nobody answering is never an allow");
+        assert!(
+            expired
+                .1
+                .contains("Nobody answered in Anteroom within 9 min")
+        );
+        assert_eq!(
+            decision(&answer(PollAction::Expired, None, Some("revoked"))).0,
+            "deny"
+        );
+    }
+
+    #[test]
+    fn an_elicitation_is_asked_as_the_servers_form_and_answered_in_its_terms() {
+        let hook: ElicitationHook = serde_json::from_value(json!({
+            "session_id": "s", "mcp_server_name": "shop", "message": "Ship to?", "mode": "form",
+            "requested_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            "unknown_field": true
+        }))
+        .expect("hook");
+        let question = elicitation_question(&hook).expect("question");
+        assert_eq!(question.asker.server, "shop");
+        let accepted = OutwardAnswer {
+            action: PollAction::Accept,
+            content: json!({"city": "Lyon"}).as_object().cloned(),
+            failure_code: None,
+        };
+        assert_eq!(
+            elicitation_reply(&accepted),
+            json!({"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept", "content": {"city": "Lyon"}}})
+        );
+        let expired = OutwardAnswer {
+            action: PollAction::Expired,
+            content: None,
+            failure_code: None,
+        };
+        assert_eq!(
+            elicitation_reply(&expired)["hookSpecificOutput"]["action"],
+            "cancel"
+        );
+        let url: ElicitationHook =
+            serde_json::from_value(json!({"mode": "url", "message": "Sign in"})).expect("hook");
+        assert!(
+            elicitation_question(&url).is_err(),
+            "a url elicitation needs its url"
+        );
+    }
+}

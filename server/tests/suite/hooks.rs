@@ -1,0 +1,487 @@
+//! Claude Code's HTTP hooks against a real server on SQLite and PostgreSQL, posted as Claude Code posts them
+//! (the documented `PreToolUse` and `Elicitation` input): the request is held while a person answers through
+//! the API, and the reply parses into a strict mirror of the documented hook output.
+
+use std::time::Duration as StdDuration;
+
+use anteroom_testkit::{Backend, TestServer, on_both_backends};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Claude Code's `PreToolUse` hook output, as documented; anything else in a reply fails the test.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PreToolUseReply {
+    hook_specific_output: PreToolUseOutput,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PreToolUseOutput {
+    hook_event_name: String,
+    permission_decision: String,
+    permission_decision_reason: String,
+    #[serde(default)]
+    updated_input: Option<Value>,
+}
+
+/// Claude Code's `Elicitation` hook output, as documented.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ElicitationReply {
+    hook_specific_output: ElicitationOutput,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ElicitationOutput {
+    hook_event_name: String,
+    action: String,
+    #[serde(default)]
+    content: Option<Value>,
+}
+
+/// The `PreToolUse` input Claude Code posts for `tool` (fields from the hooks reference, and one it may add).
+fn pre_tool_use(tool: &str, input: Value) -> Value {
+    json!({
+        "session_id": "4f2a9c1e-8d7b-4c1a-9e2f-0123456789ab",
+        "transcript_path": "/home/rita/.claude/projects/shop/4f2a9c1e.jsonl",
+        "cwd": "/home/rita/shop",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "toolu_01ABC",
+        "a_field_added_later": {"ignored": true}
+    })
+}
+
+/// Posts a hook's event with the session's token, as the settings' `headers` make Claude Code do.
+fn post(server: &TestServer, token: &str, path: &str, body: &Value) -> reqwest::RequestBuilder {
+    server
+        .http
+        .post(server.url(path))
+        .bearer_auth(token)
+        .timeout(StdDuration::from_secs(60))
+        .json(body)
+}
+
+async fn held_reply<T: for<'de> Deserialize<'de>>(
+    held: tokio::task::JoinHandle<reqwest::Response>,
+) -> T {
+    let reply = held.await.expect("the hook request");
+    assert_eq!(reply.status(), 200);
+    let text = reply.text().await.expect("body");
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{error}: {text}"))
+}
+
+async fn a_bash_call_waits_for_a_person_whose_allow_and_note_reach_the_harness(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+    let body = pre_tool_use(
+        "Bash",
+        json!({"command": "terraform apply", "description": "apply"}),
+    );
+    let request = post(&server, &env.token, "/hooks/claude/pre-tool-use", &body);
+    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+
+    let round = server.rounds_once("hooked", 1).await.remove(0);
+    assert_eq!(round.server.as_deref(), Some("claude-code"));
+    assert_eq!(round.operation_name, "Bash");
+    let message = round
+        .requests
+        .values()
+        .next()
+        .expect("request")
+        .message()
+        .to_owned();
+    assert!(message.contains("$ terraform apply"), "{message}");
+    assert!(
+        message.contains("run 4f2a9c1e in /home/rita/shop"),
+        "{message}"
+    );
+    let answered = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept", "content": {"reason": "staging only"}}),
+        )
+        .await;
+    let status = answered.status();
+    assert_eq!(status, 200, "{}", answered.text().await.unwrap_or_default());
+
+    let reply: PreToolUseReply = held_reply(held).await;
+    let output = reply.hook_specific_output;
+    assert_eq!(output.hook_event_name, "PreToolUse");
+    assert_eq!(output.permission_decision, "allow");
+    assert_eq!(
+        output.permission_decision_reason,
+        "Allowed by api key responder in Anteroom: staging only"
+    );
+    assert!(output.updated_input.is_none());
+    // The reply was the answer's delivery.
+    let round = server
+        .round_once(round.round_id, |round| round.delivered_at.is_some())
+        .await;
+    assert!(round.delivered_at.is_some());
+    server.stop().await;
+}
+
+async fn a_decline_is_a_deny_and_a_read_only_tool_passes_at_once(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+
+    let read = post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &pre_tool_use("Read", json!({"file_path": "README.md"})),
+    )
+    .send()
+    .await
+    .expect("POST");
+    assert_eq!(read.status(), 200);
+    assert_eq!(
+        read.text().await.expect("body"),
+        "",
+        "no decision: the call goes on"
+    );
+    // A policy in the hook's URL asks about Read too, and lets Bash through.
+    let asked = post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use?allow=Bash&ask=Read",
+        &pre_tool_use("Bash", json!({"command": "ls"})),
+    )
+    .send()
+    .await
+    .expect("POST");
+    assert_eq!(asked.text().await.expect("body"), "");
+
+    let request = post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &pre_tool_use(
+            "Edit",
+            json!({"file_path": "prod.env", "old_string": "DB=staging", "new_string": "DB=prod"}),
+        ),
+    );
+    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    let round = server.rounds_once("hooked", 1).await.remove(0);
+    let message = round
+        .requests
+        .values()
+        .next()
+        .expect("request")
+        .message()
+        .to_owned();
+    assert!(
+        message.ends_with("edit prod.env:\n- DB=staging\n+ DB=prod"),
+        "{message}"
+    );
+    server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "decline"}),
+        )
+        .await;
+    let reply: PreToolUseReply = held_reply(held).await;
+    assert_eq!(reply.hook_specific_output.permission_decision, "deny");
+    assert_eq!(
+        reply.hook_specific_output.permission_decision_reason,
+        "Denied by api key responder in Anteroom."
+    );
+    server.stop().await;
+}
+
+async fn nobody_answering_is_a_deny_that_says_so_before_the_hooks_timeout(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+    // A 90 s hook: Anteroom holds it 60 s, so its reply arrives before Claude Code gives up.
+    let request = post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use?timeout=90",
+        &pre_tool_use("mcp__github__merge_pull_request", json!({"number": 7})),
+    );
+    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    let round = server.rounds_once("hooked", 1).await.remove(0);
+    assert_eq!(round.server.as_deref(), Some("github"));
+    assert_eq!(round.operation_name, "merge_pull_request");
+    assert_eq!(
+        round.deadline,
+        round.created_at + chrono::Duration::seconds(60)
+    );
+    server.clock.advance(chrono::Duration::seconds(61));
+
+    let reply: PreToolUseReply = held_reply(held).await;
+    let output = reply.hook_specific_output;
+    assert_eq!(
+        output.permission_decision, "deny",
+        "nobody answering is never an allow"
+    );
+    assert!(
+        output
+            .permission_decision_reason
+            .contains("Nobody answered in Anteroom within 1 min"),
+        "{}",
+        output.permission_decision_reason
+    );
+    server.stop().await;
+}
+
+async fn a_dropped_hook_request_ends_its_question_at_once(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+    let request = post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &pre_tool_use("Write", json!({"file_path": "a.txt", "content": "hello"})),
+    );
+    let held = tokio::spawn(async move { request.send().await });
+    let round = server.rounds_once("hooked", 1).await.remove(0);
+    held.abort();
+    let round = server
+        .round_once(round.round_id, |round| round.failure.is_some())
+        .await;
+    let failure = round.failure.expect("failure");
+    assert_eq!(failure.code.as_str(), "cancelled");
+    assert!(
+        failure.message.contains("stopped waiting"),
+        "{}",
+        failure.message
+    );
+    server.stop().await;
+}
+
+async fn hooks_need_the_sessions_token_and_refuse_bad_input_as_json(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+    let body = pre_tool_use("Bash", json!({"command": "ls"}));
+    for token in ["", "ars_not_a_token", &server.admin_key] {
+        let refused = server
+            .http
+            .post(server.url("/hooks/claude/pre-tool-use"))
+            .header("Authorization", format!("Bearer {token}"))
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
+        assert_eq!(refused.status(), 401, "token {token:?}");
+        let error: Value = refused.json().await.expect("JSON error");
+        assert_eq!(error["error"], "unauthorized");
+    }
+    let long_name = post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &pre_tool_use(&"T".repeat(10_000), json!({})),
+    )
+    .send()
+    .await
+    .expect("POST");
+    assert_eq!(long_name.status(), 422);
+    let huge = post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &pre_tool_use("Bash", json!({"command": "x".repeat(1024 * 1024)})),
+    )
+    .send()
+    .await
+    .expect("POST");
+    assert_eq!(huge.status(), 413);
+    assert_eq!(
+        huge.json::<Value>().await.expect("JSON")["error"],
+        "payload_too_large"
+    );
+    let wrong_method = server
+        .http
+        .get(server.url("/hooks/claude/elicitation"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(wrong_method.status(), 405);
+    assert_eq!(
+        wrong_method.json::<Value>().await.expect("JSON")["error"],
+        "method_not_allowed"
+    );
+    server.stop().await;
+}
+
+async fn a_session_holds_a_bounded_number_of_hook_requests(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+    let body = pre_tool_use("Bash", json!({"command": "make deploy"}));
+    let mut held = Vec::new();
+    for _ in 0..anteroom_server::api::hooks::HELD_PER_SESSION {
+        let request = post(&server, &env.token, "/hooks/claude/pre-tool-use", &body);
+        held.push(tokio::spawn(async move { request.send().await }));
+        // Below the session's create rate (5 a second).
+        tokio::time::sleep(StdDuration::from_millis(250)).await;
+    }
+    server
+        .rounds_once("hooked", anteroom_server::api::hooks::HELD_PER_SESSION)
+        .await;
+    let refused = post(&server, &env.token, "/hooks/claude/pre-tool-use", &body)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().get("retry-after").is_some());
+    for request in held {
+        request.abort();
+    }
+    server.stop().await;
+}
+
+async fn an_mcp_servers_elicitation_is_answered_in_its_own_terms(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+    let body = json!({
+        "session_id": "4f2a9c1e",
+        "hook_event_name": "Elicitation",
+        "mcp_server_name": "shop",
+        "message": "Where should the order ship?",
+        "mode": "form",
+        "requested_schema": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "title": "City"}},
+            "required": ["city"]
+        },
+        "elicitation_id": "el-1"
+    });
+    let request = post(&server, &env.token, "/hooks/claude/elicitation", &body);
+    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    let round = server.rounds_once("hooked", 1).await.remove(0);
+    assert_eq!(round.server.as_deref(), Some("shop"));
+    // The form's own rules hold: an answer without the required city is refused.
+    let missing = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept", "content": {}}),
+        )
+        .await;
+    assert_eq!(missing.status(), 422);
+    server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept", "content": {"city": "Lyon"}}),
+        )
+        .await;
+    let reply: ElicitationReply = held_reply(held).await;
+    let output = reply.hook_specific_output;
+    assert_eq!(output.hook_event_name, "Elicitation");
+    assert_eq!(output.action, "accept");
+    assert_eq!(output.content, Some(json!({"city": "Lyon"})));
+    server.stop().await;
+}
+
+/// `anteroom hook codex-pre-tool-use`, as Codex runs a command hook: the event on stdin, the decision on stdout.
+async fn codex_hook(request_url: &str, event: &Value) -> (Option<i32>, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut hook = tokio::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+        .args(["hook", "codex-pre-tool-use", "--timeout", "120"])
+        .env("ELICITATION_REQUEST_URL", request_url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("anteroom hook");
+    let mut stdin = hook.stdin.take().expect("stdin");
+    stdin
+        .write_all(event.to_string().as_bytes())
+        .await
+        .expect("write the event");
+    drop(stdin);
+    let output = hook.wait_with_output().await.expect("the hook ends");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+async fn codexs_command_hook_prints_the_persons_decision_and_a_deny_when_anteroom_is_away(
+    db: Backend,
+) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("codex").await;
+    let event = pre_tool_use("Bash", json!({"command": "cargo publish"}));
+    let request_url = env.request_url.clone();
+    let hook = tokio::spawn(async move { codex_hook(&request_url, &event).await });
+    let round = server.rounds_once("codex", 1).await.remove(0);
+    // The hook's 120 s: Anteroom holds the call 90 s.
+    assert_eq!(
+        round.deadline,
+        round.created_at + chrono::Duration::seconds(90)
+    );
+    server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "cancel"}),
+        )
+        .await;
+    let (code, stdout) = hook.await.expect("hook");
+    assert_eq!(code, Some(0));
+    let reply: PreToolUseReply =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"));
+    assert_eq!(reply.hook_specific_output.permission_decision, "deny");
+    assert!(
+        reply
+            .hook_specific_output
+            .permission_decision_reason
+            .contains("Dismissed by api key responder"),
+        "{}",
+        reply.hook_specific_output.permission_decision_reason
+    );
+
+    // Nothing listens there: the call is denied, saying why, and the hook still exits 0.
+    let away = env.request_url.replace(&server.base, "http://127.0.0.1:9");
+    let (code, stdout) = codex_hook(&away, &pre_tool_use("Bash", json!({"command": "ls"}))).await;
+    assert_eq!(code, Some(0));
+    let reply: PreToolUseReply =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"));
+    assert_eq!(reply.hook_specific_output.permission_decision, "deny");
+    assert!(
+        reply
+            .hook_specific_output
+            .permission_decision_reason
+            .contains("not reachable"),
+        "{}",
+        reply.hook_specific_output.permission_decision_reason
+    );
+    server.stop().await;
+}
+
+on_both_backends!(
+    codexs_command_hook_prints_the_persons_decision_and_a_deny_when_anteroom_is_away,
+    a_bash_call_waits_for_a_person_whose_allow_and_note_reach_the_harness,
+    a_decline_is_a_deny_and_a_read_only_tool_passes_at_once,
+    nobody_answering_is_a_deny_that_says_so_before_the_hooks_timeout,
+    a_dropped_hook_request_ends_its_question_at_once,
+    hooks_need_the_sessions_token_and_refuse_bad_input_as_json,
+    a_session_holds_a_bounded_number_of_hook_requests,
+    an_mcp_servers_elicitation_is_answered_in_its_own_terms,
+);
