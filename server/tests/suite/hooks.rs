@@ -300,6 +300,8 @@ async fn hooks_need_the_sessions_token_and_refuse_bad_input_as_json(db: Backend)
         "/hooks/claude/pre-tool-use",
         &pre_tool_use("Bash", json!({"command": "x".repeat(1024 * 1024)})),
     )
+    // The server refuses before reading the whole body and closes the connection; the pool must not reuse it.
+    .header("connection", "close")
     .send()
     .await
     .expect("POST");
