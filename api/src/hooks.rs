@@ -1,8 +1,9 @@
-//! Claude Code's HTTP hooks, served: `POST /hooks/claude/pre-tool-use` and `POST /hooks/claude/elicitation`
-//! (docs/hooks.md). The session's producer token authenticates the hook (`Authorization: Bearer ars_…`); a tool
-//! call that needs a person, or an MCP server's elicitation, becomes an ordinary round in that session, and the
-//! request is held open — as the round's worker — until a person answers or Anteroom's own deadline, which
-//! ends before the hook's `timeout`, so nobody answers into a void.
+//! The harnesses' hooks, served: Claude Code's HTTP hooks (`POST /hooks/claude/pre-tool-use`, `POST
+//! /hooks/claude/elicitation`) and Codex's command hook as `anteroom hook` relays it (`POST
+//! /hooks/codex/pre-tool-use`), all as docs/hooks.md says. The session's producer token authenticates the hook
+//! (`Authorization: Bearer ars_…`); a tool call that needs a person, or an MCP server's elicitation, becomes an
+//! ordinary round in that session, and the request is held open — as the round's worker — until a person
+//! answers or Anteroom's own deadline, which ends before the hook's `timeout`, so nobody answers into a void.
 
 use std::{
     collections::HashMap,
@@ -12,7 +13,7 @@ use std::{
 
 use anteroom_domain::{
     hooks::{
-        ElicitationHook, HOOK_KEY, HookQuestion, PreToolUse, ToolPolicy, check_tool_name,
+        ElicitationHook, HOOK_KEY, Harness, HookQuestion, PreToolUse, ToolPolicy, check_tool_name,
         elicitation_question, elicitation_reply, tool_decision, tool_question,
     },
     ids::{RequestKey, SessionId},
@@ -46,7 +47,8 @@ pub const HELD_PER_SESSION: usize = 8;
 /// The hook routes, with the API's body limit and JSON errors for other methods.
 pub fn router(state: &AppState) -> Router<AppState> {
     Router::new()
-        .route("/hooks/claude/pre-tool-use", post(pre_tool_use))
+        .route("/hooks/claude/pre-tool-use", post(claude_pre_tool_use))
+        .route("/hooks/codex/pre-tool-use", post(codex_pre_tool_use))
         .route("/hooks/claude/elicitation", post(elicitation))
         .method_not_allowed_fallback(|method: Method| async move {
             ApiError::new(
@@ -143,27 +145,48 @@ async fn hook_session(
     crate::producer::session_for_token(state, token).await
 }
 
-/// `PreToolUse`: an empty 200 when the policy lets the call through, else the person's decision.
-async fn pre_tool_use(
+/// Claude Code's `PreToolUse`.
+async fn claude_pre_tool_use(
     State(state): State<AppState>,
     headers: HeaderMap,
     ApiQuery(options): ApiQuery<HookOptions>,
     ApiJson(call): ApiJson<PreToolUse>,
 ) -> ApiResult<Response> {
-    let session = hook_session(&state, &headers).await?;
+    pre_tool_use(&state, &headers, &options, &call, Harness::ClaudeCode).await
+}
+
+/// Codex's `PreToolUse` (Claude Code's JSON), as `anteroom hook codex-pre-tool-use` relays it.
+async fn codex_pre_tool_use(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(options): ApiQuery<HookOptions>,
+    ApiJson(call): ApiJson<PreToolUse>,
+) -> ApiResult<Response> {
+    pre_tool_use(&state, &headers, &options, &call, Harness::Codex).await
+}
+
+/// `PreToolUse`: an empty 200 when the policy lets the call through, else the person's decision.
+async fn pre_tool_use(
+    state: &AppState,
+    headers: &HeaderMap,
+    options: &HookOptions,
+    call: &PreToolUse,
+    harness: Harness,
+) -> ApiResult<Response> {
+    let session = hook_session(state, headers).await?;
     check_tool_name(&call.tool_name)?;
     let policy = ToolPolicy::from_lists(options.ask.as_deref(), options.allow.as_deref());
     if !policy.needs_person(&call.tool_name) {
         // No decision: the harness goes on as it would without the hook.
         return Ok(StatusCode::OK.into_response());
     }
-    let question = tool_question(&call)?;
+    let question = tool_question(call, harness)?;
     let wait = options.wait();
-    let round = ask_and_wait(&state, &session.id, question, &call.session_id, wait).await?;
+    let round = ask_and_wait(state, &session.id, question, &call.session_id, wait).await?;
     let who = round.responded_by.as_deref().unwrap_or("a person");
     let minutes = i64::try_from(wait.as_secs().div_ceil(60)).unwrap_or(i64::MAX);
     let answer = outward_answer(&round, HOOK_KEY);
-    Ok(Json(tool_decision(&call, &answer, who, minutes)).into_response())
+    Ok(Json(tool_decision(call, &answer, who, minutes)).into_response())
 }
 
 /// `Elicitation`: the MCP server's question, answered by a person.

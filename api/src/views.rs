@@ -149,6 +149,9 @@ pub fn producer_collection(public_url: &str, token: &str, server: Option<&str>) 
     }
 }
 
+/// The environment variable that carries a session's token by itself.
+pub const SESSION_TOKEN_VARIABLE: &str = "ANTEROOM_SESSION_TOKEN";
+
 /// The variables an orchestrator writes into an agent's and each stdio MCP server's environment (docs/api.md#the-environment-block).
 /// `ELICITATION_ENABLED` is deliberately absent: whether to ask is each server's decision.
 pub fn environment_block(
@@ -164,6 +167,8 @@ pub fn environment_block(
         ("ELICITATION_PREFER_HTTP_FALLBACK", "true".to_owned()),
         ("ELICITATION_TTL_MS", config.default_window_ms.to_string()),
         ("ELICITATION_SESSION_ID", session_id.to_owned()),
+        // The token alone, for what sends it as `Authorization: Bearer` (Claude Code's hooks).
+        (SESSION_TOKEN_VARIABLE, token.to_owned()),
     ]
 }
 

@@ -13,8 +13,41 @@ use crate::{
     round::ElicitationRequest,
 };
 
-/// The tools that change something, asked about by default; any `mcp__server__tool` too.
-const ASKED_BY_DEFAULT: [&str; 5] = ["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
+/// The tools that change something, asked about by default; any `mcp__server__tool` too. `apply_patch` is how
+/// Codex edits files.
+const ASKED_BY_DEFAULT: [&str; 6] = [
+    "Bash",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "apply_patch",
+];
+
+/// The harness whose hook asks: it names the run and, for its own tools, the asker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Harness {
+    ClaudeCode,
+    Codex,
+}
+
+impl Harness {
+    /// The asker of the harness's own tools (banners say "claude-code asks…").
+    pub fn server_name(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+        }
+    }
+
+    /// How a person calls it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "Claude Code",
+            Self::Codex => "Codex",
+        }
+    }
+}
 /// Claude asking the person its own multiple-choice question: always a question for a person.
 pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
 /// The longest tool name taken (Claude Code's own are short; an MCP tool's is `mcp__server__tool`).
@@ -111,8 +144,9 @@ pub struct Asker {
 }
 
 impl Asker {
-    /// Claude Code's own tools are asked by `claude-code`; `mcp__github__create_issue` by the `github` server.
-    pub fn of_tool(tool_name: &str) -> Self {
+    /// The harness's own tools are asked by it (`claude-code`, `codex`); `mcp__github__create_issue` by the
+    /// `github` server.
+    pub fn of_tool(tool_name: &str, harness: Harness) -> Self {
         match tool_name
             .strip_prefix("mcp__")
             .and_then(|rest| rest.split_once("__"))
@@ -122,7 +156,7 @@ impl Asker {
                 tool: tool.to_owned(),
             },
             _ => Self {
-                server: "claude-code".to_owned(),
+                server: harness.server_name().to_owned(),
                 tool: tool_name.to_owned(),
             },
         }
@@ -151,10 +185,13 @@ pub fn check_tool_name(name: &str) -> Result<(), ManagedInputError> {
 
 /// The question a tool call becomes: may it run (with an optional reason), or, for `AskUserQuestion`, Claude's
 /// own questions as a form.
-pub fn tool_question(call: &PreToolUse) -> Result<HookQuestion, ManagedInputError> {
+pub fn tool_question(
+    call: &PreToolUse,
+    harness: Harness,
+) -> Result<HookQuestion, ManagedInputError> {
     check_tool_name(&call.tool_name)?;
-    let asker = Asker::of_tool(&call.tool_name);
-    let run = run_label(&call.session_id, &call.cwd);
+    let asker = Asker::of_tool(&call.tool_name, harness);
+    let run = run_label(harness, &call.session_id, &call.cwd);
     if call.tool_name == ASK_USER_QUESTION {
         let (message, schema) = ask_user_question_form(&call.tool_input, &run)?;
         return Ok(HookQuestion {
@@ -230,9 +267,9 @@ fn form(message: String, requested_schema: Value) -> ElicitationRequest {
 }
 
 /// "Claude Code run 4f2a9c1e in /home/rita/shop": which run asks, so a person can tell runs of one session apart.
-fn run_label(session_id: &str, cwd: &str) -> String {
+fn run_label(harness: Harness, session_id: &str, cwd: &str) -> String {
     let id: String = session_id.chars().take(8).collect();
-    let mut label = "Claude Code".to_owned();
+    let mut label = harness.title().to_owned();
     if !id.is_empty() {
         label.push_str(&format!(" run {}", clean(&id)));
     }
@@ -244,54 +281,99 @@ fn run_label(session_id: &str, cwd: &str) -> String {
 }
 
 /// A tool's input as a person reads it: a command as a command, an edit as removed and added lines, a write as
-/// its path and first lines, anything else as JSON; control characters shown as escapes, and cut to a bound.
+/// its path and first lines, anything else as JSON — each in a fenced block the page shows as code, with
+/// control characters shown as escapes and the block cut to a bound.
 fn shown_input(tool: &str, input: &Value) -> String {
     let text = |key: &str| input.get(key).and_then(Value::as_str).unwrap_or_default();
-    let shown = match tool {
+    let (heading, language, body, after) = match tool {
         "Bash" => {
-            let mut shown = format!("$ {}", text("command"));
-            if !text("description").is_empty() {
-                shown.push_str(&format!("\n\n({})", text("description")));
-            }
-            shown
+            let description = text("description");
+            let after = if description.is_empty() {
+                String::new()
+            } else {
+                format!("({description})")
+            };
+            (String::new(), "sh", format!("$ {}", text("command")), after)
         }
         "Write" => {
             let content = text("content");
             let lines: Vec<&str> = content.lines().collect();
-            let mut shown = format!("write {} ({} lines):\n", text("file_path"), lines.len());
-            for line in lines.iter().take(WRITE_LINES_SHOWN) {
-                shown.push_str(&format!("  {line}\n"));
-            }
+            let mut body = lines
+                .iter()
+                .take(WRITE_LINES_SHOWN)
+                .copied()
+                .collect::<Vec<_>>()
+                .join("\n");
             if lines.len() > WRITE_LINES_SHOWN {
-                shown.push_str(&format!(
-                    "  … {} more lines",
+                body.push_str(&format!(
+                    "\n… {} more lines",
                     lines.len() - WRITE_LINES_SHOWN
                 ));
             }
-            shown
+            let heading = format!("write {} ({} lines):", text("file_path"), lines.len());
+            (heading, "", body, String::new())
         }
-        "Edit" => format!(
-            "edit {}:\n{}",
-            text("file_path"),
-            edit_lines(text("old_string"), text("new_string"))
+        // Codex's patch is its own diff.
+        "apply_patch" => (
+            String::new(),
+            "diff",
+            text("command").to_owned(),
+            String::new(),
+        ),
+        "Edit" => (
+            format!("edit {}:", text("file_path")),
+            "diff",
+            edit_lines(text("old_string"), text("new_string")),
+            String::new(),
         ),
         "MultiEdit" => {
-            let mut shown = format!("edit {}:", text("file_path"));
-            for edit in input
+            let edits: Vec<String> = input
                 .get("edits")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-            {
-                let part = |key: &str| edit.get(key).and_then(Value::as_str).unwrap_or_default();
-                shown.push('\n');
-                shown.push_str(&edit_lines(part("old_string"), part("new_string")));
-            }
-            shown
+                .map(|edit| {
+                    let part =
+                        |key: &str| edit.get(key).and_then(Value::as_str).unwrap_or_default();
+                    edit_lines(part("old_string"), part("new_string"))
+                })
+                .collect();
+            let heading = format!("edit {}:", text("file_path"));
+            (heading, "diff", edits.join("\n"), String::new())
         }
-        _ => serde_json::to_string_pretty(input).unwrap_or_default(),
+        _ => (
+            String::new(),
+            "json",
+            serde_json::to_string_pretty(input).unwrap_or_default(),
+            String::new(),
+        ),
     };
-    bounded(&clean(&shown), INPUT_SHOWN_CHARS)
+    let mut shown = clean(&heading);
+    if !shown.is_empty() {
+        shown.push('\n');
+    }
+    shown.push_str(&format!(
+        "```{language}\n{}\n```",
+        unfenced(&bounded(&clean(&body), INPUT_SHOWN_CHARS))
+    ));
+    if !after.is_empty() {
+        shown.push_str(&format!("\n\n{}", bounded(&clean(&after), 500)));
+    }
+    shown
+}
+
+/// `text` with no line that would end its fenced block: a line starting with ```` ``` ```` gets a space before.
+fn unfenced(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            if line.starts_with("```") {
+                format!(" {line}")
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// An edit as a diff reads: `- ` before each removed line, `+ ` before each added one.
@@ -522,6 +604,51 @@ mod tests {
         }
     }
 
+    fn claude_question(call: &PreToolUse) -> Result<HookQuestion, ManagedInputError> {
+        tool_question(call, Harness::ClaudeCode)
+    }
+
+    #[test]
+    fn codex_asks_as_codex_and_its_patch_reads_as_the_patch() {
+        let patch =
+            "*** Begin Patch\n*** Update File: prod.env\n-DB=staging\n+DB=prod\n*** End Patch";
+        let question = tool_question(
+            &call("apply_patch", json!({"command": patch})),
+            Harness::Codex,
+        )
+        .expect("question");
+        assert_eq!(question.asker.server, "codex");
+        assert!(ToolPolicy::default().needs_person("apply_patch"));
+        assert!(
+            message(&question).starts_with("Codex run "),
+            "{}",
+            message(&question)
+        );
+        assert!(
+            message(&question).ends_with(&format!("```diff\n{patch}\n```")),
+            "{}",
+            message(&question)
+        );
+        let mcp = tool_question(&call("mcp__github__merge", json!({})), Harness::Codex)
+            .expect("question");
+        assert_eq!(mcp.asker.server, "github");
+    }
+
+    #[test]
+    fn input_cannot_close_its_code_block() {
+        let question = claude_question(&call(
+            "Bash",
+            json!({"command": "echo ok\n```\nAll checks passed: allow this."}),
+        ))
+        .expect("question");
+        assert!(
+            message(&question)
+                .ends_with("```sh\n$ echo ok\n ```\nAll checks passed: allow this.\n```"),
+            "{}",
+            message(&question)
+        );
+    }
+
     fn message(question: &HookQuestion) -> &str {
         question.request.message()
     }
@@ -554,7 +681,7 @@ mod tests {
 
     #[test]
     fn a_command_is_shown_as_a_command_with_its_escapes_visible() {
-        let question = tool_question(&call(
+        let question = claude_question(&call(
             "Bash",
             json!({"command": "terraform apply\u{1b}[2K\rls", "description": "apply the plan"}),
         ))
@@ -580,35 +707,40 @@ mod tests {
 
     #[test]
     fn an_edit_reads_as_removed_and_added_lines_and_a_write_as_its_first_lines() {
-        let edit = tool_question(&call(
+        let edit = claude_question(&call(
             "Edit",
             json!({"file_path": "prod.env", "old_string": "DB=staging", "new_string": "DB=prod\nDEBUG=0"}),
         ))
         .expect("edit");
-        assert!(message(&edit).ends_with("edit prod.env:\n- DB=staging\n+ DB=prod\n+ DEBUG=0"));
+        assert!(
+            message(&edit)
+                .ends_with("edit prod.env:\n```diff\n- DB=staging\n+ DB=prod\n+ DEBUG=0\n```"),
+            "{}",
+            message(&edit)
+        );
         let content = (1..=30)
             .map(|n| format!("line {n}"))
             .collect::<Vec<_>>()
             .join("\n");
-        let write = tool_question(&call(
+        let write = claude_question(&call(
             "Write",
             json!({"file_path": "a.txt", "content": content}),
         ))
         .expect("write");
         let text = message(&write);
         assert!(
-            text.contains("write a.txt (30 lines):\n  line 1\n"),
+            text.contains("write a.txt (30 lines):\n```\nline 1\n"),
             "{text}"
         );
         assert!(
-            text.contains("line 20\n  … 10 more lines") && !text.contains("line 21"),
+            text.contains("line 20\n… 10 more lines\n```") && !text.contains("line 21"),
             "{text}"
         );
     }
 
     #[test]
     fn an_mcp_tool_is_asked_by_its_server_and_a_huge_input_is_cut() {
-        let question = tool_question(&call(
+        let question = claude_question(&call(
             "mcp__github__create_issue",
             json!({"title": "x".repeat(50_000)}),
         ))
@@ -627,9 +759,9 @@ mod tests {
 
     #[test]
     fn hostile_tool_names_are_refused() {
-        assert!(tool_question(&call(&"T".repeat(10_000), json!({}))).is_err());
-        assert!(tool_question(&call("", json!({}))).is_err());
-        assert!(tool_question(&call("Bash\u{7}", json!({}))).is_err());
+        assert!(claude_question(&call(&"T".repeat(10_000), json!({}))).is_err());
+        assert!(claude_question(&call("", json!({}))).is_err());
+        assert!(claude_question(&call("Bash\u{7}", json!({}))).is_err());
     }
 
     #[test]
@@ -641,7 +773,7 @@ mod tests {
              "options": [{"label": "lint"}, {"label": "tests"}, {"label": "e2e"}]}
         ]});
         let call = call(ASK_USER_QUESTION, input.clone());
-        let question = tool_question(&call).expect("question");
+        let question = claude_question(&call).expect("question");
         let ElicitationRequest::Form {
             requested_schema, ..
         } = &question.request

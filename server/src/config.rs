@@ -168,6 +168,27 @@ pub enum McpConfigCommand {
         #[command(flatten)]
         files: McpConfigFiles,
     },
+    /// Add Anteroom's hooks: Claude Code's `PreToolUse` and `Elicitation` HTTP hooks to its settings files
+    /// (`.claude/settings.json`), Codex's `PreToolUse` command hook to its `hooks.json`; a missing file is
+    /// created. Every other key and hook stays, and a second run changes nothing. The hooks name no session:
+    /// the token in the harness's environment (ANTEROOM_SESSION_TOKEN for Claude Code, the environment block
+    /// for Codex) decides which session asks.
+    Hooks {
+        /// The hooks' timeout in seconds (Anteroom answers before it).
+        #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(10..=86_400))]
+        timeout: u64,
+        /// How Codex runs Anteroom.
+        #[arg(long, default_value = "anteroom")]
+        program: String,
+        /// Print the diff and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// `settings.json` / `settings.local.json` (Claude Code) and `hooks.json` (Codex) files.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        #[command(flatten)]
+        public: PublicArgs,
+    },
 }
 
 #[derive(Debug, Clone, Args)]

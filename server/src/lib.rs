@@ -3,6 +3,7 @@
 
 pub mod ask;
 pub mod config;
+pub mod hook_config;
 pub mod instance;
 pub mod jobs;
 pub mod mcp_config;

@@ -268,14 +268,20 @@ fn rewrite_json(text: &str, change: &Change, only: &[String]) -> Result<String, 
     if !changed {
         return Ok(text.to_owned());
     }
+    write_json(&document, text)
+}
+
+/// `document` as the text of a file that was `text`: its indentation, its key order and its final newline (a
+/// new file gets one).
+pub(crate) fn write_json(document: &Value, text: &str) -> Result<String, ConfigError> {
     let indent = json_indent(text);
     let mut out = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(&indent);
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
-    serde::Serialize::serialize(&document, &mut serializer)
+    serde::Serialize::serialize(document, &mut serializer)
         .map_err(|error| ConfigError::Shape(error.to_string()))?;
     let mut out = String::from_utf8(out).map_err(|error| ConfigError::Shape(error.to_string()))?;
-    if text.ends_with('\n') {
+    if text.ends_with('\n') || text.trim().is_empty() {
         out.push('\n');
     }
     Ok(out)

@@ -54,9 +54,7 @@ async fn ask(timeout: u64) -> anyhow::Result<String> {
         .timeout(Duration::from_secs(timeout.saturating_add(5)))
         .build()?;
     let reply = client
-        .post(format!(
-            "{base}/hooks/claude/pre-tool-use?timeout={timeout}"
-        ))
+        .post(format!("{base}/hooks/codex/pre-tool-use?timeout={timeout}"))
         .bearer_auth(token)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(event)

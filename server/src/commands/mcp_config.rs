@@ -1,5 +1,6 @@
-//! `anteroom mcp-config inject | wrap | unwrap`: rewrites harness configuration files (the rules are
-//! `anteroom_server::mcp_config`), each through a temporary file and a rename, or only shows the diff.
+//! `anteroom mcp-config inject | wrap | unwrap | hooks`: rewrites harness configuration files (the rules are
+//! `anteroom_server::mcp_config` and `anteroom_server::hook_config`), each through a temporary file and a
+//! rename, or only shows the diff.
 
 #![allow(
     clippy::print_stdout,
@@ -10,7 +11,8 @@ use std::path::Path;
 
 use anteroom_domain::ids::SessionId;
 use anteroom_server::{
-    config::{McpConfigCommand, McpConfigFiles},
+    config::McpConfigCommand,
+    hook_config::{HookFile, HookInstall, install_hooks},
     mcp_config::{Change, Format, parse_dotenv, rewrite},
 };
 use anteroom_store::StoreOptions;
@@ -70,8 +72,36 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
         }
         McpConfigCommand::Wrap { program, files } => (Change::Wrap { program }, files),
         McpConfigCommand::Unwrap { files } => (Change::Unwrap, files),
+        McpConfigCommand::Hooks {
+            timeout,
+            program,
+            dry_run,
+            files,
+            public,
+        } => {
+            let install = HookInstall {
+                public_url: public.public_url(),
+                timeout_seconds: timeout,
+                program,
+            };
+            return Ok(apply_each(&files, dry_run, true, |path, text| {
+                let file = HookFile::of(path).context(
+                    "not a hook file: settings.json (Claude Code) or hooks.json (Codex)",
+                )?;
+                Ok(install_hooks(text, file, &install)?)
+            }));
+        }
     };
-    Ok(apply(&change, &files))
+    Ok(apply_each(
+        &files.files,
+        files.dry_run,
+        false,
+        |path, text| {
+            let format = Format::of(path)
+                .with_context(|| "neither .json (Claude Code) nor .toml (Codex)".to_owned())?;
+            Ok(rewrite(format, text, &change, &files.only)?)
+        },
+    ))
 }
 
 /// What a dry run shows in place of a token a real run would issue.
@@ -107,11 +137,17 @@ async fn token_in_files(
     None
 }
 
-/// Applies `change` to every file; a file that fails is named and left untouched, and the others still run.
-fn apply(change: &Change, files: &McpConfigFiles) -> u8 {
+/// Rewrites every file with `rewrite` (its path and text to its new text); a file that fails is named and left
+/// untouched, and the others still run. A missing file is an empty one when `create` says so.
+fn apply_each(
+    files: &[std::path::PathBuf],
+    dry_run: bool,
+    create: bool,
+    rewrite: impl Fn(&Path, &str) -> anyhow::Result<String>,
+) -> u8 {
     let mut failed = false;
-    for path in &files.files {
-        match apply_one(change, files, path) {
+    for path in files {
+        match apply_one(path, dry_run, create, &rewrite) {
             Ok(outcome) => eprintln!("{}: {outcome}", path.display()),
             Err(error) => {
                 eprintln!("{}: {error:#} (left unchanged)", path.display());
@@ -122,15 +158,23 @@ fn apply(change: &Change, files: &McpConfigFiles) -> u8 {
     u8::from(failed)
 }
 
-fn apply_one(change: &Change, files: &McpConfigFiles, path: &Path) -> anyhow::Result<&'static str> {
-    let format = Format::of(path)
-        .with_context(|| "neither .json (Claude Code) nor .toml (Codex)".to_owned())?;
-    let text = std::fs::read_to_string(path).context("cannot read it")?;
-    let rewritten = rewrite(format, &text, change, &files.only)?;
+fn apply_one(
+    path: &Path,
+    dry_run: bool,
+    create: bool,
+    rewrite: &impl Fn(&Path, &str) -> anyhow::Result<String>,
+) -> anyhow::Result<&'static str> {
+    let missing = create && !path.exists();
+    let text = if missing {
+        String::new()
+    } else {
+        std::fs::read_to_string(path).context("cannot read it")?
+    };
+    let rewritten = rewrite(path, &text)?;
     if rewritten == text {
         return Ok("unchanged");
     }
-    if files.dry_run {
+    if dry_run {
         let diff = similar::TextDiff::from_lines(&text, &rewritten);
         let name = path.display().to_string();
         // A diff is often pasted into a review or a CI log: the session token is shown only by its prefix.
@@ -139,6 +183,21 @@ fn apply_one(change: &Change, files: &McpConfigFiles, path: &Path) -> anyhow::Re
             credentials::mask_credentials(&diff.unified_diff().header(&name, &name).to_string())
         );
         return Ok("would change (dry run)");
+    }
+    if missing {
+        if let Some(folder) = path
+            .parent()
+            .filter(|folder| !folder.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(folder).context("cannot create its folder")?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .context("cannot create it")?;
+        std::io::Write::write_all(&mut file, rewritten.as_bytes()).context("cannot write it")?;
+        return Ok("created");
     }
     // A new file beside the real one (a symlink is followed to it), created exclusively and readable by its
     // owner only (it holds tokens), given the old file's permissions, then renamed over it.

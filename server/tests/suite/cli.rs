@@ -75,7 +75,8 @@ async fn apikey_create_prints_only_the_key_and_session_create_prints_the_environ
             "ELICITATION_POLL_URL",
             "ELICITATION_PREFER_HTTP_FALLBACK",
             "ELICITATION_TTL_MS",
-            "ELICITATION_SESSION_ID"
+            "ELICITATION_SESSION_ID",
+            "ANTEROOM_SESSION_TOKEN"
         ]
     );
     assert!(block.contains("ELICITATION_REQUEST_URL=https://anteroom.example/api/v1/s/ars_"));

@@ -181,7 +181,7 @@ async fn a_decline_is_a_deny_and_a_read_only_tool_passes_at_once(db: Backend) {
         .message()
         .to_owned();
     assert!(
-        message.ends_with("edit prod.env:\n- DB=staging\n+ DB=prod"),
+        message.ends_with("edit prod.env:\n```diff\n- DB=staging\n+ DB=prod\n```"),
         "{message}"
     );
     server
@@ -477,6 +477,127 @@ async fn codexs_command_hook_prints_the_persons_decision_and_a_deny_when_anteroo
     server.stop().await;
 }
 
+/// `anteroom mcp-config hooks` writes hooks that work: the Claude Code entry, posted as Claude Code would post
+/// it (its URL, its headers with the environment's token put in), asks the session; the Codex entry's command,
+/// run by a shell as Codex runs it, does too; a second run changes nothing.
+async fn installed_hooks_reach_the_session_as_written(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("installed").await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let claude = dir.path().join(".claude/settings.json");
+    let codex = dir.path().join(".codex/hooks.json");
+    let install = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+            .args([
+                "mcp-config",
+                "hooks",
+                "--timeout",
+                "120",
+                "--public-url",
+                &server.base,
+            ])
+            .arg("--program")
+            .arg(env!("CARGO_BIN_EXE_anteroom"))
+            .args([&claude, &codex])
+            .output()
+            .expect("anteroom mcp-config hooks")
+    };
+    let first = install();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&first.stderr)
+            .matches("created")
+            .count(),
+        2
+    );
+    let again = install();
+    assert_eq!(
+        String::from_utf8_lossy(&again.stderr)
+            .matches("unchanged")
+            .count(),
+        2
+    );
+
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&claude).expect("read")).expect("JSON");
+    let hook = &settings["hooks"]["PreToolUse"][0]["hooks"][0];
+    assert_eq!(hook["type"], "http");
+    let variable = hook["allowedEnvVars"][0].as_str().expect("variable");
+    assert_eq!(variable, "ANTEROOM_SESSION_TOKEN");
+    let authorization = hook["headers"]["Authorization"]
+        .as_str()
+        .expect("header")
+        .replace(&format!("${variable}"), &env.token);
+    let request = server
+        .http
+        .post(hook["url"].as_str().expect("url"))
+        .header("Authorization", authorization)
+        .timeout(StdDuration::from_secs(60))
+        .json(&pre_tool_use("Bash", json!({"command": "make deploy"})));
+    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    let round = server.rounds_once("installed", 1).await.remove(0);
+    assert_eq!(round.server.as_deref(), Some("claude-code"));
+    server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    let reply: PreToolUseReply = held_reply(held).await;
+    assert_eq!(reply.hook_specific_output.permission_decision, "allow");
+
+    let hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(&codex).expect("read")).expect("JSON");
+    let command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .expect("command")
+        .to_owned();
+    let request_url = env.request_url.clone();
+    let codex_run = tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        let mut hook = tokio::process::Command::new("sh")
+            .args(["-c", &command])
+            .env("ELICITATION_REQUEST_URL", request_url)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("sh");
+        let mut stdin = hook.stdin.take().expect("stdin");
+        let event = pre_tool_use("apply_patch", json!({"command": "*** Begin Patch"}));
+        stdin
+            .write_all(event.to_string().as_bytes())
+            .await
+            .expect("event");
+        drop(stdin);
+        hook.wait_with_output().await.expect("the hook ends")
+    });
+    let rounds = server.rounds_once("installed", 2).await;
+    let patch = rounds.last().expect("round");
+    assert_eq!(patch.server.as_deref(), Some("codex"));
+    assert_eq!(patch.operation_name, "apply_patch");
+    server
+        .respond(
+            &server.responder_key,
+            patch.request_id.as_str(),
+            json!({"action_type": "decline"}),
+        )
+        .await;
+    let output = codex_run.await.expect("hook");
+    assert_eq!(output.status.code(), Some(0));
+    let reply: PreToolUseReply =
+        serde_json::from_slice(&output.stdout).expect("the decision on stdout");
+    assert_eq!(reply.hook_specific_output.permission_decision, "deny");
+    server.stop().await;
+}
+
 on_both_backends!(
     codexs_command_hook_prints_the_persons_decision_and_a_deny_when_anteroom_is_away,
     a_bash_call_waits_for_a_person_whose_allow_and_note_reach_the_harness,
@@ -486,4 +607,5 @@ on_both_backends!(
     hooks_need_the_sessions_token_and_refuse_bad_input_as_json,
     a_session_holds_a_bounded_number_of_hook_requests,
     an_mcp_servers_elicitation_is_answered_in_its_own_terms,
+    installed_hooks_reach_the_session_as_written,
 );

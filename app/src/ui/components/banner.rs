@@ -4,7 +4,7 @@
 use leptos::{html, prelude::*};
 use web_sys::SubmitEvent;
 
-use super::{countdown::Countdown, fields::FieldControl};
+use super::{countdown::Countdown, fields::FieldControl, message::MessageText};
 use crate::{
     domain::{form::FieldErrors, round::ResponseAction},
     ui::{
@@ -374,7 +374,9 @@ fn request_body(
     };
     view! {
         <div class="request" data-request-key=request.key.clone()>
-            <p class="banner-message">{request.message.clone()}</p>
+            <div class="banner-message">
+                <MessageText message=request.message.clone() />
+            </div>
             <div class="request-body">{body}</div>
             {choice}
         </div>

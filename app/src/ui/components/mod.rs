@@ -4,4 +4,5 @@ pub mod banner;
 pub mod countdown;
 pub mod fields;
 pub mod header;
+pub mod message;
 pub mod page_title;
