@@ -51,6 +51,8 @@ async fn read_round(
 struct RespondBody {
     action_type: ResponseAction,
     content: Option<Map<String, Value>>,
+    /// With `decline` or `cancel`: why, in the person's words (a hook hands it to the model).
+    reason: Option<String>,
 }
 
 #[utoipa::path(
@@ -72,14 +74,12 @@ async fn respond(
         ApiError::not_found(format!("No question with request id {request_id} exists."))
     })?;
     let round = state.store.get_round_by_request_id(&id).await?;
-    let (round, submission) = answer_one(
-        &state,
-        &round,
-        body.action_type,
-        body.content,
-        caller.label(),
-    )
-    .await?;
+    let response = ElicitationResponse {
+        action: body.action_type,
+        content: body.content,
+        reason: body.reason,
+    };
+    let (round, submission) = answer_one(&state, &round, response, caller.label()).await?;
     Ok(Json(AnswerRecorded {
         request_id: round.request_id,
         round_id: round.round_id,
@@ -97,8 +97,7 @@ async fn respond(
 pub async fn answer_one(
     state: &AppState,
     round: &Round,
-    action: ResponseAction,
-    content: Option<Map<String, Value>>,
+    response: ElicitationResponse,
     answered_by: String,
 ) -> ApiResult<(Round, Submission)> {
     let key: RequestKey = match round.requests.keys().collect::<Vec<_>>().as_slice() {
@@ -112,11 +111,16 @@ pub async fn answer_one(
             )));
         }
     };
-    let fingerprint = credentials::hash(&json!([action, content]).to_string());
+    // The same answer as before reasons existed keeps the same key.
+    let answer = match &response.reason {
+        None => json!([response.action, response.content]),
+        Some(reason) => json!([response.action, response.content, reason]),
+    };
+    let fingerprint = credentials::hash(&answer.to_string());
     // A hex digest is ASCII, so its first 40 characters are its first 40 bytes.
     let short = fingerprint.get(..40).unwrap_or(&fingerprint);
     let idempotency_key = IdempotencyKey::parse(format!("respond-{short}"))?;
-    let responses = BTreeMap::from([(key, ElicitationResponse { action, content })]);
+    let responses = BTreeMap::from([(key, response)]);
     let (round, submission) = state
         .store
         .submit_responses_to(round, responses, idempotency_key, Some(answered_by))

@@ -11,8 +11,8 @@ use anteroom_domain::{
     ids::{RequestId, RequestKey, RoundId, SessionId},
     outward::{PollAction, outward_answer},
     round::{
-        AskedThrough, ElicitationRequest, NewRound, OperationKind, ResponseAction, Round,
-        RoundOutcome,
+        AskedThrough, ElicitationRequest, ElicitationResponse, NewRound, OperationKind,
+        ResponseAction, Round, RoundOutcome,
     },
 };
 use axum::{
@@ -146,6 +146,8 @@ pub struct RespondArgs {
     action_type: String,
     /// For `accept` of a form: the answer, checked against the question's schema.
     content: Option<Map<String, Value>>,
+    /// For `decline` or `cancel`: why (a harness's hook hands it to the model).
+    reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -305,9 +307,13 @@ impl AnteroomMcp {
             ApiError::validation("action_type must be accept, decline or cancel.")
         })?;
         let round = self.find(&args.request_id).await?;
+        let response = ElicitationResponse {
+            action,
+            content: args.content,
+            reason: args.reason,
+        };
         let (round, submission) =
-            crate::answers::answer_one(&self.state, &round, action, args.content, caller.label())
-                .await?;
+            crate::answers::answer_one(&self.state, &round, response, caller.label()).await?;
         let text = format!(
             "Recorded {} for {} (by {}).",
             action.as_str(),

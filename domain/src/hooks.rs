@@ -209,8 +209,8 @@ pub fn tool_question(
         "properties": {
             "reason": {
                 "type": "string",
-                "title": "Note for the agent (optional)",
-                "maxLength": 2000
+                "title": "Reason, shown to the agent (optional)",
+                "maxLength": crate::round::REASON_CHARS
             }
         }
     });
@@ -527,13 +527,19 @@ pub fn tool_decision(
             pre_tool_use_reply("allow", &reason, None)
         }
         (PollAction::Decline, None) => {
-            pre_tool_use_reply("deny", &format!("Denied by {who} in Anteroom."), None)
+            let reason = match answer.reason.as_deref() {
+                Some(reason) => format!("Denied by {who} in Anteroom: {reason}"),
+                None => format!("Denied by {who} in Anteroom."),
+            };
+            pre_tool_use_reply("deny", &reason, None)
         }
-        (PollAction::Cancel, None) => pre_tool_use_reply(
-            "deny",
-            &format!("Dismissed by {who} in Anteroom: the call is not allowed."),
-            None,
-        ),
+        (PollAction::Cancel, None) => {
+            let reason = match answer.reason.as_deref() {
+                Some(reason) => format!("Dismissed by {who} in Anteroom: {reason}"),
+                None => format!("Dismissed by {who} in Anteroom: the call is not allowed."),
+            };
+            pre_tool_use_reply("deny", &reason, None)
+        }
         (PollAction::Expired, None) => pre_tool_use_reply(
             "deny",
             &format!(
@@ -791,6 +797,7 @@ mod tests {
                 .as_object()
                 .cloned(),
             failure_code: None,
+            reason: None,
         };
         let reply = tool_decision(&call, &answer, "rita", 9);
         let output = &reply["hookSpecificOutput"];
@@ -809,6 +816,7 @@ mod tests {
             action,
             content: content.and_then(|content| content.as_object().cloned()),
             failure_code: failure.map(str::to_owned),
+            reason: None,
         };
         let decision = |answer: &OutwardAnswer| {
             let reply = tool_decision(&bash, answer, "rita", 9);
@@ -834,7 +842,18 @@ mod tests {
                 "Allowed by rita in Anteroom: fine for staging".to_owned()
             )
         );
-        assert_eq!(decision(&answer(PollAction::Decline, None, None)).0, "deny");
+        assert_eq!(
+            decision(&answer(PollAction::Decline, None, None)),
+            ("deny".to_owned(), "Denied by rita in Anteroom.".to_owned())
+        );
+        let with_reason = OutwardAnswer {
+            reason: Some("touches the prod database".to_owned()),
+            ..answer(PollAction::Decline, None, None)
+        };
+        assert_eq!(
+            decision(&with_reason).1,
+            "Denied by rita in Anteroom: touches the prod database"
+        );
         assert!(
             decision(&answer(PollAction::Cancel, None, None))
                 .1
@@ -867,6 +886,7 @@ mod tests {
             action: PollAction::Accept,
             content: json!({"city": "Lyon"}).as_object().cloned(),
             failure_code: None,
+            reason: None,
         };
         assert_eq!(
             elicitation_reply(&accepted),
@@ -876,6 +896,7 @@ mod tests {
             action: PollAction::Expired,
             content: None,
             failure_code: None,
+            reason: None,
         };
         assert_eq!(
             elicitation_reply(&expired)["hookSpecificOutput"]["action"],

@@ -34,6 +34,8 @@ pub struct OutwardAnswer {
     pub content: Option<Map<String, Value>>,
     /// For a failure other than expiry, its code (`_meta["anteroom/failure"]`).
     pub failure_code: Option<String>,
+    /// A decline's or a dismissal's reason, for an asker that has a place for it (a harness's hook).
+    pub reason: Option<String>,
 }
 
 /// The answer for the request `key` of `round` (for a single-request round, its only key).
@@ -42,6 +44,7 @@ pub fn outward_answer(round: &Round, key: &str) -> OutwardAnswer {
         action,
         content: None,
         failure_code: None,
+        reason: None,
     };
     match round.outcome() {
         RoundOutcome::Waiting => quiet(PollAction::Pending),
@@ -71,6 +74,7 @@ pub fn outward_answer(round: &Round, key: &str) -> OutwardAnswer {
                         ResponseAction::Decline | ResponseAction::Cancel => None,
                     },
                     failure_code: None,
+                    reason: response.reason.clone(),
                 },
                 // An answered round always holds every key; an unknown key reads as dismissed.
                 None => quiet(PollAction::Cancel),

@@ -9,9 +9,8 @@
 
 use std::{
     env,
-    io::{BufRead, BufReader},
     path::PathBuf,
-    process::{Command, Stdio},
+    process::Command,
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -85,30 +84,17 @@ fn every_check() -> Result<()> {
 
     step("unit and integration tests");
     waited("the MCP SDK test packages", mcp_sdks)?;
-    waited("the wasm32 target", wasm_target)?;
     let mut tests = cargo();
     if env::var_os("RUST_TEST_THREADS").is_none() {
         // Most tests wait on sockets, timers and child processes more than on a core: three at a time on two
         // cores took the run from 95 s to 77 s; eight made timing-sensitive tests fail.
         tests.env("RUST_TEST_THREADS", "3");
     }
-    // For the same reason the browser bundle compiles while they run, at the lowest priority so the tests keep
-    // the cores they ask for. It starts once cargo runs the first test binary: cargo holds the build
-    // directory's lock while it checks the build, and would wait for the whole wasm compile otherwise.
-    let mut wasm = None;
-    let tests = run_tests_then(
-        linted(&mut tests)
-            .args(["test", "--workspace", "--exclude", "xtask"])
-            .envs(tools::mcp_sdk_environment()),
-        || wasm = Some(start_wasm_compile()),
-    );
-    // Waited for even when a test failed, so no compile outlives the command and holds the build lock.
-    let wasm = waited(
-        "the browser bundle's wasm, compiled (and linted) while the tests ran",
-        wasm.unwrap_or_else(start_wasm_compile),
-    );
-    tests?;
-    wasm?;
+    run(linted(&mut tests)
+        .args(["test", "--workspace", "--exclude", "xtask"])
+        .envs(tools::mcp_sdk_environment()))?;
+
+    waited("the wasm32 target", wasm_target)?;
     site::build_bundle(Profile::Debug, true)?;
     site::report_bundle_size()?;
     // `cargo test` built the server binary the Playwright tests start, with the tests' features.
@@ -242,63 +228,12 @@ fn check_vendored_crates() -> Result<()> {
 }
 
 /// Waits for a background install, noting how long the foreground waited for it.
-/// The browser bundle's wasm compile (linted), in the background at the lowest priority.
-fn start_wasm_compile() -> Install {
-    Install::start("wasm compile", |log| {
-        log.run(&mut niced(site::wasm_compile(Profile::Debug, true)))
-    })
-}
-
-/// Runs `tests` (a `cargo test`) with its stderr passed through, calling `running` when cargo runs the first
-/// test binary, which is when it has let go of the build directory's lock.
-fn run_tests_then(tests: &mut Command, running: impl FnOnce()) -> Result<()> {
-    let shown = format!("{tests:?}");
-    let mut child = tests
-        .current_dir(workspace_root())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {shown}"))?;
-    let mut running = Some(running);
-    if let Some(stderr) = child.stderr.take() {
-        for line in BufReader::new(stderr).split(b'\n') {
-            let line = String::from_utf8_lossy(&line?).into_owned();
-            eprintln!("{line}");
-            if line.trim_start().starts_with("Running ")
-                && let Some(running) = running.take()
-            {
-                running();
-            }
-        }
-    }
-    let status = child.wait().with_context(|| format!("{shown} was lost"))?;
-    if !status.success() {
-        bail!("{shown} failed ({status})");
-    }
-    Ok(())
-}
-
-/// `command` at the lowest CPU priority (`nice -n 19`), with the same arguments and environment.
-fn niced(command: Command) -> Command {
-    let mut niced = Command::new("nice");
-    niced
-        .args(["-n", "19"])
-        .arg(command.get_program())
-        .args(command.get_args());
-    for (key, value) in command.get_envs() {
-        match value {
-            Some(value) => niced.env(key, value),
-            None => niced.env_remove(key),
-        };
-    }
-    niced
-}
-
 fn waited(what: &str, install: Install) -> Result<()> {
     let waiting = Instant::now();
     let ran = install.finish()?;
     let waited = waiting.elapsed();
     println!(
-        "xtask: {what}: done in {:.1} s (waited {:.1} s for it)",
+        "xtask: {what}: installed or found in {:.1} s (waited {:.1} s for it)",
         ran.as_secs_f64(),
         waited.as_secs_f64()
     );

@@ -23,37 +23,6 @@ pub fn build(profile: Profile) -> Result<()> {
     report_bundle_size()
 }
 
-/// The compile of the browser bundle's wasm (`cargo rustc` of `anteroom-app` with `hydrate`), through clippy's
-/// driver when `linted`.
-pub fn wasm_compile(profile: Profile, linted: bool) -> Command {
-    let mut bundle = cargo();
-    if linted {
-        crate::check::linted(&mut bundle);
-    }
-    bundle.args([
-        "rustc",
-        "--package",
-        "anteroom-app",
-        "--lib",
-        "--crate-type",
-        "cdylib",
-        "--target",
-        tools::WASM_TARGET,
-        "--features",
-        "hydrate",
-        "--profile",
-        wasm_profile(profile),
-    ]);
-    bundle
-}
-
-fn wasm_profile(profile: Profile) -> &'static str {
-    match profile {
-        Profile::Debug => "dev",
-        Profile::Release => "wasm-release",
-    }
-}
-
 /// Builds the browser's half into `target/site`: the hydrate bundle, the stylesheet and the public files, with
 /// fingerprinted names and compressed copies; `linted` compiles the bundle's crates through clippy.
 pub fn build_bundle(profile: Profile, linted: bool) -> Result<()> {
@@ -72,8 +41,28 @@ pub fn build_bundle(profile: Profile, linted: bool) -> Result<()> {
     } else {
         "browser bundle (anteroom-app, hydrate, wasm32)"
     });
-    let wasm_profile = wasm_profile(profile);
-    run(&mut wasm_compile(profile, linted))?;
+    let wasm_profile = match profile {
+        Profile::Debug => "dev",
+        Profile::Release => "wasm-release",
+    };
+    let mut bundle = cargo();
+    if linted {
+        crate::check::linted(&mut bundle);
+    }
+    run(bundle.args([
+        "rustc",
+        "--package",
+        "anteroom-app",
+        "--lib",
+        "--crate-type",
+        "cdylib",
+        "--target",
+        tools::WASM_TARGET,
+        "--features",
+        "hydrate",
+        "--profile",
+        wasm_profile,
+    ]))?;
     let wasm_dir = if wasm_profile == "dev" {
         "debug"
     } else {

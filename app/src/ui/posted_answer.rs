@@ -36,9 +36,12 @@ pub fn request_action(
         .unwrap_or(ResponseAction::Accept)
 }
 
+/// The form field whose value, when the person declines or dismisses, is the reason they give.
+pub const REASON_FIELD: &str = "reason";
+
 /// The response map for the pressed action (and, for a round of several requests, each request's posted
 /// choice) from the posted `values`, or the problems per control name. Declining and dismissing carry no
-/// content, so nothing is read or checked for a request answered so.
+/// content, so nothing is read or checked for a request answered so; a `reason` field's value is their reason.
 pub fn read_answer(
     requests: &[RequestView],
     pressed: ResponseAction,
@@ -66,9 +69,29 @@ pub fn read_answer(
             }
             _ => None,
         };
+        // A form's `reason` field (a hook's question has one) says why when the person declines or dismisses.
+        let reason = match action {
+            ResponseAction::Accept => None,
+            ResponseAction::Decline | ResponseAction::Cancel => {
+                let reason_control = control_name(&request.key, REASON_FIELD);
+                values
+                    .iter()
+                    .rev()
+                    .find(|(name, _)| *name == reason_control)
+                    .map(|(_, value)| value.trim().to_owned())
+                    .filter(|value| !value.is_empty())
+            }
+        };
         let key = RequestKey::parse(request.key.clone())
             .map_err(|error| FieldErrors::from([(String::new(), vec![error.to_string()])]))?;
-        responses.insert(key, ElicitationResponse { action, content });
+        responses.insert(
+            key,
+            ElicitationResponse {
+                action,
+                content,
+                reason,
+            },
+        );
     }
     if problems.is_empty() {
         Ok(responses)

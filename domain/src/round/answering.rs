@@ -92,11 +92,13 @@ impl Round {
                 // Content sent with a decline or a dismissal is dropped: never stored, never replayed.
                 (ResponseAction::Decline | ResponseAction::Cancel, _) => None,
             };
+            let reason = checked_reason(&key, response.action, response.reason)?;
             normalised.insert(
                 key,
                 ElicitationResponse {
                     action: response.action,
                     content,
+                    reason,
                 },
             );
         }
@@ -167,6 +169,32 @@ impl Round {
             }),
         )
     }
+}
+
+/// A decline's or a dismissal's reason, trimmed (blank is none); an accept says what it says through its
+/// content, and a reason longer than [`REASON_CHARS`] is refused rather than cut.
+fn checked_reason(
+    key: &RequestKey,
+    action: ResponseAction,
+    reason: Option<String>,
+) -> Result<Option<String>, ManagedInputError> {
+    let Some(reason) = reason
+        .map(|reason| reason.trim().to_owned())
+        .filter(|reason| !reason.is_empty())
+    else {
+        return Ok(None);
+    };
+    if action == ResponseAction::Accept {
+        return Err(ManagedInputError::validation(format!(
+            "Request {key}: a reason goes with a decline or a dismissal; an accept answers through its content."
+        )));
+    }
+    if reason.chars().count() > REASON_CHARS {
+        return Err(ManagedInputError::validation(format!(
+            "Request {key}: a reason is at most {REASON_CHARS} characters."
+        )));
+    }
+    Ok(Some(reason))
 }
 
 #[cfg(test)]

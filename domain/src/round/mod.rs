@@ -137,13 +137,31 @@ pub enum ResponseAction {
 
 text_names!(ResponseAction { Accept => "accept", Decline => "decline", Cancel => "cancel" });
 
-/// The answer to one request. Only a form `accept` carries content.
+/// The answer to one request. Only a form `accept` carries content; a decline or a dismissal may say why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ElicitationResponse {
     pub action: ResponseAction,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Map<String, Value>>,
+    /// Why the person declined or dismissed, in their words (at most 1,000 characters). MCP has no place for
+    /// it; a harness's hook hands it to the model ("Denied by rita: touches the prod database").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
+
+impl ElicitationResponse {
+    /// An answer with no reason.
+    pub fn new(action: ResponseAction, content: Option<Map<String, Value>>) -> Self {
+        Self {
+            action,
+            content,
+            reason: None,
+        }
+    }
+}
+
+/// The longest reason a decline or a dismissal keeps.
+pub const REASON_CHARS: usize = 1000;
 
 /// A worker's compare-and-set claim on a round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -629,6 +647,7 @@ pub(crate) mod fixtures {
             ElicitationResponse {
                 action: ResponseAction::Decline,
                 content: None,
+                reason: None,
             },
         )])
     }

@@ -66,6 +66,11 @@ fn post(server: &TestServer, token: &str, path: &str, body: &Value) -> reqwest::
         .json(body)
 }
 
+/// Sends a hook request that waits for a person, on a task of its own.
+fn hold(request: reqwest::RequestBuilder) -> tokio::task::JoinHandle<reqwest::Response> {
+    tokio::spawn(async move { request.send().await.expect("POST") })
+}
+
 async fn held_reply<T: for<'de> Deserialize<'de>>(
     held: tokio::task::JoinHandle<reqwest::Response>,
 ) -> T {
@@ -84,8 +89,12 @@ async fn a_bash_call_waits_for_a_person_whose_allow_and_note_reach_the_harness(d
         "Bash",
         json!({"command": "terraform apply", "description": "apply"}),
     );
-    let request = post(&server, &env.token, "/hooks/claude/pre-tool-use", &body);
-    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    let held = hold(post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &body,
+    ));
 
     let round = server.rounds_once("hooked", 1).await.remove(0);
     assert_eq!(round.server.as_deref(), Some("claude-code"));
@@ -162,7 +171,7 @@ async fn a_decline_is_a_deny_and_a_read_only_tool_passes_at_once(db: Backend) {
     .expect("POST");
     assert_eq!(asked.text().await.expect("body"), "");
 
-    let request = post(
+    let held = hold(post(
         &server,
         &env.token,
         "/hooks/claude/pre-tool-use",
@@ -170,8 +179,7 @@ async fn a_decline_is_a_deny_and_a_read_only_tool_passes_at_once(db: Backend) {
             "Edit",
             json!({"file_path": "prod.env", "old_string": "DB=staging", "new_string": "DB=prod"}),
         ),
-    );
-    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    ));
     let round = server.rounds_once("hooked", 1).await.remove(0);
     let message = round
         .requests
@@ -184,18 +192,30 @@ async fn a_decline_is_a_deny_and_a_read_only_tool_passes_at_once(db: Backend) {
         message.ends_with("edit prod.env:\n```diff\n- DB=staging\n+ DB=prod\n```"),
         "{message}"
     );
-    server
+    // A reason goes with a decline or a dismissal, and is bounded.
+    for refused in [
+        json!({"action_type": "accept", "reason": "why not"}),
+        json!({"action_type": "decline", "reason": "x".repeat(1001)}),
+    ] {
+        let status = server
+            .respond(&server.responder_key, round.request_id.as_str(), refused)
+            .await
+            .status();
+        assert_eq!(status, 422);
+    }
+    let declined = server
         .respond(
             &server.responder_key,
             round.request_id.as_str(),
-            json!({"action_type": "decline"}),
+            json!({"action_type": "decline", "reason": "  touches the prod database "}),
         )
         .await;
+    assert_eq!(declined.status(), 200);
     let reply: PreToolUseReply = held_reply(held).await;
     assert_eq!(reply.hook_specific_output.permission_decision, "deny");
     assert_eq!(
         reply.hook_specific_output.permission_decision_reason,
-        "Denied by api key responder in Anteroom."
+        "Denied by api key responder in Anteroom: touches the prod database"
     );
     server.stop().await;
 }
@@ -206,13 +226,12 @@ async fn nobody_answering_is_a_deny_that_says_so_before_the_hooks_timeout(db: Ba
     };
     let env = server.session("hooked").await;
     // A 90 s hook: Anteroom holds it 60 s, so its reply arrives before Claude Code gives up.
-    let request = post(
+    let held = hold(post(
         &server,
         &env.token,
         "/hooks/claude/pre-tool-use?timeout=90",
         &pre_tool_use("mcp__github__merge_pull_request", json!({"number": 7})),
-    );
-    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    ));
     let round = server.rounds_once("hooked", 1).await.remove(0);
     assert_eq!(round.server.as_deref(), Some("github"));
     assert_eq!(round.operation_name, "merge_pull_request");
@@ -370,8 +389,12 @@ async fn an_mcp_servers_elicitation_is_answered_in_its_own_terms(db: Backend) {
         },
         "elicitation_id": "el-1"
     });
-    let request = post(&server, &env.token, "/hooks/claude/elicitation", &body);
-    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    let held = hold(post(
+        &server,
+        &env.token,
+        "/hooks/claude/elicitation",
+        &body,
+    ));
     let round = server.rounds_once("hooked", 1).await.remove(0);
     assert_eq!(round.server.as_deref(), Some("shop"));
     // The form's own rules hold: an answer without the required city is refused.
@@ -534,13 +557,14 @@ async fn installed_hooks_reach_the_session_as_written(db: Backend) {
         .as_str()
         .expect("header")
         .replace(&format!("${variable}"), &env.token);
-    let request = server
-        .http
-        .post(hook["url"].as_str().expect("url"))
-        .header("Authorization", authorization)
-        .timeout(StdDuration::from_secs(60))
-        .json(&pre_tool_use("Bash", json!({"command": "make deploy"})));
-    let held = tokio::spawn(async move { request.send().await.expect("POST") });
+    let held = hold(
+        server
+            .http
+            .post(hook["url"].as_str().expect("url"))
+            .header("Authorization", authorization)
+            .timeout(StdDuration::from_secs(60))
+            .json(&pre_tool_use("Bash", json!({"command": "make deploy"}))),
+    );
     let round = server.rounds_once("installed", 1).await.remove(0);
     assert_eq!(round.server.as_deref(), Some("claude-code"));
     server

@@ -167,6 +167,7 @@ async fn decline_and_cancel_content_is_dropped(h: &Harness) {
         ElicitationResponse {
             action: ResponseAction::Decline,
             content: json!({"city": "secret"}).as_object().cloned(),
+            reason: None,
         },
         "k1",
     )
@@ -194,6 +195,7 @@ async fn decline_and_cancel_content_is_dropped(h: &Harness) {
         ElicitationResponse {
             action: ResponseAction::Cancel,
             content: json!({"x": 1}).as_object().cloned(),
+            reason: None,
         },
         "k2",
     )

@@ -98,15 +98,13 @@ pub(crate) fn accept(content: Value) -> ElicitationResponse {
     ElicitationResponse {
         action: ResponseAction::Accept,
         content: content.as_object().cloned(),
+        reason: None,
     }
 }
 
 /// An answer that carries no content (a decline, a dismissal, or consent to a URL).
 pub(crate) fn bare(action: ResponseAction) -> ElicitationResponse {
-    ElicitationResponse {
-        action,
-        content: None,
-    }
+    ElicitationResponse::new(action, None)
 }
 
 /// Another round of the usual question in an already registered session.

@@ -108,7 +108,7 @@ async fn run(
                     .then(|| json!({"city": "Pune"}).as_object().cloned())
                     .flatten();
                 let responses =
-                    BTreeMap::from([(address(), ElicitationResponse { action, content })]);
+                    BTreeMap::from([(address(), ElicitationResponse::new(action, content))]);
                 let key = IdempotencyKey::parse(format!("k{key}")).expect("valid key");
                 h.store
                     .submit_responses(id, responses, key, None)
