@@ -50,13 +50,7 @@ fn every_check() -> Result<()> {
     check_vendored_crates()?;
 
     step("the task runner: clippy and its tests");
-    run(linted(&mut cargo()).args([
-        "test",
-        "--profile",
-        crate::XTASK_PROFILE,
-        "--package",
-        "xtask",
-    ]))?;
+    run(&mut task_runner_tests())?;
 
     step("server build (ssr), every test target and the benchmark: clippy while compiling");
     match env::var("ANTEROOM_TEST_POSTGRES_URL") {
@@ -120,18 +114,24 @@ pub fn lint() -> Result<()> {
     step("cargo fmt --check");
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     step("clippy: the task runner");
-    run(linted(&mut cargo()).args([
+    run(task_runner_tests().arg("--no-run"))?;
+    step("clippy: server build (ssr) and every test target");
+    compile_linted()?;
+    tools::ensure_wasm_target(&run)?;
+    site::build_bundle(Profile::Debug, true)
+}
+
+/// The task runner's own tests, compiled through clippy in its profile.
+fn task_runner_tests() -> Command {
+    let mut tests = cargo();
+    linted(&mut tests).args([
         "test",
         "--profile",
         crate::XTASK_PROFILE,
         "--package",
         "xtask",
-        "--no-run",
-    ]))?;
-    step("clippy: server build (ssr) and every test target");
-    compile_linted()?;
-    tools::ensure_wasm_target(&run)?;
-    site::build_bundle(Profile::Debug, true)
+    ]);
+    tests
 }
 
 /// Compiles the server build, every test target and the benchmark through clippy, without running them. The
