@@ -21,6 +21,7 @@ pub mod postgres_events;
 pub mod producer;
 pub mod rate_limit;
 pub mod sessions;
+pub mod standing;
 pub mod state;
 pub mod stream;
 pub mod views;

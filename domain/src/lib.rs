@@ -39,6 +39,7 @@ pub mod limits;
 pub mod outward;
 pub mod round;
 pub mod session;
+pub mod standing;
 pub mod webhook;
 pub mod wire;
 

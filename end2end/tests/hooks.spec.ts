@@ -70,3 +70,42 @@ test("an edit shows as a diff, and Decline with a reason denies it saying why", 
   expect(decision.permissionDecision).toBe("deny");
   expect(decision.permissionDecisionReason).toBe("Denied by rita in Anteroom: touches the prod database");
 });
+
+test("'the same way for the next hour' answers the same call again at once, until it is revoked", async ({
+  page,
+  request,
+}) => {
+  const session = await createSession(request, "Hooked tests");
+  await signIn(page, "rita", `/sessions/${session.id}`);
+  await live(page);
+  const npmTest = { command: "npm test" };
+  const first = preToolUse(request, session, "Bash", npmTest);
+  const banner = page.locator(".banner");
+  await expect(banner).toHaveCount(1);
+  await banner.getByLabel("Answer questions like this the same way for the next hour").check();
+  await banner.getByRole("button", { name: "Accept" }).click();
+  await expect(banner).toHaveCount(0);
+  expect((await (await first).json()).hookSpecificOutput.permissionDecision).toBe("allow");
+
+  // The same call again is answered by the rule, with no banner, and the session page lists the rule.
+  const again = await preToolUse(request, session, "Bash", npmTest);
+  const decision = (await again.json()).hookSpecificOutput;
+  expect(decision.permissionDecision).toBe("allow");
+  expect(decision.permissionDecisionReason).toMatch(/^Allowed by rule #\d+ \(rita\) in Anteroom\.$/);
+  await page.reload();
+  const rule = page.locator(".standing-rule");
+  await expect(rule).toHaveCount(1);
+  await expect(rule).toContainText("accept");
+  await expect(rule).toContainText("by rita");
+  await expect(rule).toContainText("answered 1 time");
+  await expect(rule.locator(".standing-message")).toContainText("$ npm test");
+
+  // Revoked, it answers nothing: the next call waits for a person again.
+  await live(page);
+  await rule.getByRole("button", { name: "Revoke" }).click();
+  await expect(rule).toHaveCount(0);
+  const third = preToolUse(request, session, "Bash", npmTest);
+  await expect(banner).toHaveCount(1);
+  await banner.getByRole("button", { name: "Decline" }).click();
+  expect((await (await third).json()).hookSpecificOutput.permissionDecision).toBe("deny");
+});

@@ -17,6 +17,7 @@ use crate::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
         },
         session::{NewSession, Session},
+        standing::{NewStandingAnswer, QuestionMatch, StandingAnswer},
         webhook::{AttemptOutcome, WebhookDelivery, WebhookEvent},
     },
 };
@@ -307,11 +308,33 @@ pub trait SweepStore: Send + Sync {
     async fn purge_terminal_rounds(&self, before: DateTime<Utc>) -> StoreResult<u64>;
 }
 
+/// Standing answers: rules that answer a question like one a person answered before (domain `standing`).
+#[async_trait::async_trait]
+pub trait StandingAnswerStore: Send + Sync {
+    /// Records a standing answer.
+    async fn create_standing_answer(&self, new: NewStandingAnswer) -> StoreResult<StandingAnswer>;
+
+    /// The standing answers in force for `session` (its own and those for every session), newest first.
+    async fn standing_answers(&self, session: &SessionId) -> StoreResult<Vec<StandingAnswer>>;
+
+    /// Ends a standing answer now; a rule already ended stays as it ended.
+    async fn revoke_standing_answer(&self, id: i64) -> StoreResult<StandingAnswer>;
+
+    /// Takes one use of the newest standing answer in force for a question like `question` in `session`, if
+    /// there is one: at most its use limit, however many ask at once.
+    async fn use_standing_answer(
+        &self,
+        session: &SessionId,
+        question: &QuestionMatch,
+    ) -> StoreResult<Option<StandingAnswer>>;
+}
+
 /// The whole store on one database.
 #[async_trait::async_trait]
 pub trait Store:
     AgentSessionStore
     + RoundStore
+    + StandingAnswerStore
     + WorkerStore
     + AccountStore
     + OutboxStore

@@ -13,9 +13,10 @@ use crate::domain::{
     ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
     round::{
         AskedThrough, AskerSeen, ElicitationRequest, ElicitationResponse, Failure, FailureCode,
-        Lease, OperationKind, Round, RoundStatus,
+        Lease, OperationKind, ResponseAction, Round, RoundStatus,
     },
     session::{LostElicitation, LostReason, Session, SessionStatus},
+    standing::{QuestionMatch, StandingAnswer},
 };
 
 /// Unix milliseconds, the stored form of every time.
@@ -388,6 +389,60 @@ impl OutboxRow {
             last_error: self.last_error,
             created_at: from_ms(self.created_at_ms)?,
             delivered_at: from_ms_opt(self.delivered_at_ms)?,
+        })
+    }
+}
+
+/// A row of `standing_answers` (written by its own statements in `crate::sql`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StandingAnswerRow {
+    pub id: i64,
+    pub created_by: String,
+    pub created_at_ms: i64,
+    pub session_id: Option<String>,
+    pub server: String,
+    pub tool: String,
+    pub message: String,
+    pub requested_schema: String,
+    pub action: String,
+    pub content: Option<String>,
+    pub expires_at_ms: i64,
+    pub use_limit: Option<i64>,
+    pub uses: i64,
+    pub revoked_at_ms: Option<i64>,
+}
+
+impl StandingAnswerRow {
+    pub fn into_standing_answer(self) -> Result<StandingAnswer, StoreError> {
+        Ok(StandingAnswer {
+            id: self.id,
+            created_by: self.created_by,
+            created_at: from_ms(self.created_at_ms)?,
+            session_id: self
+                .session_id
+                .map(|id| {
+                    SessionId::parse(&id).map_err(|error| corrupt("standing answer session", error))
+                })
+                .transpose()?,
+            question: QuestionMatch {
+                server: self.server,
+                tool: self.tool,
+                message: self.message,
+                schema: self.requested_schema,
+            },
+            action: ResponseAction::parse(&self.action)
+                .ok_or_else(|| corrupt("standing answer action", &self.action))?,
+            content: self
+                .content
+                .map(|content| {
+                    serde_json::from_str(&content)
+                        .map_err(|error| corrupt("standing answer content", error))
+                })
+                .transpose()?,
+            expires_at: from_ms(self.expires_at_ms)?,
+            use_limit: self.use_limit,
+            uses: self.uses,
+            revoked_at: from_ms_opt(self.revoked_at_ms)?,
         })
     }
 }

@@ -432,3 +432,53 @@ pub const SELECT_WEB_SESSION: &str =
 pub const DELETE_WEB_SESSION: &str = "DELETE FROM web_sessions WHERE id = $1";
 
 pub const PURGE_WEB_SESSIONS: &str = "DELETE FROM web_sessions WHERE expires_at_ms <= $1";
+
+/// A standing answer's columns, as the INSERT writes them and every read returns them.
+const STANDING_ANSWER_FIELDS: &str = "id, created_by, created_at_ms, session_id, server, tool, message, \
+     requested_schema, action, content, expires_at_ms, use_limit, uses, revoked_at_ms";
+
+pub static INSERT_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO standing_answers (created_by, created_at_ms, session_id, server, tool, message, \
+         requested_schema, action, content, expires_at_ms, use_limit) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {STANDING_ANSWER_FIELDS}"
+    )
+});
+
+/// In force for session `$1` at `$2`: its own and those for every session, newest first.
+pub static SELECT_STANDING_ANSWERS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {STANDING_ANSWER_FIELDS} FROM standing_answers \
+         WHERE (session_id = $1 OR session_id IS NULL) AND revoked_at_ms IS NULL AND expires_at_ms > $2 \
+         AND (use_limit IS NULL OR uses < use_limit) ORDER BY id DESC LIMIT 200"
+    )
+});
+
+/// Ends standing answer `$1` at `$2` unless it has ended already.
+pub static REVOKE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE standing_answers SET revoked_at_ms = COALESCE(revoked_at_ms, $2) WHERE id = $1 \
+         RETURNING {STANDING_ANSWER_FIELDS}"
+    )
+});
+
+/// Whether any standing answer in force could answer the question `$2`–`$5` in session `$1` at `$6`: a read,
+/// so a question no rule answers costs no write.
+pub const ANY_STANDING_ANSWER: &str = "SELECT id FROM standing_answers \
+     WHERE (session_id = $1 OR session_id IS NULL) AND server = $2 AND tool = $3 AND message = $4 \
+     AND requested_schema = $5 AND revoked_at_ms IS NULL AND expires_at_ms > $6 LIMIT 1";
+
+/// One use of the newest standing answer in force for session `$1` and the question `$2`–`$5` at `$6`. The
+/// outer condition is checked again on the row as it is updated, so two questions at once cannot both take its
+/// last use.
+pub static USE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE standing_answers SET uses = uses + 1 \
+         WHERE id = (SELECT id FROM standing_answers \
+             WHERE (session_id = $1 OR session_id IS NULL) AND server = $2 AND tool = $3 AND message = $4 \
+             AND requested_schema = $5 AND revoked_at_ms IS NULL AND expires_at_ms > $6 \
+             AND (use_limit IS NULL OR uses < use_limit) ORDER BY id DESC LIMIT 1) \
+         AND revoked_at_ms IS NULL AND (use_limit IS NULL OR uses < use_limit) \
+         RETURNING {STANDING_ANSWER_FIELDS}"
+    )
+});

@@ -185,6 +185,24 @@ pub struct SessionPage {
     pub viewer: Viewer,
     /// The outcome of an answer posted without JavaScript, shown once after the redirect.
     pub notice: Option<AnswerNotice>,
+    /// The standing answers in force here, newest first.
+    #[serde(default)]
+    pub standing: Vec<StandingView>,
+}
+
+/// A standing answer, as the session page lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StandingView {
+    pub id: i64,
+    /// `accept`, `decline` or `cancel`.
+    pub action: String,
+    pub asker: Asker,
+    pub message: String,
+    pub created_by: String,
+    pub until_ms: i64,
+    pub uses: i64,
+    /// It holds in every session, not only this one.
+    pub everywhere: bool,
 }
 
 /// A round waiting for a person: one banner.
@@ -201,6 +219,9 @@ pub struct ActiveRound {
     /// When the asker last polled (askers that poll; a worker-driven round has none).
     pub asker_seen: Option<AskerSeenView>,
     pub requests: Vec<RequestView>,
+    /// Its answer may stand for questions like it (one form question, nothing secret).
+    #[serde(default)]
+    pub can_stand: bool,
 }
 
 /// One request of a round: a form, or consent to open a URL.
@@ -328,6 +349,9 @@ impl AnswerNotice {
     }
 }
 
+/// The banner's checkbox that makes an answer stand for questions like it.
+pub const STANDING_CONTROL: &str = "standing";
+
 /// A posted answer: the round, the button pressed, and every control's value as posted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerPost {
@@ -343,6 +367,9 @@ pub struct AnswerPost {
     /// In a round of several requests, each request's own choice, posted as `choice@k`.
     #[serde(default)]
     pub choices: Vec<(String, String)>,
+    /// "Answer questions like this the same way for an hour" was ticked.
+    #[serde(default)]
+    pub standing: bool,
 }
 
 impl AnswerPost {
@@ -366,6 +393,7 @@ impl AnswerPost {
                 .filter(|(key, _)| key.starts_with("choice@"))
                 .cloned()
                 .collect(),
+            standing: take(STANDING_CONTROL) == "on",
         }
     }
 }

@@ -8,7 +8,7 @@ use super::{
     model::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, HISTORY_PAGE, HistoryEntry,
         OPEN_ROUNDS_SHOWN, Outcome, QuestionPreview, QueueItem, QueueView, RecordedAction,
-        RequestBody, RequestView, SessionPage, Viewer, control_name,
+        RequestBody, RequestView, SessionPage, StandingView, Viewer, control_name,
     },
     posted_answer::read_answer,
 };
@@ -22,6 +22,7 @@ use crate::{
             ElicitationRequest, FailureCode, ResponseAction, Round, RoundOutcome, RoundStatus,
             Submission,
         },
+        standing::{NewStandingAnswer, QuestionMatch, standing_expiry},
         webhook::WebhookDelivery,
     },
     store::{AttentionItem, Store, StoreError, StoreResult, schemas::RegexPatterns},
@@ -66,9 +67,46 @@ impl PageData {
         submit_answer(self, viewer, post).await
     }
 
+    /// Ends standing answer `id`, listed on session `session`'s page, for a person who may answer there.
+    pub async fn revoke_standing(
+        &self,
+        viewer: &Viewer,
+        session: &str,
+        id: i64,
+        csrf: &str,
+    ) -> Result<(), String> {
+        if csrf != viewer.csrf {
+            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
+        }
+        if !viewer.can_answer() {
+            return Err("You have the viewer role: you cannot change standing answers.".to_owned());
+        }
+        let session = SessionId::parse(session).map_err(|error| error.to_string())?;
+        let listed = self.store.standing_answers(&session).await.map_err(said)?;
+        if !listed.iter().any(|rule| rule.id == id) {
+            return Err(format!("Standing answer #{id} is not in force here."));
+        }
+        self.store
+            .revoke_standing_answer(id)
+            .await
+            .map(drop)
+            .map_err(said)
+    }
+
     /// The most recent webhook deliveries, newest first.
     pub async fn webhook_deliveries(&self, limit: u32) -> StoreResult<Vec<WebhookDelivery>> {
         self.store.list_webhook_deliveries(limit).await
+    }
+}
+
+/// What a person is told of a store error: a refusal's own message, never a database's detail.
+fn said(error: StoreError) -> String {
+    match error {
+        StoreError::Refused(refusal) => refusal.message().to_owned(),
+        other => {
+            tracing::error!(error = %other, "a page could not reach the store");
+            "The data could not be changed just now; try again in a moment.".to_owned()
+        }
     }
 }
 
@@ -159,12 +197,32 @@ async fn session_page(
                 interval_ms: seen.interval_ms,
             }),
             requests: request_views(round),
+            can_stand: QuestionMatch::of(round).is_ok(),
         })
         .collect();
     let older = (rounds.len() == HISTORY_PAGE as usize)
         .then(|| rounds.last().map(|round| round.round_id.to_string()))
         .flatten();
     let history = rounds.iter().map(history_entry).collect();
+    let standing = store
+        .standing_answers(&session.id)
+        .await?
+        .into_iter()
+        .map(|rule| StandingView {
+            id: rule.id,
+            action: rule.action.as_str().to_owned(),
+            asker: Asker {
+                server: (!rule.question.server.is_empty()).then(|| rule.question.server.clone()),
+                kind: "tool".to_owned(),
+                name: rule.question.tool.clone(),
+            },
+            message: rule.question.message.clone(),
+            created_by: rule.created_by.clone(),
+            until_ms: ms(rule.expires_at),
+            uses: rule.uses,
+            everywhere: rule.session_id.is_none(),
+        })
+        .collect();
     Ok(Some(SessionPage {
         now_ms: ms(store.now()),
         session_id: session.id.as_str().to_owned(),
@@ -178,6 +236,7 @@ async fn session_page(
         paged,
         viewer,
         notice,
+        standing,
     }))
 }
 
@@ -327,6 +386,9 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
     {
         Ok((round, submission)) => {
             (services.on_answer)(&round, submission);
+            if post.standing && submission == Submission::Recorded {
+                stand_by_answer(store, &round, viewer).await;
+            }
             AnswerNotice::Recorded {
                 round_id: post.round_id.clone(),
                 action: recorded_action,
@@ -343,6 +405,38 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
         }
         Err(StoreError::Refused(refusal)) => closed(refusal.message()),
         Err(error) => unavailable(&post, &error),
+    }
+}
+
+/// Makes `round`'s answer stand for questions like it in its session for an hour, made by the viewer. A
+/// question that cannot have one never shows the checkbox; a rule that cannot be made leaves the answer as it
+/// was recorded.
+async fn stand_by_answer(store: &dyn Store, round: &Round, viewer: &Viewer) {
+    let (Ok(question), Some(response)) = (
+        QuestionMatch::of(round),
+        round
+            .responses
+            .as_ref()
+            .and_then(|responses| responses.values().next()),
+    ) else {
+        return;
+    };
+    let Ok(expires_at) = standing_expiry(store.now(), None) else {
+        return;
+    };
+    let made = store
+        .create_standing_answer(NewStandingAnswer {
+            created_by: viewer.principal.label(),
+            session_id: Some(round.session_id.clone()),
+            question,
+            action: response.action,
+            content: response.content.clone(),
+            expires_at,
+            use_limit: None,
+        })
+        .await;
+    if let Err(error) = made {
+        tracing::warn!(%error, round = %round.round_id, "the standing answer was not made");
     }
 }
 

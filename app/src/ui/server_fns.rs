@@ -100,6 +100,21 @@ pub async fn post_answer(post: AnswerPost) -> Result<AnswerNotice, ServerFnError
     Ok(services.answer(&viewer, post).await)
 }
 
+/// Ends a standing answer listed on a session's page; returns its id.
+#[server(prefix = "/fn", endpoint = "revoke-standing", output = TextJson)]
+pub async fn revoke_standing(
+    session_id: String,
+    id: i64,
+    csrf: String,
+) -> Result<i64, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .revoke_standing(&viewer, &session_id, id, &csrf)
+        .await
+        .map_err(ServerFnError::new)?;
+    Ok(id)
+}
+
 /// The most recent webhook deliveries (admins only).
 #[server(prefix = "/fn", endpoint = "deliveries", output = TextJson)]
 pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {

@@ -622,6 +622,96 @@ async fn installed_hooks_reach_the_session_as_written(db: Backend) {
     server.stop().await;
 }
 
+/// "Allow this from now on": a standing answer made from an answered hook question answers the next identical
+/// call of the same run at once, naming the rule and its maker, and nothing else; revoked, it answers nothing.
+async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
+    use anteroom_store::domain::standing::{NewStandingAnswer, QuestionMatch};
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("standing").await;
+    let npm_test = pre_tool_use("Bash", json!({"command": "npm test"}));
+    let held = hold(post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &npm_test,
+    ));
+    let first = server.rounds_once("standing", 1).await.remove(0);
+    server
+        .respond(
+            &server.responder_key,
+            first.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    let _: PreToolUseReply = held_reply(held).await;
+    let rule = server
+        .store
+        .create_standing_answer(NewStandingAnswer {
+            created_by: "rita".to_owned(),
+            session_id: Some(first.session_id.clone()),
+            question: QuestionMatch::of(&first).expect("a plain question"),
+            action: anteroom_store::domain::round::ResponseAction::Accept,
+            content: None,
+            expires_at: server.store.now() + chrono::Duration::hours(1),
+            use_limit: None,
+        })
+        .await
+        .expect("rule");
+
+    let again = post(&server, &env.token, "/hooks/claude/pre-tool-use", &npm_test)
+        .send()
+        .await
+        .expect("POST");
+    let reply: PreToolUseReply =
+        serde_json::from_str(&again.text().await.expect("body")).expect("decision");
+    assert_eq!(reply.hook_specific_output.permission_decision, "allow");
+    assert_eq!(
+        reply.hook_specific_output.permission_decision_reason,
+        format!("Allowed by rule #{} (rita) in Anteroom.", rule.id)
+    );
+    let rounds = server.rounds_once("standing", 2).await;
+    assert_eq!(
+        rounds[1].responded_by.as_deref(),
+        Some(format!("rule #{} (rita)", rule.id).as_str())
+    );
+
+    // Another command is another question: it waits for a person.
+    let publish = hold(post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &pre_tool_use("Bash", json!({"command": "npm publish"})),
+    ));
+    let waiting = server.rounds_once("standing", 3).await.remove(2);
+    assert_eq!(
+        waiting.status,
+        anteroom_store::domain::round::RoundStatus::Pending
+    );
+    publish.abort();
+
+    server
+        .store
+        .revoke_standing_answer(rule.id)
+        .await
+        .expect("revoke");
+    let after = hold(post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use",
+        &npm_test,
+    ));
+    let asked = server.rounds_once("standing", 4).await.remove(3);
+    assert_eq!(
+        asked.status,
+        anteroom_store::domain::round::RoundStatus::Pending,
+        "revoked: a person decides"
+    );
+    after.abort();
+    server.stop().await;
+}
+
 on_both_backends!(
     codexs_command_hook_prints_the_persons_decision_and_a_deny_when_anteroom_is_away,
     a_bash_call_waits_for_a_person_whose_allow_and_note_reach_the_harness,
@@ -632,4 +722,5 @@ on_both_backends!(
     a_session_holds_a_bounded_number_of_hook_requests,
     an_mcp_servers_elicitation_is_answered_in_its_own_terms,
     installed_hooks_reach_the_session_as_written,
+    a_standing_answer_allows_the_same_call_again_at_once,
 );

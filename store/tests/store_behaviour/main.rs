@@ -17,6 +17,7 @@ mod recovery;
 mod retention;
 mod rounds;
 mod sessions;
+mod standing;
 #[path = "../support/mod.rs"]
 mod support;
 mod webhooks;

@@ -11,7 +11,7 @@ use crate::{
         browser::{BrowserPatterns, Live, focus_first_invalid, form_pairs},
         model::{
             ActiveRound, AnswerNotice, AnswerPost, AskerSeenView, RequestBody, RequestView,
-            control_name,
+            STANDING_CONTROL, control_name,
         },
         posted_answer::{choice_name, control_problems, read_answer},
         server_fns::post_answer,
@@ -86,6 +86,7 @@ pub fn RoundBanner(
         .collect();
     // A round of several requests is answered request by request: each has its own choice, sent together.
     let several = round.requests.len() > 1;
+    let can_stand = round.can_stand;
     let bodies = round
         .requests
         .iter()
@@ -139,6 +140,15 @@ pub fn RoundBanner(
                 <p class="banner-problem" role="alert">
                     {move || form.problem.get()}
                 </p>
+                {(can_stand && can_answer)
+                    .then(|| {
+                        view! {
+                            <label class="banner-standing">
+                                <input type="checkbox" name=STANDING_CONTROL />
+                                " Answer questions like this the same way for the next hour"
+                            </label>
+                        }
+                    })}
                 {action_buttons(several, can_answer, form.sending)}
                 {(!can_answer)
                     .then(|| {

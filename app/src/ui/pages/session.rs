@@ -15,7 +15,7 @@ use crate::{
             AnswerNotice, HistoryEntry, Outcome, RecordedAction, SessionPage as Page, clock_time,
         },
         pages::not_found::NotFoundPage,
-        server_fns::load_session,
+        server_fns::{RevokeStanding, load_session},
     },
 };
 
@@ -182,8 +182,82 @@ fn session_view(
                     </p>
                 </Show>
             </section>
+            {standing_section(current, first.viewer.csrf.clone(), first.viewer.can_answer())}
             {history_section(current)}
         </article>
+    }
+}
+
+/// The standing answers in force here, each with who made it, until when, how often it answered, and a
+/// Revoke button (a form, so it works without JavaScript too).
+fn standing_section(current: Memo<Page>, csrf: String, can_answer: bool) -> impl IntoView {
+    let revoke = ServerAction::<RevokeStanding>::new();
+    let revoked = RwSignal::new(Vec::<i64>::new());
+    let csrf = StoredValue::new(csrf);
+    Effect::new(move |_| {
+        if let Some(Ok(id)) = revoke.value().get() {
+            revoked.update(|revoked| revoked.push(id));
+        }
+    });
+    let rules = move || {
+        let gone = revoked.get();
+        current.with(|page| {
+            page.standing
+                .iter()
+                .filter(|rule| !gone.contains(&rule.id))
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    };
+    view! {
+        <Show when=move || !rules().is_empty()>
+            <section class="standing" aria-labelledby="standing-heading">
+                <h2 id="standing-heading">"Standing answers"</h2>
+                <ul class="standing-list">
+                    <For
+                        each=rules
+                        key=|rule| rule.id
+                        children=move |rule| {
+                            let csrf = csrf.get_value();
+                            let session_id = current.with_untracked(|page| page.session_id.clone());
+                            view! {
+                                <li class="standing-rule" data-rule-id=rule.id>
+                                    <p>
+                                        <strong>{format!("#{} · {}", rule.id, rule.action)}</strong>
+                                        " · "
+                                        {rule.asker.describe()}
+                                        {rule.everywhere.then_some(" · in every session")}
+                                    </p>
+                                    <pre class="message-code standing-message">{rule.message.clone()}</pre>
+                                    <p class="muted">
+                                        {format!(
+                                            "by {} · until {} · answered {} time{}",
+                                            rule.created_by,
+                                            clock_time(rule.until_ms),
+                                            rule.uses,
+                                            if rule.uses == 1 { "" } else { "s" },
+                                        )}
+                                    </p>
+                                    {can_answer
+                                        .then(|| {
+                                            view! {
+                                                <ActionForm action=revoke>
+                                                    <input type="hidden" name="session_id" value=session_id />
+                                                    <input type="hidden" name="id" value=rule.id />
+                                                    <input type="hidden" name="csrf" value=csrf />
+                                                    <button type="submit" class="button button-quiet">
+                                                        "Revoke"
+                                                    </button>
+                                                </ActionForm>
+                                            }
+                                        })}
+                                </li>
+                            }
+                        }
+                    />
+                </ul>
+            </section>
+        </Show>
     }
 }
 
