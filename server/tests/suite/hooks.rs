@@ -66,6 +66,19 @@ fn post(server: &TestServer, token: &str, path: &str, body: &Value) -> reqwest::
         .json(body)
 }
 
+/// Waits until each of `rounds`, whose hook requests were dropped, has ended: their endings run on tasks of
+/// their own, which must be done before the test's database goes.
+async fn ended_by_the_callers_going(
+    server: &TestServer,
+    rounds: &[anteroom_store::domain::round::Round],
+) {
+    for round in rounds {
+        server
+            .round_once(round.round_id, |round| round.failure.is_some())
+            .await;
+    }
+}
+
 /// Sends a hook request that waits for a person, on a task of its own.
 fn hold(request: reqwest::RequestBuilder) -> tokio::task::JoinHandle<reqwest::Response> {
     tokio::spawn(async move { request.send().await.expect("POST") })
@@ -368,6 +381,10 @@ async fn a_session_holds_a_bounded_number_of_hook_requests(db: Backend) {
     for request in held {
         request.abort();
     }
+    let rounds = server
+        .rounds_once("hooked", anteroom_server::api::hooks::HELD_PER_SESSION)
+        .await;
+    ended_by_the_callers_going(&server, &rounds).await;
     server.stop().await;
 }
 
@@ -690,6 +707,7 @@ async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
         anteroom_store::domain::round::RoundStatus::Pending
     );
     publish.abort();
+    ended_by_the_callers_going(&server, &[waiting]).await;
 
     server
         .store
@@ -709,6 +727,7 @@ async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
         "revoked: a person decides"
     );
     after.abort();
+    ended_by_the_callers_going(&server, &[asked]).await;
     server.stop().await;
 }
 

@@ -9,6 +9,7 @@
 )]
 
 mod api;
+mod claude_code;
 mod cli;
 mod delivery;
 mod hooks;

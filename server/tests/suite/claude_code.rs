@@ -1,0 +1,209 @@
+//! The real Claude Code (`@anthropic-ai/claude-code` from npm, installed with the MCP SDKs) run headless as
+//! `claude -p --settings FILE` against a loopback stand-in for the Messages API that asks to run one Bash
+//! command: the settings `anteroom mcp-config hooks` wrote make Claude Code's own `PreToolUse` hook ask the
+//! session, and the person's deny, with its reason, is the tool result the model reads next.
+
+use std::{
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration as StdDuration,
+};
+
+use anteroom_testkit::{Backend, TestServer};
+use axum::{Json, Router, extract::State, http::header, response::IntoResponse, routing::post};
+use serde_json::{Value, json};
+
+/// The Messages API as far as one tool call needs: a request whose tools include Bash and that carries no
+/// tool result yet gets a streamed `tool_use` of `terraform apply`; any other gets a streamed text that repeats
+/// the tool result it saw. Every request body is kept.
+async fn messages(
+    State(seen): State<Arc<Mutex<Vec<Value>>>>,
+    Json(request): Json<Value>,
+) -> impl IntoResponse {
+    let tool_result = request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .and_then(|last| last["content"].as_array())
+        .and_then(|blocks| blocks.iter().find(|block| block["type"] == "tool_result"))
+        .cloned();
+    let asks_bash = request["tools"]
+        .as_array()
+        .is_some_and(|tools| tools.iter().any(|tool| tool["name"] == "Bash"));
+    let model = request["model"].clone();
+    seen.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(request);
+    let mut events = vec![(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_stub", "type": "message", "role": "assistant",
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )];
+    let (block, delta, stop) = match (&tool_result, asks_bash) {
+        (None, true) => (
+            json!({"type": "tool_use", "id": "toolu_stub", "name": "Bash", "input": {}}),
+            json!({"type": "input_json_delta", "partial_json":
+                json!({"command": "terraform apply -auto-approve", "description": "apply the plan"}).to_string()}),
+            "tool_use",
+        ),
+        _ => (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": format!("tool result: {}", tool_result
+                .map(|result| result["content"].to_string())
+                .unwrap_or_default())}),
+            "end_turn",
+        ),
+    };
+    events.push((
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": block}),
+    ));
+    events.push((
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+    ));
+    events.push((
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 5}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    let body: String = events
+        .into_iter()
+        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+        .collect();
+    ([(header::CONTENT_TYPE, "text/event-stream")], body)
+}
+
+/// The stand-in on a loopback port: its base URL, and the requests it has seen.
+async fn messages_api() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let app = Router::new()
+        .route("/v1/messages", post(messages))
+        .with_state(Arc::clone(&seen));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, seen)
+}
+
+async fn claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let folder = std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
+        "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
+    );
+    let claude = format!("{folder}/node_modules/@anthropic-ai/claude-code-linux-x64/claude");
+    let env = server.session("claude-run").await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let settings = dir.path().join(".claude/settings.json");
+    let installed = std::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+        .args([
+            "mcp-config",
+            "hooks",
+            "--timeout",
+            "120",
+            "--public-url",
+            &server.base,
+        ])
+        .arg(&settings)
+        .output()
+        .expect("anteroom mcp-config hooks");
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let (api, seen) = messages_api().await;
+
+    let run = tokio::process::Command::new(&claude)
+        .args([
+            "-p",
+            "Apply the plan.",
+            "--output-format",
+            "json",
+            "--settings",
+        ])
+        .arg(&settings)
+        .current_dir(dir.path())
+        .env("HOME", dir.path().join("home"))
+        .env("ANTHROPIC_BASE_URL", &api)
+        .env("ANTHROPIC_API_KEY", "sk-ant-loopback")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("ANTEROOM_SESSION_TOKEN", &env.token)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|error| panic!("{claude}: {error}"));
+
+    let round = server.rounds_once("claude-run", 1).await.remove(0);
+    assert_eq!(round.server.as_deref(), Some("claude-code"));
+    assert_eq!(round.operation_name, "Bash");
+    let message = round
+        .requests
+        .values()
+        .next()
+        .expect("request")
+        .message()
+        .to_owned();
+    assert!(
+        message.contains("$ terraform apply -auto-approve"),
+        "{message}"
+    );
+    let declined = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "decline", "reason": "touches the prod database"}),
+        )
+        .await;
+    assert_eq!(declined.status(), 200);
+
+    let output = tokio::time::timeout(StdDuration::from_secs(90), run.wait_with_output())
+        .await
+        .expect("Claude Code ends")
+        .expect("Claude Code ran");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"));
+    assert_eq!(result["permission_denials"][0]["tool_name"], "Bash");
+    // What the model read next: the tool's result is the person's deny, with the reason.
+    let requests = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let tool_result = requests
+        .iter()
+        .filter_map(|request| request["messages"].as_array())
+        .flatten()
+        .filter_map(|message| message["content"].as_array())
+        .flatten()
+        .find(|block| block["type"] == "tool_result")
+        .cloned()
+        .expect("a tool result reached the model");
+    assert!(
+        tool_result["content"]
+            .to_string()
+            .contains("Denied by api key responder in Anteroom: touches the prod database"),
+        "{tool_result}"
+    );
+    server.stop().await;
+}
+
+anteroom_testkit::on_both_backends_with_mcp_sdks!(
+    claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model,
+);
