@@ -166,6 +166,8 @@ pub(crate) struct StoreContext {
     pub round_trips: std::sync::atomic::AtomicU64,
     /// Question creates waiting to be committed together.
     pub creates: engine::creates::CreateQueue,
+    /// Whether any standing answer may be in force, as last seen.
+    pub standing: engine::standing::InForce,
 }
 
 impl StoreContext {
@@ -177,6 +179,7 @@ impl StoreContext {
             poll_states: poll_states::PollStates::default(),
             round_trips: std::sync::atomic::AtomicU64::new(0),
             creates: engine::creates::CreateQueue::default(),
+            standing: engine::standing::InForce::default(),
         }
     }
 

@@ -462,6 +462,10 @@ pub static REVOKE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// Whether any standing answer is in force at `$1`, anywhere.
+pub const ANY_STANDING_ANSWER_AT_ALL: &str =
+    "SELECT id FROM standing_answers WHERE revoked_at_ms IS NULL AND expires_at_ms > $1 LIMIT 1";
+
 /// Whether any standing answer in force could answer the question `$2`–`$5` in session `$1` at `$6`: a read,
 /// so a question no rule answers costs no write.
 pub const ANY_STANDING_ANSWER: &str = "SELECT id FROM standing_answers \

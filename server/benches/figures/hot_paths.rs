@@ -190,6 +190,55 @@ impl Bench {
         ]
     }
 
+    /// A Claude Code hook for a tool the policy lets through (`Read`): the empty "no decision" reply every
+    /// read-only call waits for, authenticated by the session's token.
+    pub(super) async fn hook_pass_through(&self) -> Figure {
+        eprintln!("bench: hook pass-through");
+        let client = reqwest::Client::new();
+        let (_, token) = sessions_with_tokens(self.store.as_ref(), "hooked", 1)
+            .await
+            .pop()
+            .expect("a session");
+        let event = serde_json::json!({
+            "session_id": "4f2a9c1e-8d7b-4c1a-9e2f-0123456789ab",
+            "cwd": "/home/rita/shop",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": "README.md"},
+            "tool_use_id": "toolu_01ABC"
+        });
+        let url = format!("{}/hooks/claude/pre-tool-use", self.base);
+        let mut hooks = Vec::new();
+        let mut loopback = Vec::new();
+        for _ in 0..SAMPLES * 5 {
+            let sent = Instant::now();
+            let reply = client
+                .post(&url)
+                .bearer_auth(&token)
+                .json(&event)
+                .send()
+                .await;
+            if reply.is_ok_and(|reply| reply.status() == 200) {
+                hooks.push(sent.elapsed());
+            }
+            let sent = Instant::now();
+            if client.get(&self.constant).send().await.is_ok() {
+                loopback.push(sent.elapsed());
+            }
+        }
+        let (p50, p99) = (percentile(&hooks, 50.0), percentile(&hooks, 99.0));
+        let (lp50, lp99) = (percentile(&loopback, 50.0), percentile(&loopback, 99.0));
+        let ratio = p99.as_secs_f64() / lp99.as_secs_f64();
+        Figure::new(
+            "hook: a read-only tool's no-decision reply",
+            format!("p50 {} · p99 {}", ms(p50), ms(p99)),
+            format!("loopback round trip p50 {} · p99 {}", ms(lp50), ms(lp99)),
+            format!("p99 {ratio:.1}×"),
+            "p99 ≤ 5 ms",
+            Some(p99 <= Duration::from_millis(5)),
+        )
+    }
+
     pub(super) async fn answer(&self, client: &reqwest::Client, request_id: &str) {
         let reply = client
             .patch(format!(

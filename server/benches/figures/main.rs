@@ -70,8 +70,9 @@ struct Args {
 }
 
 /// The figures `--only` can pick, in the order they run.
-const FIGURES: [&str; 10] = [
-    "polls", "creates", "latency", "live", "queue", "expiry", "memory", "bundle", "wire", "askers",
+const FIGURES: [&str; 11] = [
+    "polls", "creates", "latency", "hook", "live", "queue", "expiry", "memory", "bundle", "wire",
+    "askers",
 ];
 
 /// The arguments, or what is wrong with them: `cargo xtask bench -- ARGS` passes them through, and a typo
@@ -178,6 +179,9 @@ async fn run(args: &Args) -> Vec<Figure> {
     }
     if wanted("latency") {
         figures.extend(bench.latencies().await);
+    }
+    if wanted("hook") {
+        figures.push(bench.hook_pass_through().await);
     }
     if wanted("live") {
         // On an instance of its own: the figures before leave thousands of older open questions, which would

@@ -731,6 +731,89 @@ async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
     server.stop().await;
 }
 
+/// Claude's own multiple-choice question (`AskUserQuestion`) is a form of its questions; the person's choices
+/// come back as `updatedInput` with `answers`, as Claude Code reads them.
+async fn claudes_own_question_is_a_form_and_its_answers_come_back_as_updated_input(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+    let questions = json!([
+        {"question": "Which database?", "header": "DB", "multiSelect": false,
+         "options": [{"label": "staging", "description": "the copy"}, {"label": "prod", "description": "live"}]},
+        {"question": "Which checks?", "header": "Checks", "multiSelect": true,
+         "options": [{"label": "lint", "description": ""}, {"label": "tests", "description": ""}]}
+    ]);
+    let held = hold(post(
+        &server,
+        &env.token,
+        "/hooks/claude/pre-tool-use?allow=AskUserQuestion",
+        &pre_tool_use("AskUserQuestion", json!({"questions": questions})),
+    ));
+    let round = server.rounds_once("hooked", 1).await.remove(0);
+    let refused = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept", "content": {"q1": "neither", "q2": ["lint"]}}),
+        )
+        .await;
+    assert_eq!(refused.status(), 422, "only the offered labels");
+    server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept", "content": {"q1": "prod", "q2": ["lint", "tests"]}}),
+        )
+        .await;
+    let reply: PreToolUseReply = held_reply(held).await;
+    let output = reply.hook_specific_output;
+    assert_eq!(output.permission_decision, "allow");
+    let updated = output.updated_input.expect("updatedInput");
+    assert_eq!(updated["questions"], questions);
+    assert_eq!(
+        updated["answers"],
+        json!({"Which database?": "prod", "Which checks?": "lint, tests"})
+    );
+    server.stop().await;
+}
+
+/// An MCP server's URL elicitation through the hook: the person's consent is `accept` with no content.
+async fn a_url_elicitation_is_consent_without_content(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("hooked").await;
+    let body = json!({
+        "session_id": "4f2a9c1e",
+        "hook_event_name": "Elicitation",
+        "mcp_server_name": "github",
+        "message": "Sign in to GitHub to continue.",
+        "mode": "url",
+        "url": "https://github.com/login/device",
+        "elicitation_id": "el-2"
+    });
+    let held = hold(post(
+        &server,
+        &env.token,
+        "/hooks/claude/elicitation",
+        &body,
+    ));
+    let round = server.rounds_once("hooked", 1).await.remove(0);
+    assert_eq!(round.server.as_deref(), Some("github"));
+    server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    let reply: ElicitationReply = held_reply(held).await;
+    assert_eq!(reply.hook_specific_output.action, "accept");
+    assert_eq!(reply.hook_specific_output.content, None);
+    server.stop().await;
+}
+
 on_both_backends!(
     codexs_command_hook_prints_the_persons_decision_and_a_deny_when_anteroom_is_away,
     a_bash_call_waits_for_a_person_whose_allow_and_note_reach_the_harness,
@@ -742,4 +825,6 @@ on_both_backends!(
     an_mcp_servers_elicitation_is_answered_in_its_own_terms,
     installed_hooks_reach_the_session_as_written,
     a_standing_answer_allows_the_same_call_again_at_once,
+    claudes_own_question_is_a_form_and_its_answers_come_back_as_updated_input,
+    a_url_elicitation_is_consent_without_content,
 );

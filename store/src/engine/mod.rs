@@ -11,7 +11,7 @@ mod outbox;
 mod rounds;
 mod rows;
 mod sessions;
-mod standing;
+pub(crate) mod standing;
 mod sweeps;
 #[cfg(feature = "testing")]
 mod testing;
