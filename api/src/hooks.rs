@@ -13,7 +13,7 @@ use std::{
 
 use anteroom_domain::{
     hooks::{
-        ElicitationHook, HOOK_KEY, Harness, HookQuestion, PreToolUse, ToolPolicy, check_tool_name,
+        ElicitationHook, Harness, HookQuestion, PreToolUse, ToolPolicy, check_tool_name,
         elicitation_question, elicitation_reply, tool_decision, tool_question,
     },
     ids::{RequestKey, SessionId},
@@ -181,11 +181,12 @@ async fn pre_tool_use(
         return Ok(StatusCode::OK.into_response());
     }
     let question = tool_question(call, harness)?;
+    let key = question.key;
     let wait = options.wait();
     let round = ask_and_wait(state, &session.id, question, &call.session_id, wait).await?;
     let who = round.responded_by.as_deref().unwrap_or("a person");
     let minutes = i64::try_from(wait.as_secs().div_ceil(60)).unwrap_or(i64::MAX);
-    let answer = outward_answer(&round, HOOK_KEY);
+    let answer = outward_answer(&round, key);
     Ok(Json(tool_decision(call, &answer, who, minutes)).into_response())
 }
 
@@ -198,6 +199,7 @@ async fn elicitation(
 ) -> ApiResult<Json<Value>> {
     let session = hook_session(&state, &headers).await?;
     let question = elicitation_question(&hook)?;
+    let key = question.key;
     let round = ask_and_wait(
         &state,
         &session.id,
@@ -206,7 +208,7 @@ async fn elicitation(
         options.wait(),
     )
     .await?;
-    Ok(Json(elicitation_reply(&outward_answer(&round, HOOK_KEY))))
+    Ok(Json(elicitation_reply(&outward_answer(&round, key))))
 }
 
 /// Asks `question` in the session and holds the request until nobody can answer it any more.
@@ -231,7 +233,7 @@ async fn ask_and_wait(
         server: Some(question.asker.server),
         operation_kind: OperationKind::Tool,
         operation_name: question.asker.tool,
-        requests: [(RequestKey::parse(HOOK_KEY)?, question.request)].into(),
+        requests: [(RequestKey::parse(question.key)?, question.request)].into(),
         request_state: None,
         round_index: 0,
         round_limit: 1,

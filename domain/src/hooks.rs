@@ -59,8 +59,10 @@ const WRITE_LINES_SHOWN: usize = 20;
 /// Bounds on an `AskUserQuestion`: questions, and choices per question.
 const QUESTIONS_MAX: usize = 10;
 const OPTIONS_MAX: usize = 20;
-/// The one request key of a hook's round.
+/// The one request key of a hook's round: an elicitation's or Claude's own questions.
 pub const HOOK_KEY: &str = "decision";
+/// The one request key of a tool call's permission question, whose banner says Allow and Deny.
+pub const PERMISSION_KEY: &str = "permission";
 
 /// `PreToolUse`: the fields Anteroom reads (others are ignored).
 #[derive(Debug, Clone, Deserialize)]
@@ -167,6 +169,8 @@ impl Asker {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookQuestion {
     pub asker: Asker,
+    /// The request's key in its round: [`PERMISSION_KEY`] or [`HOOK_KEY`].
+    pub key: &'static str,
     pub request: ElicitationRequest,
 }
 
@@ -196,6 +200,7 @@ pub fn tool_question(
         let (message, schema) = ask_user_question_form(&call.tool_input, &run)?;
         return Ok(HookQuestion {
             asker,
+            key: HOOK_KEY,
             request: form(message, schema),
         });
     }
@@ -216,6 +221,7 @@ pub fn tool_question(
     });
     Ok(HookQuestion {
         asker,
+        key: PERMISSION_KEY,
         request: form(message, schema),
     })
 }
@@ -255,7 +261,11 @@ pub fn elicitation_question(hook: &ElicitationHook) -> Result<HookQuestion, Mana
             )));
         }
     };
-    Ok(HookQuestion { asker, request })
+    Ok(HookQuestion {
+        asker,
+        key: HOOK_KEY,
+        request,
+    })
 }
 
 fn form(message: String, requested_schema: Value) -> ElicitationRequest {

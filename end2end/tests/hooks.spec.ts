@@ -21,7 +21,7 @@ function preToolUse(request: APIRequestContext, session: TestSession, tool: stri
   });
 }
 
-test("a command Claude Code wants to run shows as code, and Accept with a note allows it", async ({ page, request }) => {
+test("a command Claude Code wants to run shows as code, and Allow with a note allows it", async ({ page, request }) => {
   const session = await createSession(request, "Hooked release");
   await signIn(page, "rita", `/sessions/${session.id}`);
   await live(page);
@@ -32,8 +32,8 @@ test("a command Claude Code wants to run shows as code, and Accept with a note a
   await expect(banner.locator(".banner-asker")).toContainText("claude-code · tool Bash");
   await expect(banner.locator(".message-text").first()).toContainText("Claude Code run 4f2a9c1e in /home/rita/shop");
   await expect(banner.locator(".message-code")).toHaveText("$ terraform apply -auto-approve");
-  await banner.locator('input[name="decision/reason"]').fill("staging only");
-  await banner.getByRole("button", { name: "Accept" }).click();
+  await banner.locator('input[name="permission/reason"]').fill("staging only");
+  await banner.getByRole("button", { name: "Allow" }).click();
   await expect(banner).toHaveCount(0);
 
   const answered = await reply;
@@ -47,7 +47,7 @@ test("a command Claude Code wants to run shows as code, and Accept with a note a
   });
 });
 
-test("an edit shows as a diff, and Decline with a reason denies it saying why", async ({ page, request }) => {
+test("an edit shows as a diff, and Deny with a reason denies it saying why", async ({ page, request }) => {
   const session = await createSession(request, "Hooked edit");
   await signIn(page, "rita", `/sessions/${session.id}`);
   await live(page);
@@ -61,8 +61,8 @@ test("an edit shows as a diff, and Decline with a reason denies it saying why", 
   await expect(banner).toHaveCount(1);
   await expect(banner.locator(".message-code .diff-removed")).toHaveText("- DB=staging");
   await expect(banner.locator(".message-code .diff-added")).toHaveText("+ DB=prod");
-  await banner.locator('input[name="decision/reason"]').fill("touches the prod database");
-  await banner.getByRole("button", { name: "Decline" }).click();
+  await banner.locator('input[name="permission/reason"]').fill("touches the prod database");
+  await banner.getByRole("button", { name: "Deny" }).click();
   await expect(banner).toHaveCount(0);
 
   const answered = await reply;
@@ -83,7 +83,7 @@ test("'the same way for the next hour' answers the same call again at once, unti
   const banner = page.locator(".banner");
   await expect(banner).toHaveCount(1);
   await banner.getByLabel("Answer questions like this the same way for the next hour").check();
-  await banner.getByRole("button", { name: "Accept" }).click();
+  await banner.getByRole("button", { name: "Allow" }).click();
   await expect(banner).toHaveCount(0);
   expect((await (await first).json()).hookSpecificOutput.permissionDecision).toBe("allow");
 
@@ -106,6 +106,6 @@ test("'the same way for the next hour' answers the same call again at once, unti
   await expect(rule).toHaveCount(0);
   const third = preToolUse(request, session, "Bash", npmTest);
   await expect(banner).toHaveCount(1);
-  await banner.getByRole("button", { name: "Decline" }).click();
+  await banner.getByRole("button", { name: "Deny" }).click();
   expect((await (await third).json()).hookSpecificOutput.permissionDecision).toBe("deny");
 });

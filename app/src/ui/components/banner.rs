@@ -6,7 +6,7 @@ use web_sys::SubmitEvent;
 
 use super::{countdown::Countdown, fields::FieldControl, message::MessageText};
 use crate::{
-    domain::{form::FieldErrors, round::ResponseAction},
+    domain::{form::FieldErrors, hooks::PERMISSION_KEY, round::ResponseAction},
     ui::{
         browser::{BrowserPatterns, Live, focus_first_invalid, form_pairs},
         model::{
@@ -87,6 +87,11 @@ pub fn RoundBanner(
     // A round of several requests is answered request by request: each has its own choice, sent together.
     let several = round.requests.len() > 1;
     let can_stand = round.can_stand;
+    let permission = !several
+        && round
+            .requests
+            .first()
+            .is_some_and(|request| request.key == PERMISSION_KEY);
     let bodies = round
         .requests
         .iter()
@@ -149,7 +154,7 @@ pub fn RoundBanner(
                             </label>
                         }
                     })}
-                {action_buttons(several, can_answer, form.sending)}
+                {action_buttons(several, permission, can_answer, form.sending)}
                 {(!can_answer)
                     .then(|| {
                         view! {
@@ -283,12 +288,24 @@ impl BannerForm {
 }
 
 /// Accept / Decline / Dismiss, or for a round of several requests, "Send answers" and the two for all.
-fn action_buttons(several: bool, can_answer: bool, sending: RwSignal<bool>) -> impl IntoView {
+fn action_buttons(
+    several: bool,
+    permission: bool,
+    can_answer: bool,
+    sending: RwSignal<bool>,
+) -> impl IntoView {
     let buttons = if several {
         [
             ("accept", "Send answers", "button"),
             ("decline", "Decline all", "button button-quiet"),
             ("cancel", "Dismiss all", "button button-quiet"),
+        ]
+    } else if permission {
+        // A harness asking whether a tool call may run: the person allows or denies it.
+        [
+            ("accept", "Allow", "button"),
+            ("decline", "Deny", "button button-quiet"),
+            ("cancel", "Dismiss", "button button-quiet"),
         ]
     } else {
         [
