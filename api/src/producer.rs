@@ -336,7 +336,7 @@ async fn create_question(
     let refused = match state.store.create_round(new).await {
         Ok(round) => {
             crate::announce::round_created(state, &round);
-            let round = crate::standing::answered_by_rule(state, round).await?;
+            let round = crate::standing::answered_by_rule(state, round).await;
             return Ok((
                 StatusCode::CREATED,
                 Json(QuestionCreated::of(&round, poll_base)),

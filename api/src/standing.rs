@@ -13,20 +13,36 @@ use anteroom_domain::{
 use crate::{AppState, error::ApiResult};
 
 /// `round`, answered by the newest standing answer for a question like it when there is one; else as it was.
-/// A rule's answer the question no longer takes (it ended meanwhile) leaves it as it is.
-pub async fn answered_by_rule(state: &AppState, round: Round) -> ApiResult<Round> {
-    let Ok(question) = QuestionMatch::of(&round) else {
-        return Ok(round);
+/// Never fails the question's asking: the question exists already, so a rule's answer that cannot be given
+/// (the database is away, the question ended meanwhile) leaves it to a person.
+pub async fn answered_by_rule(state: &AppState, round: Round) -> Round {
+    match rule_answer(state, &round).await {
+        Ok(Some(answered)) => answered,
+        Ok(None) => round,
+        Err(error) => {
+            tracing::warn!(round = %round.round_id, error = error.message(), "no standing answer could be given");
+            round
+        }
+    }
+}
+
+async fn rule_answer(state: &AppState, round: &Round) -> ApiResult<Option<Round>> {
+    // Asked first: while no rule is in force anywhere, a question costs neither this read nor building its match.
+    if !state.store.standing_answers_in_force().await? {
+        return Ok(None);
+    }
+    let Ok(question) = QuestionMatch::of(round) else {
+        return Ok(None);
     };
     let Some(rule) = state
         .store
         .use_standing_answer(&round.session_id, &question)
         .await?
     else {
-        return Ok(round);
+        return Ok(None);
     };
     let Some(key) = round.requests.keys().next().cloned() else {
-        return Ok(round);
+        return Ok(None);
     };
     let response = ElicitationResponse {
         action: rule.action,
@@ -34,23 +50,15 @@ pub async fn answered_by_rule(state: &AppState, round: Round) -> ApiResult<Round
         reason: None,
     };
     let idempotency_key = IdempotencyKey::parse(format!("rule-{}-{}", rule.id, round.round_id))?;
-    match state
+    let (answered, submission) = state
         .store
         .submit_responses_to(
-            &round,
+            round,
             BTreeMap::from([(key, response)]),
             idempotency_key,
             Some(rule.answerer()),
         )
-        .await
-    {
-        Ok((answered, submission)) => {
-            crate::announce::answer_recorded(state, &answered, submission);
-            Ok(answered)
-        }
-        Err(error) => {
-            tracing::info!(rule = rule.id, round = %round.round_id, %error, "a standing answer did not fit");
-            Ok(round)
-        }
-    }
+        .await?;
+    crate::announce::answer_recorded(state, &answered, submission);
+    Ok(Some(answered))
 }

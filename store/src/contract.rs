@@ -320,6 +320,10 @@ pub trait StandingAnswerStore: Send + Sync {
     /// Ends a standing answer now; a rule already ended stays as it ended.
     async fn revoke_standing_answer(&self, id: i64) -> StoreResult<StandingAnswer>;
 
+    /// Whether any standing answer may be in force anywhere: remembered for a second, and true at once after
+    /// one is made here, so a question costs no read for rules while there are none.
+    async fn standing_answers_in_force(&self) -> StoreResult<bool>;
+
     /// Takes one use of the newest standing answer in force for a question like `question` in `session`, if
     /// there is one: at most its use limit, however many ask at once.
     async fn use_standing_answer(

@@ -103,6 +103,17 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
         .into_standing_answer()
     }
 
+    async fn standing_answers_in_force(&self) -> StoreResult<bool> {
+        if let Some(any) = self.ctx.standing.known() {
+            return Ok(any);
+        }
+        let found: Option<(i64,)> = self
+            .optional(Statement::new(sql::ANY_STANDING_ANSWER_AT_ALL).bind(to_ms(self.clock_now())))
+            .await?;
+        self.ctx.standing.set(found.is_some());
+        Ok(found.is_some())
+    }
+
     async fn use_standing_answer(
         &self,
         session: &SessionId,
@@ -117,22 +128,6 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
                 .bind(question.schema.as_str())
                 .bind(to_ms(self.clock_now()))
         };
-        let any = match self.ctx.standing.known() {
-            Some(any) => any,
-            None => {
-                let found: Option<(i64,)> = self
-                    .optional(
-                        Statement::new(sql::ANY_STANDING_ANSWER_AT_ALL)
-                            .bind(to_ms(self.clock_now())),
-                    )
-                    .await?;
-                self.ctx.standing.set(found.is_some());
-                found.is_some()
-            }
-        };
-        if !any {
-            return Ok(None);
-        }
         let candidate: Option<(i64,)> =
             self.optional(question_in(sql::ANY_STANDING_ANSWER)).await?;
         if candidate.is_none() {
