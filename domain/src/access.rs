@@ -57,6 +57,25 @@ pub fn check_username(raw: &str) -> Result<(), ManagedInputError> {
     }
 }
 
+/// The one form of a person's e-mail address, or why it is not one: trimmed, lower-cased, at most 254
+/// characters, one `@` with something on each side, no spaces or control characters. Good enough to match
+/// the address Slack reports and to send mail to; the mail server is the real judge.
+pub fn normalise_email(raw: &str) -> Result<String, ManagedInputError> {
+    let email = raw.trim().to_lowercase();
+    let well_formed = email.chars().count() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && !domain.is_empty() && !domain.contains('@')
+        });
+    if well_formed {
+        Ok(email)
+    } else {
+        Err(ManagedInputError::validation(
+            "An e-mail address looks like name@example.com (at most 254 characters, no spaces).",
+        ))
+    }
+}
+
 /// Checks a new password: at least 8 characters and at most 1024 (hashing cost grows with length).
 pub fn check_password(raw: &str) -> Result<(), ManagedInputError> {
     let length = raw.chars().count();
@@ -154,5 +173,25 @@ mod tests {
         assert!(check_username(&"a".repeat(65)).is_err());
         assert!(check_password("correct horse").is_ok());
         assert!(check_password("short").is_err());
+    }
+
+    #[test]
+    fn emails_are_normalised_or_refused() {
+        assert_eq!(
+            normalise_email(" Rita@Example.COM ").ok().as_deref(),
+            Some("rita@example.com")
+        );
+        for bad in [
+            "",
+            "rita",
+            "@example.com",
+            "rita@",
+            "a@b@c",
+            "ri ta@example.com",
+            "a\u{0}@b",
+        ] {
+            assert!(normalise_email(bad).is_err(), "{bad:?}");
+        }
+        assert!(normalise_email(&format!("{}@example.com", "a".repeat(250))).is_err());
     }
 }

@@ -333,12 +333,39 @@ pub trait StandingAnswerStore: Send + Sync {
     ) -> StoreResult<Option<StandingAnswer>>;
 }
 
+/// Reaching people outside the web app: their e-mail addresses and each question's Slack message
+/// (docs/reach.md).
+#[async_trait::async_trait]
+pub trait ReachStore: Send + Sync {
+    /// Sets or clears a person's e-mail (stored as [`crate::domain::access::normalise_email`] gives it); an
+    /// address another person has is a `managed_input_conflict`. False when no such person exists.
+    async fn set_user_email(&self, user_id: &str, email: Option<&str>) -> StoreResult<bool>;
+
+    /// A person's e-mail, if they gave one.
+    async fn user_email(&self, user_id: &str) -> StoreResult<Option<String>>;
+
+    /// The person with this e-mail (compared lower-cased).
+    async fn user_by_email(&self, email: &str) -> StoreResult<Option<User>>;
+
+    /// Remembers where a question's Slack message is (its channel and `ts`); the first one stays.
+    async fn remember_slack_message(
+        &self,
+        round: &RoundId,
+        channel: &str,
+        ts: &str,
+    ) -> StoreResult<()>;
+
+    /// Where a question's Slack message is, if one was posted.
+    async fn slack_message(&self, round: &RoundId) -> StoreResult<Option<(String, String)>>;
+}
+
 /// The whole store on one database.
 #[async_trait::async_trait]
 pub trait Store:
     AgentSessionStore
     + RoundStore
     + StandingAnswerStore
+    + ReachStore
     + WorkerStore
     + AccountStore
     + OutboxStore

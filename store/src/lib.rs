@@ -29,8 +29,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use contract::{
-    AccountStore, AgentSessionStore, GateStore, OutboxStore, RoundStore, StandingAnswerStore,
-    Store, SweepStore, WorkerStore,
+    AccountStore, AgentSessionStore, GateStore, OutboxStore, ReachStore, RoundStore,
+    StandingAnswerStore, Store, SweepStore, WorkerStore,
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};

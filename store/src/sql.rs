@@ -390,6 +390,8 @@ pub const OUTBOX_RETRY: &str = "UPDATE webhook_outbox SET status = $2, next_atte
 pub const OUTBOX_LIST: &str =
     "SELECT * FROM webhook_outbox ORDER BY created_at_ms DESC, id DESC LIMIT $1";
 
+pub const PURGE_SLACK_MESSAGES: &str = "DELETE FROM slack_messages WHERE created_at_ms < $1";
+
 pub const PURGE_TERMINAL_ROUNDS: &str =
     "DELETE FROM rounds WHERE status IN ('resolved', 'failed') AND updated_at_ms < $1";
 
@@ -409,6 +411,17 @@ pub const SELECT_USER_BY_NAME: &str =
     "SELECT id, username, role, password_hash FROM users WHERE username = $1";
 
 pub const SELECT_USER_BY_ID: &str = "SELECT id, username, role FROM users WHERE id = $1";
+
+pub const SET_USER_EMAIL: &str = "UPDATE users SET email = $2 WHERE id = $1";
+
+pub const SELECT_USER_EMAIL: &str = "SELECT email FROM users WHERE id = $1";
+
+pub const SELECT_USER_BY_EMAIL: &str = "SELECT id, username, role FROM users WHERE email = $1";
+
+pub const INSERT_SLACK_MESSAGE: &str = "INSERT INTO slack_messages (round_id, channel, ts, created_at_ms) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (round_id) DO NOTHING";
+
+pub const SELECT_SLACK_MESSAGE: &str = "SELECT channel, ts FROM slack_messages WHERE round_id = $1";
 
 pub const COUNT_USERS: &str = "SELECT COUNT(*) FROM users";
 

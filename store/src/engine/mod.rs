@@ -8,6 +8,7 @@ mod accounts;
 pub(crate) mod creates;
 mod gate;
 mod outbox;
+mod reach;
 mod rounds;
 mod rows;
 mod sessions;

@@ -107,6 +107,9 @@ impl<D: Dialect> SweepStore for SqlStore<D> {
     }
 
     async fn purge_terminal_rounds(&self, before: DateTime<Utc>) -> StoreResult<u64> {
+        // A Slack message outlives its question's retention by nothing: nobody updates it after that.
+        self.execute(Statement::new(sql::PURGE_SLACK_MESSAGES).bind(to_ms(before)))
+            .await?;
         self.execute(Statement::new(sql::PURGE_TERMINAL_ROUNDS).bind(to_ms(before)))
             .await
     }

@@ -13,6 +13,7 @@ mod outward;
 mod properties;
 mod queue;
 mod races;
+mod reach;
 mod recovery;
 mod retention;
 mod rounds;
