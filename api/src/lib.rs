@@ -33,7 +33,7 @@ use axum::{Json, Router, extract::DefaultBodyLimit, http::Method, routing::get};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-pub use state::{ApiConfig, AppState};
+pub use state::{ApiConfig, AppState, SlackConfig};
 
 use error::ApiError;
 

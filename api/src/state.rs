@@ -82,6 +82,30 @@ pub struct ApiConfig {
     /// `Authorization: Bearer <token>` that admits a scraper to `/metrics` from anywhere. Without it,
     /// `/metrics` answers callers on this machine (loopback) and admin API keys only.
     pub metrics_token: Option<String>,
+    /// The Slack app questions are posted to and answered from (docs/reach.md#slack), when configured.
+    pub slack: Option<SlackConfig>,
+}
+
+/// A Slack app's settings: its bot token posts and updates messages, its signing secret proves a button
+/// click came from Slack.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SlackConfig {
+    pub bot_token: String,
+    pub signing_secret: String,
+    /// Where questions are posted.
+    pub channel: String,
+    /// The Web API's base, without a trailing slash (`https://slack.com/api`; a loopback stand-in in tests).
+    pub api_url: String,
+}
+
+impl std::fmt::Debug for SlackConfig {
+    // The token and the secret never reach a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlackConfig")
+            .field("channel", &self.channel)
+            .field("api_url", &self.api_url)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Bounds on connections, so slow or numerous clients cannot exhaust the process.

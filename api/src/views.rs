@@ -196,6 +196,7 @@ mod tests {
             secure_cookies: true,
             connections: crate::state::ConnectionLimits::default(),
             metrics_token: None,
+            slack: None,
         };
         let block = environment_block(&config, "s1", "ars_x", None);
         let get = |key: &str| {

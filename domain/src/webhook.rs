@@ -17,6 +17,9 @@ use super::{
 pub enum WebhookFormat {
     Json,
     Slack,
+    /// A Slack app's channel (docs/reach.md#slack): the question posted with `chat.postMessage` and
+    /// updated with `chat.update` when it ends; the endpoint is the channel.
+    SlackApp,
 }
 
 impl WebhookFormat {
@@ -24,9 +27,30 @@ impl WebhookFormat {
         match self {
             Self::Json => "json",
             Self::Slack => "slack",
+            Self::SlackApp => "slack_app",
+        }
+    }
+
+    /// Reads a stored format; `None` for one this version does not know.
+    pub fn parse(raw: &str) -> Option<Self> {
+        [Self::Json, Self::Slack, Self::SlackApp]
+            .into_iter()
+            .find(|format| format.as_str() == raw)
+    }
+
+    /// Whether an endpoint of this format is sent `event`. Webhooks keep the events they always had; a
+    /// Slack app's message also learns that its question was answered, so it can say by whom, and has no use
+    /// for events about sessions or the gate.
+    pub fn announces(self, event: &str) -> bool {
+        match self {
+            Self::Json | Self::Slack => event != QUESTION_ANSWERED,
+            Self::SlackApp => event.starts_with("question.") && event != "question.stranded",
         }
     }
 }
+
+/// The event of a question's first answer (sent only to the formats that [`WebhookFormat::announces`] it).
+pub const QUESTION_ANSWERED: &str = "question.answered";
 
 /// An operator-configured receiver.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +103,19 @@ impl WebhookEvent {
                 round.summary
             ),
         )
+    }
+
+    /// A person (or a standing answer) answered the question.
+    pub fn question_answered(round: &Round) -> Self {
+        let by = round.responded_by.as_deref().unwrap_or("someone");
+        let mut event = Self::about_round(
+            QUESTION_ANSWERED,
+            round,
+            format!("Answered by {by}: {}", round.summary),
+        );
+        event.data["answered_by"] = json!(round.responded_by);
+        event.data["answered_at"] = json!(round.responded_at.map(wire_time));
+        event
     }
 
     /// A person answered, but the asker stopped waiting before it picked the answer up.
@@ -182,7 +219,7 @@ impl WebhookEvent {
     /// The body sent to an endpoint of `format`.
     pub fn payload(&self, format: WebhookFormat, at: DateTime<Utc>) -> Value {
         match format {
-            WebhookFormat::Json => {
+            WebhookFormat::Json | WebhookFormat::SlackApp => {
                 json!({"event": self.event, "at": wire_time(at), "data": self.data})
             }
             WebhookFormat::Slack => json!({"text": slack_text(&self.text)}),
@@ -228,6 +265,24 @@ mod tests {
             Some(WebhookFormat::Slack)
         );
         assert_eq!(WebhookEndpoint::parse("ftp://nope"), None);
+    }
+
+    #[test]
+    fn each_format_hears_its_events() {
+        for format in [
+            WebhookFormat::Json,
+            WebhookFormat::Slack,
+            WebhookFormat::SlackApp,
+        ] {
+            assert_eq!(WebhookFormat::parse(format.as_str()), Some(format));
+            assert!(format.announces("question.created"));
+            assert!(format.announces("question.expired"));
+        }
+        assert!(!WebhookFormat::Json.announces(QUESTION_ANSWERED));
+        assert!(WebhookFormat::SlackApp.announces(QUESTION_ANSWERED));
+        assert!(!WebhookFormat::SlackApp.announces("gate.incident_opened"));
+        assert!(WebhookFormat::Slack.announces("gate.incident_opened"));
+        assert_eq!(WebhookFormat::parse("carrier-pigeon"), None);
     }
 
     #[test]

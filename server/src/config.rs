@@ -251,6 +251,19 @@ pub enum UserCommand {
         /// What the holder may do.
         #[arg(long, default_value = "responder", value_parser = role_parser())]
         role: Role,
+        /// Their e-mail: how the Slack app recognises them (docs/reach.md).
+        #[arg(long)]
+        email: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Set or clear a person's e-mail.
+    Email {
+        #[arg(long)]
+        username: String,
+        /// The address; leave it out to clear it.
+        #[arg(long)]
+        email: Option<String>,
         #[command(flatten)]
         database: DatabaseArgs,
     },
@@ -422,6 +435,23 @@ pub struct ServeArgs {
     #[arg(long, env = "ANTEROOM_WEBHOOK_SECRET", hide_env_values = true)]
     pub webhook_secret: Option<String>,
 
+    /// A Slack app's bot token (`xoxb-…`): questions are posted to Slack and answered from their buttons
+    /// (docs/reach.md#slack). Needs the signing secret and a channel too.
+    #[arg(long, env = "ANTEROOM_SLACK_BOT_TOKEN", hide_env_values = true)]
+    pub slack_bot_token: Option<String>,
+
+    /// The Slack app's signing secret: proves a button click came from Slack.
+    #[arg(long, env = "ANTEROOM_SLACK_SIGNING_SECRET", hide_env_values = true)]
+    pub slack_signing_secret: Option<String>,
+
+    /// The Slack channel (id or name) questions are posted to.
+    #[arg(long, env = "ANTEROOM_SLACK_CHANNEL")]
+    pub slack_channel: Option<String>,
+
+    /// The Slack Web API's base URL.
+    #[arg(long, env = "ANTEROOM_SLACK_API_URL", default_value = DEFAULT_SLACK_API_URL)]
+    pub slack_api_url: String,
+
     /// Largest request body, in KiB.
     #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = defaults().body_limit_kib)]
     pub body_limit_kib: usize,
@@ -448,6 +478,9 @@ pub struct ServeArgs {
     #[arg(long, env = "RUST_LOG", default_value = "info")]
     pub log: String,
 }
+
+/// Slack's Web API.
+pub const DEFAULT_SLACK_API_URL: &str = "https://slack.com/api";
 
 /// The default job schedules, from [`crate::instance::Settings::default`].
 fn default_schedules() -> Schedules {

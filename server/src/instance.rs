@@ -14,7 +14,7 @@ use anteroom_store::{
     domain::{
         clock::{Clock, SystemClock},
         expiry::ExpiryPolicy,
-        webhook::WebhookEndpoint,
+        webhook::{WebhookEndpoint, WebhookFormat},
     },
 };
 use anyhow::Context;
@@ -24,7 +24,7 @@ use tokio::net::TcpListener;
 use tokio_cron_scheduler::JobScheduler;
 
 use crate::{
-    ApiConfig, AppState,
+    ApiConfig, AppState, SlackConfig,
     events::EventHub,
     jobs::{self, Schedules},
     postgres_events,
@@ -78,6 +78,8 @@ pub struct Settings {
     pub expiry: ExpiryPolicy,
     /// Where time comes from (a manual clock in tests).
     pub clock: Arc<dyn Clock>,
+    /// The Slack app questions are posted to and answered from.
+    pub slack: Option<SlackConfig>,
 }
 
 impl Default for Settings {
@@ -99,6 +101,7 @@ impl Default for Settings {
             metrics_token: None,
             expiry: ExpiryPolicy::default(),
             clock: Arc::new(SystemClock),
+            slack: None,
         }
     }
 }
@@ -133,6 +136,7 @@ impl Settings {
             secure_cookies: !self.development,
             connections: self.connections,
             metrics_token: self.metrics_token.clone().filter(|token| !token.is_empty()),
+            slack: self.slack.clone(),
         }
     }
 
@@ -141,7 +145,15 @@ impl Settings {
             clock: Arc::clone(&self.clock),
             expiry: self.expiry,
             observer: Some(Arc::new(events.clone())),
-            webhooks: self.webhooks.clone(),
+            webhooks: self
+                .webhooks
+                .iter()
+                .cloned()
+                .chain(self.slack.as_ref().map(|slack| WebhookEndpoint {
+                    url: slack.channel.clone(),
+                    format: WebhookFormat::SlackApp,
+                }))
+                .collect(),
             ..StoreOptions::default()
         }
     }

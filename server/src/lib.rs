@@ -10,11 +10,12 @@ pub mod mcp_config;
 pub mod pages;
 pub mod people;
 pub mod router;
+pub mod slack;
 
 /// The JSON API and what every request shares live in their own crate, which knows nothing of the pages.
 pub use anteroom_api::{
-    self as api, ApiConfig, AppState, announce, credentials, events, metrics, passwords,
-    postgres_events, rate_limit, state,
+    self as api, ApiConfig, AppState, SlackConfig, announce, credentials, events, metrics,
+    passwords, postgres_events, rate_limit, state,
 };
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};

@@ -53,8 +53,16 @@ async fn main() -> ExitCode {
         Some(Command::User(UserCommand::Add {
             username,
             role,
+            email,
             database,
-        })) => commands::user::add(&username, role, &database)
+        })) => commands::user::add(&username, role, email.as_deref(), &database)
+            .await
+            .map(|()| 0),
+        Some(Command::User(UserCommand::Email {
+            username,
+            email,
+            database,
+        })) => commands::user::set_email(&username, email.as_deref(), &database)
             .await
             .map(|()| 0),
         Some(Command::Ask(args)) => ask::run(args).await,

@@ -374,11 +374,8 @@ impl OutboxRow {
         Ok(WebhookDelivery {
             id: self.id,
             endpoint: self.endpoint,
-            format: if self.format == "slack" {
-                WebhookFormat::Slack
-            } else {
-                WebhookFormat::Json
-            },
+            format: WebhookFormat::parse(&self.format)
+                .ok_or_else(|| StoreError::Corrupt(format!("webhook format {}", self.format)))?,
             event: self.event,
             payload: serde_json::from_str(&self.payload)
                 .map_err(|e| corrupt("webhook payload", e))?,

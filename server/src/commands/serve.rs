@@ -2,6 +2,7 @@
 
 use anteroom_domain::webhook::WebhookEndpoint;
 use anteroom_server::{
+    SlackConfig,
     config::ServeArgs,
     instance::{Database, Instance, Settings},
     jobs::Schedules,
@@ -45,6 +46,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         }
     }
     Ok(Settings {
+        slack: slack_app(args)?,
         database: Database::Url(args.database.database_url.clone()),
         addr: args.public.addr,
         public_url: Some(args.public.public_url()),
@@ -74,6 +76,40 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         expiry: expiry_policy(args.public.expiration_minutes.as_deref()),
         ..Settings::default()
     })
+}
+
+/// The Slack app, when its token, secret and channel are all given (some but not all is a mistake worth
+/// stopping for).
+fn slack_app(args: &ServeArgs) -> anyhow::Result<Option<SlackConfig>> {
+    let given = |value: &Option<String>| value.clone().filter(|value| !value.trim().is_empty());
+    match (
+        given(&args.slack_bot_token),
+        given(&args.slack_signing_secret),
+        given(&args.slack_channel),
+    ) {
+        (None, None, None) => Ok(None),
+        (Some(bot_token), Some(signing_secret), Some(channel)) => {
+            let api_url = url::Url::parse(&args.slack_api_url)
+                .ok()
+                .filter(|url| matches!(url.scheme(), "http" | "https"))
+                .with_context(|| {
+                    format!(
+                        "ANTEROOM_SLACK_API_URL: {:?} is not an http(s) URL",
+                        args.slack_api_url
+                    )
+                })?;
+            Ok(Some(SlackConfig {
+                bot_token,
+                signing_secret,
+                channel,
+                api_url: api_url.as_str().trim_end_matches('/').to_owned(),
+            }))
+        }
+        _ => bail!(
+            "the Slack app needs ANTEROOM_SLACK_BOT_TOKEN, ANTEROOM_SLACK_SIGNING_SECRET and \
+             ANTEROOM_SLACK_CHANNEL together"
+        ),
+    }
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {

@@ -1,14 +1,23 @@
 //! `anteroom user add`: a person who signs in to the web app, with the password from `ANTEROOM_PASSWORD` or
 //! standard input.
 
-use anteroom_domain::access::Role;
+use anteroom_domain::access::{Role, normalise_email, normalise_username};
 use anteroom_server::{config::DatabaseArgs, people::add_user};
 use anteroom_store::StoreOptions;
 use anyhow::Context;
 
 use super::open_store;
 
-pub async fn add(username: &str, role: Role, database: &DatabaseArgs) -> anyhow::Result<()> {
+pub async fn add(
+    username: &str,
+    role: Role,
+    email: Option<&str>,
+    database: &DatabaseArgs,
+) -> anyhow::Result<()> {
+    // Checked before anything is stored: a bad address adds nobody.
+    if let Some(email) = email {
+        normalise_email(email)?;
+    }
     let password = match std::env::var("ANTEROOM_PASSWORD") {
         Ok(password) => password,
         Err(_) => {
@@ -21,6 +30,30 @@ pub async fn add(username: &str, role: Role, database: &DatabaseArgs) -> anyhow:
     };
     let store = open_store(database, StoreOptions::default()).await?;
     let user = add_user(store.as_ref(), username, &password, role).await?;
+    if let Some(email) = email {
+        store.set_user_email(&user.id, Some(email)).await?;
+    }
     eprintln!("added {} ({})", user.username, user.role.as_str());
+    Ok(())
+}
+
+/// `anteroom user email`: sets or clears a person's e-mail.
+pub async fn set_email(
+    username: &str,
+    email: Option<&str>,
+    database: &DatabaseArgs,
+) -> anyhow::Result<()> {
+    let store = open_store(database, StoreOptions::default()).await?;
+    let Some((user, _)) = store
+        .user_with_password(normalise_username(username))
+        .await?
+    else {
+        anyhow::bail!("no person is called {username}");
+    };
+    store.set_user_email(&user.id, email).await?;
+    match email {
+        Some(_) => eprintln!("{}'s e-mail is set", user.username),
+        None => eprintln!("{}'s e-mail is cleared", user.username),
+    }
     Ok(())
 }

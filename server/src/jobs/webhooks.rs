@@ -3,7 +3,7 @@
 
 use std::time::Duration as StdDuration;
 
-use anteroom_domain::webhook::{AttemptOutcome, WebhookDelivery};
+use anteroom_domain::webhook::{AttemptOutcome, WebhookDelivery, WebhookFormat};
 use chrono::Duration;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -88,6 +88,11 @@ pub async fn run(state: AppState) -> usize {
         }
     };
     let secret = state.config.webhook_secret.as_deref();
+    let slack = state
+        .config
+        .slack
+        .as_ref()
+        .and_then(|config| crate::slack::SlackClient::new(config).ok());
     let (mut attempted, mut delivered) = (0, 0);
     while attempted < BATCH {
         let delivery = match state.store.claim_webhook_deliveries(1, CLAIM).await {
@@ -101,11 +106,23 @@ pub async fn run(state: AppState) -> usize {
             }
         };
         attempted += 1;
-        let outcome = attempt(&client, secret, &delivery).await;
+        let outcome = match (delivery.format, &slack) {
+            (WebhookFormat::SlackApp, Some(slack)) => {
+                crate::slack::deliver(&state, slack, &delivery).await
+            }
+            (WebhookFormat::SlackApp, None) => AttemptOutcome::Failed {
+                status: None,
+                error: "no Slack app is configured on this instance".to_owned(),
+            },
+            _ => attempt(&client, secret, &delivery).await,
+        };
         match &outcome {
             AttemptOutcome::Delivered { .. } => delivered += 1,
             AttemptOutcome::Failed { error, .. } => tracing::warn!(
-                receiver = %receiver_host(&delivery.endpoint),
+                receiver = %match delivery.format {
+                    WebhookFormat::SlackApp => "Slack".to_owned(),
+                    _ => receiver_host(&delivery.endpoint),
+                },
                 event = %delivery.event,
                 attempt = delivery.attempts,
                 %error,

@@ -19,6 +19,7 @@ mod instances;
 mod jobs;
 mod mcp;
 mod processes;
+mod slack;
 mod web;
 mod webhooks;
 mod wrap;

@@ -34,6 +34,15 @@ fn outbox_params(
 }
 
 impl<D: Dialect> SqlStore<D> {
+    /// Whether any endpoint is sent `event`: what a transition checks before it builds an event.
+    pub(super) fn announced(&self, event: &str) -> bool {
+        self.ctx
+            .options
+            .webhooks
+            .iter()
+            .any(|endpoint| endpoint.format.announces(event))
+    }
+
     /// Queues `events` for every configured endpoint, in the caller's transaction.
     pub(super) async fn enqueue(
         &self,
@@ -47,7 +56,12 @@ impl<D: Dialect> SqlStore<D> {
         }
         let rows: Vec<(&WebhookEvent, &WebhookEndpoint)> = events
             .iter()
-            .flat_map(|event| endpoints.iter().map(move |endpoint| (event, endpoint)))
+            .flat_map(|event| {
+                endpoints
+                    .iter()
+                    .filter(|endpoint| endpoint.format.announces(event.event))
+                    .map(move |endpoint| (event, endpoint))
+            })
             .collect();
         for chunk in rows.chunks(sql::BATCH) {
             let statement = Statement::new(sql::insert_outbox(chunk.len())).bind_all(

@@ -12,7 +12,7 @@ use crate::{
         ids::{RoundId, SessionId},
         round::{EXPIRED_MESSAGE, Round, RoundStatus},
         session::{Session, SessionEffect},
-        webhook::WebhookEvent,
+        webhook::{QUESTION_ANSWERED, WebhookEvent},
     },
     poll_states::Changed,
     records::{RoundRow, to_ms},
@@ -224,6 +224,13 @@ impl<D: Dialect> SqlStore<D> {
             Ok(outcome) => {
                 if round.version != before.version {
                     self.save_round(&mut tx, &before, &round).await?;
+                    if before.responded_at.is_none()
+                        && round.responded_at.is_some()
+                        && self.announced(QUESTION_ANSWERED)
+                    {
+                        let answered = WebhookEvent::question_answered(&round);
+                        self.enqueue(&mut tx, &[answered], now).await?;
+                    }
                     if let Some(effect) = round.session_effect(Some(before.status)) {
                         self.apply_session_effects(
                             &mut tx,

@@ -1,0 +1,175 @@
+//! What a question offers outside the web app (docs/reach.md): the answers one tap can give — for a
+//! confirmation, a single yes/no, or a single choice of at most three — and nothing for any other form, which
+//! is answered on its page.
+
+use serde_json::{Map, Value};
+
+use super::{
+    form::{FieldKind, FormModel},
+    limits::Limits,
+    round::{ElicitationRequest, ElicitationResponse, ResponseAction, Round},
+};
+
+/// Choices a single-choice question may have and still be answered with one tap.
+pub const QUICK_CHOICES: usize = 3;
+
+/// One answer a button gives: what it says and what it records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuickAnswer {
+    pub label: String,
+    pub response: ElicitationResponse,
+}
+
+/// The answers one tap gives to `round`, in the order they are shown (accepting ones first, "Decline" last),
+/// or `None` when its form needs the page: several questions at once, a URL question, more than one field, a
+/// field other than a yes/no or a choice, or more than [`QUICK_CHOICES`] choices. Recomputed from the stored
+/// question wherever a tap arrives, so a tap names an index, never a value.
+pub fn quick_answers(round: &Round, limits: &Limits) -> Option<Vec<QuickAnswer>> {
+    let [
+        ElicitationRequest::Form {
+            requested_schema, ..
+        },
+    ] = round.requests.values().collect::<Vec<_>>().as_slice()
+    else {
+        return None;
+    };
+    let form = FormModel::from_schema(requested_schema, limits).ok()?;
+    let accept = |label: &str, content: Map<String, Value>| QuickAnswer {
+        label: label.to_owned(),
+        response: ElicitationResponse {
+            action: ResponseAction::Accept,
+            content: Some(content),
+            reason: None,
+        },
+    };
+    let one = |name: &str, value: Value| Map::from_iter([(name.to_owned(), value)]);
+    let mut answers = match form.fields.as_slice() {
+        [] => vec![accept("Accept", Map::new())],
+        [field] => match &field.kind {
+            FieldKind::Boolean => vec![
+                accept("Yes", one(&field.name, Value::Bool(true))),
+                accept("No", one(&field.name, Value::Bool(false))),
+            ],
+            FieldKind::SingleSelect { choices } if choices.len() <= QUICK_CHOICES => choices
+                .iter()
+                .map(|choice| {
+                    accept(
+                        &choice.label,
+                        one(&field.name, Value::String(choice.value.clone())),
+                    )
+                })
+                .collect(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    answers.push(QuickAnswer {
+        label: "Decline".to_owned(),
+        response: ElicitationResponse {
+            action: ResponseAction::Decline,
+            content: None,
+            reason: None,
+        },
+    });
+    Some(answers)
+}
+
+/// A question's first line, cut to `chars` characters (with "…" when cut): what a notification has room for.
+pub fn first_line(text: &str, chars: usize) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("");
+    if line.chars().count() <= chars {
+        line.to_owned()
+    } else {
+        let mut cut: String = line.chars().take(chars.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::ids::RequestKey;
+
+    fn round_asking(schemas: &[Value]) -> Round {
+        let mut round = crate::round::fixtures::round(false);
+        round.requests = schemas
+            .iter()
+            .enumerate()
+            .map(|(index, schema)| {
+                (
+                    RequestKey::parse(format!("q{index}")).expect("key"),
+                    ElicitationRequest::Form {
+                        message: "Deploy?".to_owned(),
+                        requested_schema: schema.clone(),
+                        meta: None,
+                    },
+                )
+            })
+            .collect();
+        round
+    }
+
+    fn labels(answers: Option<Vec<QuickAnswer>>) -> Option<Vec<String>> {
+        answers.map(|answers| answers.into_iter().map(|answer| answer.label).collect())
+    }
+
+    #[test]
+    fn simple_forms_get_buttons_and_the_rest_the_page() {
+        let limits = Limits::default();
+        let of = |schemas: &[Value]| labels(quick_answers(&round_asking(schemas), &limits));
+        assert_eq!(
+            of(&[json!({"type": "object"})]),
+            Some(vec!["Accept".into(), "Decline".into()])
+        );
+        assert_eq!(
+            of(&[json!({"type": "object", "properties": {"ok": {"type": "boolean"}}})]),
+            Some(vec!["Yes".into(), "No".into(), "Decline".into()])
+        );
+        let three = json!({"type": "object", "properties": {"env": {"type": "string", "enum": ["dev", "stage", "prod"]}}});
+        assert_eq!(
+            of(std::slice::from_ref(&three)),
+            Some(vec![
+                "dev".into(),
+                "stage".into(),
+                "prod".into(),
+                "Decline".into()
+            ])
+        );
+        let four = json!({"type": "object", "properties": {"env": {"type": "string", "enum": ["a", "b", "c", "d"]}}});
+        assert_eq!(of(&[four]), None);
+        let text = json!({"type": "object", "properties": {"why": {"type": "string"}}});
+        assert_eq!(of(&[text]), None);
+        let two = json!({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"}}});
+        assert_eq!(of(&[two]), None);
+        assert_eq!(
+            of(&[three.clone(), three]),
+            None,
+            "two questions at once need the page"
+        );
+    }
+
+    #[test]
+    fn a_choice_records_its_value() {
+        let schema = json!({"type": "object", "properties": {"env": {"type": "string", "enum": ["dev", "prod"]}}});
+        let answers = quick_answers(&round_asking(&[schema]), &Limits::default()).expect("buttons");
+        assert_eq!(
+            answers[1].response.content,
+            json!({"env": "prod"}).as_object().cloned()
+        );
+        assert_eq!(answers[2].response.action, ResponseAction::Decline);
+    }
+
+    #[test]
+    fn first_lines_are_cut_on_characters() {
+        assert_eq!(first_line("\n  Deploy now?\nDetails", 80), "Deploy now?");
+        assert_eq!(first_line("ééééé", 3), "éé…");
+        assert_eq!(first_line("", 3), "");
+    }
+}
