@@ -2,13 +2,107 @@
 //! confirmation, a single yes/no, or a single choice of at most three — and nothing for any other form, which
 //! is answered on its page.
 
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
+    access::User,
     form::{FieldKind, FormModel},
+    ids::RoundId,
     limits::Limits,
     round::{ElicitationRequest, ElicitationResponse, ResponseAction, Round},
 };
+
+/// Which questions reach a person by e-mail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmailQuestions {
+    Off,
+    /// Every question they may answer, as it is asked.
+    All,
+    /// Only those still unanswered after their chosen minutes.
+    Unanswered,
+}
+
+text_names!(EmailQuestions { Off => "off", All => "all", Unanswered => "unanswered" });
+
+/// Minutes a person may ask to wait before an unanswered question is mailed: up to a day.
+pub const EMAIL_AFTER_MINUTES_MAX: i64 = 24 * 60;
+
+/// A person's e-mail preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmailPreference {
+    pub questions: EmailQuestions,
+    /// With [`EmailQuestions::Unanswered`]: how long a question waits before it is mailed.
+    pub after_minutes: i64,
+}
+
+impl Default for EmailPreference {
+    fn default() -> Self {
+        Self {
+            questions: EmailQuestions::Off,
+            after_minutes: 10,
+        }
+    }
+}
+
+impl EmailPreference {
+    /// When a question asked at `asked` should be mailed under this preference (`None`: never).
+    pub fn send_at(&self, asked: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self.questions {
+            EmailQuestions::Off => None,
+            EmailQuestions::All => Some(asked),
+            EmailQuestions::Unanswered => Some(
+                asked + Duration::minutes(self.after_minutes.clamp(0, EMAIL_AFTER_MINUTES_MAX)),
+            ),
+        }
+    }
+}
+
+/// People one question is mailed to at most: a bound on one fan-out's work.
+pub const EMAIL_RECIPIENTS_MAX: u32 = 500;
+
+/// A person questions are mailed to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmailRecipient {
+    pub user: User,
+    pub email: String,
+    pub preference: EmailPreference,
+}
+
+/// Where an answer token was handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReachChannel {
+    Email,
+    Push,
+}
+
+text_names!(ReachChannel { Email => "email", Push => "push" });
+
+impl ReachChannel {
+    /// How an answer given through this channel is credited: "rita via e-mail".
+    pub fn credit(self, username: &str) -> String {
+        match self {
+            Self::Email => format!("{username} via e-mail"),
+            Self::Push => format!("{username} via push"),
+        }
+    }
+}
+
+/// A single-use token that gives quick answer `choice` to one question as one person; only its hash is kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerToken {
+    pub token_hash: String,
+    pub user_id: String,
+    pub round_id: RoundId,
+    pub choice: usize,
+    pub channel: ReachChannel,
+    /// The question's deadline: a token outlives its question by nothing.
+    pub expires_at: DateTime<Utc>,
+    pub used_at: Option<DateTime<Utc>>,
+}
 
 /// Choices a single-choice question may have and still be answered with one tap.
 pub const QUICK_CHOICES: usize = 3;

@@ -20,6 +20,9 @@ pub enum WebhookFormat {
     /// A Slack app's channel (docs/reach.md#slack): the question posted with `chat.postMessage` and
     /// updated with `chat.update` when it ends; the endpoint is the channel.
     SlackApp,
+    /// E-mail to the people who asked for it (docs/reach.md#e-mail): a delivery to `people` is fanned out into
+    /// one per person (`user:{id}`), each sent when that person's preference says.
+    Email,
 }
 
 impl WebhookFormat {
@@ -28,12 +31,13 @@ impl WebhookFormat {
             Self::Json => "json",
             Self::Slack => "slack",
             Self::SlackApp => "slack_app",
+            Self::Email => "email",
         }
     }
 
     /// Reads a stored format; `None` for one this version does not know.
     pub fn parse(raw: &str) -> Option<Self> {
-        [Self::Json, Self::Slack, Self::SlackApp]
+        [Self::Json, Self::Slack, Self::SlackApp, Self::Email]
             .into_iter()
             .find(|format| format.as_str() == raw)
     }
@@ -45,6 +49,8 @@ impl WebhookFormat {
         match self {
             Self::Json | Self::Slack => event != QUESTION_ANSWERED,
             Self::SlackApp => event.starts_with("question.") && event != "question.stranded",
+            // A mail cannot be taken back: only new questions are mailed (their links die with them).
+            Self::Email => event == "question.created",
         }
     }
 }
@@ -219,7 +225,7 @@ impl WebhookEvent {
     /// The body sent to an endpoint of `format`.
     pub fn payload(&self, format: WebhookFormat, at: DateTime<Utc>) -> Value {
         match format {
-            WebhookFormat::Json | WebhookFormat::SlackApp => {
+            WebhookFormat::Json | WebhookFormat::SlackApp | WebhookFormat::Email => {
                 json!({"event": self.event, "at": wire_time(at), "data": self.data})
             }
             WebhookFormat::Slack => json!({"text": slack_text(&self.text)}),
@@ -233,6 +239,19 @@ pub fn slack_text(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+/// A delivery queued for one receiver of a fanned-out event (one person's e-mail), sent no earlier than
+/// `not_before`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedDelivery {
+    pub endpoint: String,
+    pub format: WebhookFormat,
+    pub event: String,
+    /// At most one row per key, however often the fan-out runs.
+    pub dedupe_key: String,
+    pub payload: Value,
+    pub not_before: DateTime<Utc>,
 }
 
 /// Attempts before a delivery is given up as `failed`.
@@ -273,11 +292,12 @@ mod tests {
             WebhookFormat::Json,
             WebhookFormat::Slack,
             WebhookFormat::SlackApp,
+            WebhookFormat::Email,
         ] {
             assert_eq!(WebhookFormat::parse(format.as_str()), Some(format));
             assert!(format.announces("question.created"));
-            assert!(format.announces("question.expired"));
         }
+        assert!(!WebhookFormat::Email.announces("question.expired"));
         assert!(!WebhookFormat::Json.announces(QUESTION_ANSWERED));
         assert!(WebhookFormat::SlackApp.announces(QUESTION_ANSWERED));
         assert!(!WebhookFormat::SlackApp.announces("gate.incident_opened"));

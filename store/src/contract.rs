@@ -13,12 +13,13 @@ use crate::{
         access::{ApiKey, User},
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+        reach::{AnswerToken, EmailPreference, EmailRecipient},
         round::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
         },
         session::{NewSession, Session},
         standing::{NewStandingAnswer, QuestionMatch, StandingAnswer},
-        webhook::{AttemptOutcome, WebhookDelivery, WebhookEvent},
+        webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookEvent},
     },
 };
 
@@ -257,6 +258,9 @@ pub trait OutboxStore: Send + Sync {
     /// Queues events that no round or session change carries (gate incidents), once per endpoint.
     async fn enqueue_webhooks(&self, events: &[WebhookEvent]) -> StoreResult<()>;
 
+    /// Queues deliveries to single receivers (a fan-out's rows); one already queued under its key stays.
+    async fn enqueue_deliveries(&self, deliveries: &[QueuedDelivery]) -> StoreResult<()>;
+
     /// Claims up to `limit` due deliveries for one attempt each, hidden from other claimers for `lock`.
     async fn claim_webhook_deliveries(
         &self,
@@ -357,6 +361,29 @@ pub trait ReachStore: Send + Sync {
 
     /// Where a question's Slack message is, if one was posted.
     async fn slack_message(&self, round: &RoundId) -> StoreResult<Option<(String, String)>>;
+
+    /// Sets a person's e-mail preference; false when no such person exists.
+    async fn set_email_preference(
+        &self,
+        user_id: &str,
+        preference: EmailPreference,
+    ) -> StoreResult<bool>;
+
+    /// A person's e-mail preference (the default for one who never chose).
+    async fn email_preference(&self, user_id: &str) -> StoreResult<EmailPreference>;
+
+    /// The people questions are mailed to: an e-mail, a preference other than off, and a role that
+    /// answers. At most [`crate::domain::reach::EMAIL_RECIPIENTS_MAX`].
+    async fn email_recipients(&self) -> StoreResult<Vec<EmailRecipient>>;
+
+    /// Stores answer tokens (their hashes).
+    async fn create_answer_tokens(&self, tokens: &[AnswerToken]) -> StoreResult<()>;
+
+    /// The token with this hash, used or not.
+    async fn answer_token(&self, token_hash: &str) -> StoreResult<Option<AnswerToken>>;
+
+    /// Uses up the token with this hash: `Some` only once, and only before it expires.
+    async fn use_answer_token(&self, token_hash: &str) -> StoreResult<Option<AnswerToken>>;
 }
 
 /// The whole store on one database.

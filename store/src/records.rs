@@ -29,7 +29,7 @@ pub fn from_ms(ms: i64) -> Result<DateTime<Utc>, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("timestamp {ms} is out of range")))
 }
 
-fn from_ms_opt(ms: Option<i64>) -> Result<Option<DateTime<Utc>>, StoreError> {
+pub(crate) fn from_ms_opt(ms: Option<i64>) -> Result<Option<DateTime<Utc>>, StoreError> {
     ms.map(from_ms).transpose()
 }
 

@@ -423,6 +423,36 @@ pub const INSERT_SLACK_MESSAGE: &str = "INSERT INTO slack_messages (round_id, ch
 
 pub const SELECT_SLACK_MESSAGE: &str = "SELECT channel, ts FROM slack_messages WHERE round_id = $1";
 
+pub const SET_EMAIL_PREFERENCE: &str =
+    "UPDATE users SET email_questions = $2, email_after_minutes = $3 WHERE id = $1";
+
+pub const SELECT_EMAIL_PREFERENCE: &str =
+    "SELECT email_questions, email_after_minutes FROM users WHERE id = $1";
+
+pub const SELECT_EMAIL_RECIPIENTS: &str = "SELECT id, username, role, email, email_questions, \
+     email_after_minutes FROM users WHERE email IS NOT NULL AND email_questions <> 'off' \
+     AND role IN ('responder', 'admin') ORDER BY username LIMIT $1";
+
+pub const INSERT_ANSWER_TOKEN: &str = "INSERT INTO answer_tokens (token_hash, user_id, round_id, choice, \
+     channel, created_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+const ANSWER_TOKEN_COLUMNS: &str =
+    "token_hash, user_id, round_id, choice, channel, expires_at_ms, used_at_ms";
+
+pub static SELECT_ANSWER_TOKEN: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {ANSWER_TOKEN_COLUMNS} FROM answer_tokens WHERE token_hash = $1")
+});
+
+/// Uses a token up in one statement, so two clicks at once cannot both use it.
+pub static USE_ANSWER_TOKEN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE answer_tokens SET used_at_ms = $2 WHERE token_hash = $1 AND used_at_ms IS NULL \
+         AND expires_at_ms > $2 RETURNING {ANSWER_TOKEN_COLUMNS}"
+    )
+});
+
+pub const PURGE_ANSWER_TOKENS: &str = "DELETE FROM answer_tokens WHERE expires_at_ms < $1";
+
 pub const COUNT_USERS: &str = "SELECT COUNT(*) FROM users";
 
 pub const INSERT_SIGN_IN_LINK: &str =

@@ -7,7 +7,8 @@ use crate::{
     OutboxStore, StoreResult,
     dialect::{Dialect, Param, Statement},
     domain::webhook::{
-        AttemptOutcome, MAX_ATTEMPTS, WebhookDelivery, WebhookEndpoint, WebhookEvent, retry_delay,
+        AttemptOutcome, MAX_ATTEMPTS, QueuedDelivery, WebhookDelivery, WebhookEndpoint,
+        WebhookEvent, retry_delay,
     },
     records::{OutboxRow, to_ms},
     sql,
@@ -82,6 +83,31 @@ impl<D: Dialect> OutboxStore for SqlStore<D> {
         let mut tx = self.begin_write().await?;
         self.enqueue(&mut tx, events, now).await?;
         tx.commit().await
+    }
+
+    async fn enqueue_deliveries(&self, deliveries: &[QueuedDelivery]) -> StoreResult<()> {
+        let now = self.clock_now();
+        for chunk in deliveries.chunks(sql::BATCH) {
+            let statement =
+                Statement::new(sql::insert_outbox(chunk.len())).bind_all(chunk.iter().flat_map(
+                    |delivery| -> [Param; sql::OUTBOX_COLUMNS] {
+                        [
+                            uuid::Uuid::now_v7().to_string().into(),
+                            delivery.endpoint.as_str().into(),
+                            delivery.format.as_str().into(),
+                            delivery.event.as_str().into(),
+                            delivery.dedupe_key.as_str().into(),
+                            delivery.payload.to_string().into(),
+                            "pending".into(),
+                            0_i64.into(),
+                            to_ms(delivery.not_before.max(now)).into(),
+                            to_ms(now).into(),
+                        ]
+                    },
+                ));
+            self.execute(statement).await?;
+        }
+        Ok(())
     }
 
     async fn claim_webhook_deliveries(

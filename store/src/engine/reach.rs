@@ -7,10 +7,45 @@ use crate::{
     domain::{
         access::{Role, User, normalise_email},
         ids::RoundId,
+        reach::{
+            AnswerToken, EMAIL_RECIPIENTS_MAX, EmailPreference, EmailQuestions, EmailRecipient,
+            ReachChannel,
+        },
     },
-    records::to_ms,
+    records::{from_ms, from_ms_opt, to_ms},
     sql,
 };
+
+fn role(raw: &str) -> StoreResult<Role> {
+    Role::parse(raw).ok_or_else(|| StoreError::Corrupt(format!("user role {raw}")))
+}
+
+fn preference(questions: &str, after_minutes: i64) -> StoreResult<EmailPreference> {
+    Ok(EmailPreference {
+        questions: EmailQuestions::parse(questions)
+            .ok_or_else(|| StoreError::Corrupt(format!("e-mail preference {questions}")))?,
+        after_minutes,
+    })
+}
+
+/// An `answer_tokens` row: hash, user, round, choice, channel, expiry, use.
+type TokenRow = (String, String, String, i64, String, i64, Option<i64>);
+
+fn token(row: TokenRow) -> StoreResult<AnswerToken> {
+    let (token_hash, user_id, round_id, choice, channel, expires_at_ms, used_at_ms) = row;
+    Ok(AnswerToken {
+        token_hash,
+        user_id,
+        round_id: RoundId::parse(&round_id)
+            .map_err(|_| StoreError::Corrupt(format!("answer token round {round_id}")))?,
+        choice: usize::try_from(choice)
+            .map_err(|_| StoreError::Corrupt(format!("answer token choice {choice}")))?,
+        channel: ReachChannel::parse(&channel)
+            .ok_or_else(|| StoreError::Corrupt(format!("answer token channel {channel}")))?,
+        expires_at: from_ms(expires_at_ms)?,
+        used_at: from_ms_opt(used_at_ms)?,
+    })
+}
 
 #[async_trait::async_trait]
 impl<D: Dialect> ReachStore for SqlStore<D> {
@@ -52,8 +87,7 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
             Ok(User {
                 id,
                 username,
-                role: Role::parse(&role)
-                    .ok_or_else(|| StoreError::Corrupt(format!("user role {role}")))?,
+                role: self::role(&role)?,
             })
         })
         .transpose()
@@ -81,5 +115,99 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
             Statement::new(sql::SELECT_SLACK_MESSAGE).bind(round.to_string()),
         )
         .await
+    }
+
+    async fn set_email_preference(
+        &self,
+        user_id: &str,
+        preference: EmailPreference,
+    ) -> StoreResult<bool> {
+        let updated = self
+            .execute(
+                Statement::new(sql::SET_EMAIL_PREFERENCE)
+                    .bind(user_id)
+                    .bind(preference.questions.as_str())
+                    .bind(
+                        preference
+                            .after_minutes
+                            .clamp(0, crate::domain::reach::EMAIL_AFTER_MINUTES_MAX),
+                    ),
+            )
+            .await?;
+        Ok(updated == 1)
+    }
+
+    async fn email_preference(&self, user_id: &str) -> StoreResult<EmailPreference> {
+        let row = self
+            .optional::<(String, i64)>(Statement::new(sql::SELECT_EMAIL_PREFERENCE).bind(user_id))
+            .await?;
+        match row {
+            Some((questions, after)) => preference(&questions, after),
+            None => Ok(EmailPreference::default()),
+        }
+    }
+
+    async fn email_recipients(&self) -> StoreResult<Vec<EmailRecipient>> {
+        let rows = self
+            .all::<(String, String, String, String, String, i64)>(
+                Statement::new(sql::SELECT_EMAIL_RECIPIENTS).bind(i64::from(EMAIL_RECIPIENTS_MAX)),
+            )
+            .await?;
+        rows.into_iter()
+            .map(|(id, username, user_role, email, questions, after)| {
+                Ok(EmailRecipient {
+                    user: User {
+                        id,
+                        username,
+                        role: role(&user_role)?,
+                    },
+                    email,
+                    preference: preference(&questions, after)?,
+                })
+            })
+            .filter(|recipient| {
+                recipient
+                    .as_ref()
+                    .map_or(true, |recipient| recipient.user.role.can_answer())
+            })
+            .collect()
+    }
+
+    async fn create_answer_tokens(&self, tokens: &[AnswerToken]) -> StoreResult<()> {
+        let now = to_ms(self.clock_now());
+        for token in tokens {
+            self.execute(
+                Statement::new(sql::INSERT_ANSWER_TOKEN)
+                    .bind(&token.token_hash)
+                    .bind(&token.user_id)
+                    .bind(token.round_id.to_string())
+                    .bind(i64::try_from(token.choice).unwrap_or(i64::MAX))
+                    .bind(token.channel.as_str())
+                    .bind(now)
+                    .bind(to_ms(token.expires_at)),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn answer_token(&self, token_hash: &str) -> StoreResult<Option<AnswerToken>> {
+        self.optional::<TokenRow>(
+            Statement::new(sql::SELECT_ANSWER_TOKEN.as_str()).bind(token_hash),
+        )
+        .await?
+        .map(token)
+        .transpose()
+    }
+
+    async fn use_answer_token(&self, token_hash: &str) -> StoreResult<Option<AnswerToken>> {
+        self.optional::<TokenRow>(
+            Statement::new(sql::USE_ANSWER_TOKEN.as_str())
+                .bind(token_hash)
+                .bind(to_ms(self.clock_now())),
+        )
+        .await?
+        .map(token)
+        .transpose()
     }
 }

@@ -110,6 +110,8 @@ impl<D: Dialect> SweepStore for SqlStore<D> {
         // A Slack message outlives its question's retention by nothing: nobody updates it after that.
         self.execute(Statement::new(sql::PURGE_SLACK_MESSAGES).bind(to_ms(before)))
             .await?;
+        self.execute(Statement::new(sql::PURGE_ANSWER_TOKENS).bind(to_ms(before)))
+            .await?;
         self.execute(Statement::new(sql::PURGE_TERMINAL_ROUNDS).bind(to_ms(before)))
             .await
     }

@@ -1,7 +1,14 @@
 //! What the reach channels look up: a person by their e-mail (one person per address, compared
 //! lower-cased), and where a question's Slack message is (the first one posted stays).
 
-use anteroom_store::domain::access::{Role, User};
+use anteroom_store::domain::{
+    access::{Role, User},
+    clock::Clock,
+    reach::{AnswerToken, EmailPreference, EmailQuestions, ReachChannel},
+    webhook::{QueuedDelivery, WebhookFormat},
+};
+use chrono::Duration;
+use serde_json::json;
 
 use crate::fixtures::*;
 use crate::support::Harness;
@@ -96,7 +103,186 @@ async fn a_questions_first_slack_message_is_remembered(h: &Harness) {
     );
 }
 
+async fn only_answering_people_who_asked_for_mail_get_it(h: &Harness) {
+    for (id, name, role, email, questions) in [
+        (
+            "u-1",
+            "ada",
+            Role::Responder,
+            Some("ada@example.com"),
+            EmailQuestions::All,
+        ),
+        (
+            "u-2",
+            "bob",
+            Role::Admin,
+            Some("bob@example.com"),
+            EmailQuestions::Unanswered,
+        ),
+        (
+            "u-3",
+            "cy",
+            Role::Viewer,
+            Some("cy@example.com"),
+            EmailQuestions::All,
+        ),
+        ("u-4", "di", Role::Responder, None, EmailQuestions::All),
+        (
+            "u-5",
+            "ed",
+            Role::Responder,
+            Some("ed@example.com"),
+            EmailQuestions::Off,
+        ),
+    ] {
+        let user = User {
+            id: id.to_owned(),
+            username: name.to_owned(),
+            role,
+        };
+        h.store.create_user(&user, "hash").await.expect("user");
+        h.store.set_user_email(id, email).await.expect("email");
+        let preference = EmailPreference {
+            questions,
+            after_minutes: 5,
+        };
+        assert!(
+            h.store
+                .set_email_preference(id, preference)
+                .await
+                .expect("preference")
+        );
+    }
+    assert_eq!(
+        h.store.email_preference("u-2").await.expect("read"),
+        EmailPreference {
+            questions: EmailQuestions::Unanswered,
+            after_minutes: 5
+        }
+    );
+    assert_eq!(
+        h.store.email_preference("u-none").await.expect("read"),
+        EmailPreference::default()
+    );
+    let recipients: Vec<String> = h
+        .store
+        .email_recipients()
+        .await
+        .expect("recipients")
+        .into_iter()
+        .map(|recipient| recipient.user.username)
+        .collect();
+    assert_eq!(
+        recipients,
+        ["ada", "bob"],
+        "viewers, no address and off get nothing"
+    );
+}
+
+async fn an_answer_token_works_once_and_only_before_it_expires(h: &Harness) {
+    let round = ask(h, "s1").await;
+    let user = User {
+        id: "u-1".to_owned(),
+        username: "ada".to_owned(),
+        role: Role::Responder,
+    };
+    h.store.create_user(&user, "hash").await.expect("user");
+    let token = |hash: &str, expires_in: Duration| AnswerToken {
+        token_hash: hash.to_owned(),
+        user_id: "u-1".to_owned(),
+        round_id: round.round_id,
+        choice: 2,
+        channel: ReachChannel::Email,
+        expires_at: h.clock.now() + expires_in,
+        used_at: None,
+    };
+    h.store
+        .create_answer_tokens(&[
+            token("once", Duration::minutes(5)),
+            token("late", Duration::seconds(1)),
+        ])
+        .await
+        .expect("tokens");
+    assert_eq!(
+        h.store.answer_token("once").await.expect("read"),
+        Some(token("once", Duration::minutes(5)))
+    );
+    let used = h
+        .store
+        .use_answer_token("once")
+        .await
+        .expect("use")
+        .expect("first use");
+    assert_eq!(
+        (used.choice, used.round_id, used.channel),
+        (2, round.round_id, ReachChannel::Email)
+    );
+    assert_eq!(
+        h.store.use_answer_token("once").await.expect("use"),
+        None,
+        "single use"
+    );
+    assert!(
+        h.store
+            .answer_token("once")
+            .await
+            .expect("read")
+            .expect("kept")
+            .used_at
+            .is_some()
+    );
+    h.clock.advance(Duration::seconds(2));
+    assert_eq!(
+        h.store.use_answer_token("late").await.expect("use"),
+        None,
+        "expired"
+    );
+    assert_eq!(
+        h.store.use_answer_token("never-made").await.expect("use"),
+        None
+    );
+}
+
+async fn a_fanned_out_delivery_is_queued_once_and_waits_for_its_time(h: &Harness) {
+    let delivery = QueuedDelivery {
+        endpoint: "user:u-1".to_owned(),
+        format: WebhookFormat::Email,
+        event: "question.created".to_owned(),
+        dedupe_key: "question.created:r1|email:u-1".to_owned(),
+        payload: json!({"data": {"round_id": "r1"}}),
+        not_before: h.clock.now() + Duration::minutes(10),
+    };
+    h.store
+        .enqueue_deliveries(&[delivery.clone(), delivery.clone()])
+        .await
+        .expect("queue");
+    h.store
+        .enqueue_deliveries(&[delivery])
+        .await
+        .expect("queue again");
+    let claim = Duration::seconds(60);
+    assert!(
+        h.store
+            .claim_webhook_deliveries(10, claim)
+            .await
+            .expect("claim")
+            .is_empty(),
+        "not yet due"
+    );
+    h.clock.advance(Duration::minutes(10));
+    let claimed = h
+        .store
+        .claim_webhook_deliveries(10, claim)
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 1, "queued once");
+    assert_eq!(claimed[0].format, WebhookFormat::Email);
+}
+
 crate::on_both_backends!(
     a_person_is_found_by_their_email_and_an_address_is_one_persons,
-    a_questions_first_slack_message_is_remembered
+    a_questions_first_slack_message_is_remembered,
+    only_answering_people_who_asked_for_mail_get_it,
+    an_answer_token_works_once_and_only_before_it_expires,
+    a_fanned_out_delivery_is_queued_once_and_waits_for_its_time
 );
