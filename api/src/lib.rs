@@ -33,7 +33,7 @@ use axum::{Json, Router, extract::DefaultBodyLimit, http::Method, routing::get};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-pub use state::{ApiConfig, AppState, SlackConfig};
+pub use state::{ApiConfig, AppState, MailConfig, SlackConfig};
 
 use error::ApiError;
 

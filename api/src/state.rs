@@ -84,6 +84,26 @@ pub struct ApiConfig {
     pub metrics_token: Option<String>,
     /// The Slack app questions are posted to and answered from (docs/reach.md#slack), when configured.
     pub slack: Option<SlackConfig>,
+    /// Where questions are mailed from (docs/reach.md#e-mail), when configured.
+    pub mail: Option<MailConfig>,
+}
+
+/// The SMTP server questions are mailed through.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MailConfig {
+    /// `smtps://user:password@host:465`, `smtp://host:587?tls=required`, or plain `smtp://host:25`.
+    pub smtp_url: String,
+    /// The sender, `Anteroom <anteroom@example.com>`.
+    pub from: String,
+}
+
+impl std::fmt::Debug for MailConfig {
+    // The URL may hold a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MailConfig")
+            .field("from", &self.from)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A Slack app's settings: its bot token posts and updates messages, its signing secret proves a button

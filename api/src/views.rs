@@ -197,6 +197,7 @@ mod tests {
             connections: crate::state::ConnectionLimits::default(),
             metrics_token: None,
             slack: None,
+            mail: None,
         };
         let block = environment_block(&config, "s1", "ars_x", None);
         let get = |key: &str| {

@@ -452,6 +452,19 @@ pub struct ServeArgs {
     #[arg(long, env = "ANTEROOM_SLACK_API_URL", default_value = DEFAULT_SLACK_API_URL)]
     pub slack_api_url: String,
 
+    /// The SMTP server questions are mailed through: `smtps://user:password@host:465`,
+    /// `smtp://host:587?tls=required`, or `smtp://host:25` (docs/reach.md#e-mail).
+    #[arg(long, env = "ANTEROOM_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+
+    /// The sender of those mails.
+    #[arg(
+        long,
+        env = "ANTEROOM_SMTP_FROM",
+        default_value = "Anteroom <anteroom@localhost>"
+    )]
+    pub smtp_from: String,
+
     /// Largest request body, in KiB.
     #[arg(long, env = "ANTEROOM_BODY_LIMIT_KIB", default_value_t = defaults().body_limit_kib)]
     pub body_limit_kib: usize,

@@ -24,7 +24,7 @@ use tokio::net::TcpListener;
 use tokio_cron_scheduler::JobScheduler;
 
 use crate::{
-    ApiConfig, AppState, SlackConfig,
+    ApiConfig, AppState, MailConfig, SlackConfig,
     events::EventHub,
     jobs::{self, Schedules},
     postgres_events,
@@ -80,6 +80,8 @@ pub struct Settings {
     pub clock: Arc<dyn Clock>,
     /// The Slack app questions are posted to and answered from.
     pub slack: Option<SlackConfig>,
+    /// The SMTP server questions are mailed through.
+    pub mail: Option<MailConfig>,
 }
 
 impl Default for Settings {
@@ -102,6 +104,7 @@ impl Default for Settings {
             expiry: ExpiryPolicy::default(),
             clock: Arc::new(SystemClock),
             slack: None,
+            mail: None,
         }
     }
 }
@@ -137,6 +140,7 @@ impl Settings {
             connections: self.connections,
             metrics_token: self.metrics_token.clone().filter(|token| !token.is_empty()),
             slack: self.slack.clone(),
+            mail: self.mail.clone(),
         }
     }
 
@@ -152,6 +156,10 @@ impl Settings {
                 .chain(self.slack.as_ref().map(|slack| WebhookEndpoint {
                     url: slack.channel.clone(),
                     format: WebhookFormat::SlackApp,
+                }))
+                .chain(self.mail.as_ref().map(|_| WebhookEndpoint {
+                    url: crate::mail::FAN_OUT_ENDPOINT.to_owned(),
+                    format: WebhookFormat::Email,
                 }))
                 .collect(),
             ..StoreOptions::default()

@@ -1,11 +1,13 @@
 //! The `anteroom` server: configuration, HTTP routes and the process lifecycle, as a library so that
 //! integration tests can start the real server on a port of their own.
 
+pub mod answer_links;
 pub mod ask;
 pub mod config;
 pub mod hook_config;
 pub mod instance;
 pub mod jobs;
+pub mod mail;
 pub mod mcp_config;
 pub mod pages;
 pub mod people;
@@ -14,8 +16,8 @@ pub mod slack;
 
 /// The JSON API and what every request shares live in their own crate, which knows nothing of the pages.
 pub use anteroom_api::{
-    self as api, ApiConfig, AppState, SlackConfig, announce, credentials, events, metrics,
-    passwords, postgres_events, rate_limit, state,
+    self as api, ApiConfig, AppState, MailConfig, SlackConfig, announce, credentials, events,
+    metrics, passwords, postgres_events, rate_limit, state,
 };
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};

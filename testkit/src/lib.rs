@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod pulsemcp;
 pub mod requests;
+pub mod smtp;
 
 /// The store crate, for [`on_both_backends!`].
 pub use anteroom_store;

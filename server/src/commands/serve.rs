@@ -2,7 +2,7 @@
 
 use anteroom_domain::webhook::WebhookEndpoint;
 use anteroom_server::{
-    SlackConfig,
+    MailConfig, SlackConfig,
     config::ServeArgs,
     instance::{Database, Instance, Settings},
     jobs::Schedules,
@@ -47,6 +47,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
     }
     Ok(Settings {
         slack: slack_app(args)?,
+        mail: mail(args)?,
         database: Database::Url(args.database.database_url.clone()),
         addr: args.public.addr,
         public_url: Some(args.public.public_url()),
@@ -110,6 +111,19 @@ fn slack_app(args: &ServeArgs) -> anyhow::Result<Option<SlackConfig>> {
              ANTEROOM_SLACK_CHANNEL together"
         ),
     }
+}
+
+/// The SMTP server, checked now so a mistake stops the start rather than every mail.
+fn mail(args: &ServeArgs) -> anyhow::Result<Option<MailConfig>> {
+    let Some(smtp_url) = args.smtp_url.clone().filter(|url| !url.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let config = MailConfig {
+        smtp_url,
+        from: args.smtp_from.clone(),
+    };
+    anteroom_server::mail::Mailer::new(&config)?;
+    Ok(Some(config))
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {

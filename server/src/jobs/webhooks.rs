@@ -93,6 +93,11 @@ pub async fn run(state: AppState) -> usize {
         .slack
         .as_ref()
         .and_then(|config| crate::slack::SlackClient::new(config).ok());
+    let mailer = state.config.mail.as_ref().and_then(|config| {
+        crate::mail::Mailer::new(config)
+            .inspect_err(|error| tracing::warn!(%error, "mail: cannot send"))
+            .ok()
+    });
     let (mut attempted, mut delivered) = (0, 0);
     while attempted < BATCH {
         let delivery = match state.store.claim_webhook_deliveries(1, CLAIM).await {
@@ -114,6 +119,13 @@ pub async fn run(state: AppState) -> usize {
                 status: None,
                 error: "no Slack app is configured on this instance".to_owned(),
             },
+            (WebhookFormat::Email, _) => match &mailer {
+                Some(mailer) => crate::mail::deliver(&state, mailer, &delivery).await,
+                None => AttemptOutcome::Failed {
+                    status: None,
+                    error: "no SMTP server is configured on this instance".to_owned(),
+                },
+            },
             _ => attempt(&client, secret, &delivery).await,
         };
         match &outcome {
@@ -121,6 +133,7 @@ pub async fn run(state: AppState) -> usize {
             AttemptOutcome::Failed { error, .. } => tracing::warn!(
                 receiver = %match delivery.format {
                     WebhookFormat::SlackApp => "Slack".to_owned(),
+                    WebhookFormat::Email => "SMTP".to_owned(),
                     _ => receiver_host(&delivery.endpoint),
                 },
                 event = %delivery.event,

@@ -98,10 +98,16 @@ pub async fn attach_viewer(
     mut request: Request,
     next: Next,
 ) -> Response {
-    // Assets, probes, the producer routes and the hooks (a session's token is their only credential) never need
-    // the person: skip the session read the browser's cookie would cost.
+    // Assets, probes, the producer routes and the hooks (a session's token is their only credential), answer
+    // links (the token is) and Slack's calls (its signature is) never need the person: skip the session read
+    // the browser's cookie would cost, and never send them to sign in.
     let path = request.uri().path();
-    if is_asset_or_probe(path) || path.starts_with("/api/v1/s/") || path.starts_with("/hooks/") {
+    if is_asset_or_probe(path)
+        || path.starts_with("/api/v1/s/")
+        || path.starts_with("/hooks/")
+        || path.starts_with("/answer/")
+        || path.starts_with("/integrations/")
+    {
         return next.run(request).await;
     }
     let path = path.to_owned();

@@ -118,6 +118,7 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
         .merge(crate::api::mcp::router(&state))
         .merge(crate::api::hooks::router(&state))
         .merge(crate::slack::routes())
+        .merge(crate::answer_links::routes())
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
         .merge(crate::pages::routes(queue_feed))
         .route("/metrics", get(crate::metrics::render))

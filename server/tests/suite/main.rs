@@ -17,6 +17,7 @@ mod hostile;
 mod http_smoke;
 mod instances;
 mod jobs;
+mod mail;
 mod mcp;
 mod processes;
 mod slack;
