@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
+    ManagedInputError,
     access::User,
     form::{FieldKind, FormModel},
     ids::RoundId,
@@ -69,6 +70,66 @@ pub struct EmailRecipient {
     pub user: User,
     pub email: String,
     pub preference: EmailPreference,
+}
+
+/// Browsers one person may have push turned on in.
+pub const PUSH_SUBSCRIPTIONS_PER_PERSON: usize = 10;
+/// Subscriptions one question is pushed to at most: a bound on one fan-out's work.
+pub const PUSH_RECIPIENTS_MAX: u32 = 2_000;
+
+/// A browser that turned push on: where its push service takes messages for it, and the keys that encrypt
+/// them for it alone (RFC 8291).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PushSubscription {
+    pub id: String,
+    pub user_id: String,
+    pub endpoint: String,
+    /// The browser's P-256 public key, base64url.
+    pub p256dh: String,
+    /// The browser's 16-byte authentication secret, base64url.
+    pub auth: String,
+    /// What the person sees it as: "Chrome on Android".
+    pub device: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Checks what a browser sent when it turned push on; every part came from the page, so all are bounded.
+/// `allow_plain_http` admits an `http://` push service on loopback (a development instance's test service).
+pub fn check_push_subscription(
+    endpoint: &str,
+    p256dh: &str,
+    auth: &str,
+    device: &str,
+    allow_plain_http: bool,
+) -> Result<(), ManagedInputError> {
+    let url = url::Url::parse(endpoint)
+        .map_err(|_| ManagedInputError::validation("The push endpoint is not a URL."))?;
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+    let scheme_ok =
+        url.scheme() == "https" || (allow_plain_http && url.scheme() == "http" && loopback);
+    if !scheme_ok || endpoint.len() > 2_000 || url.username() != "" || url.password().is_some() {
+        return Err(ManagedInputError::validation(
+            "A push endpoint is an https URL of at most 2,000 characters, without credentials.",
+        ));
+    }
+    let base64url = |text: &str, max: usize| {
+        !text.is_empty()
+            && text.len() <= max
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'=')
+    };
+    if !base64url(p256dh, 200) || !base64url(auth, 100) {
+        return Err(ManagedInputError::validation(
+            "A push subscription's keys are base64url text (p256dh and auth).",
+        ));
+    }
+    if device.chars().count() > 100 || device.chars().any(char::is_control) {
+        return Err(ManagedInputError::validation(
+            "A device name is at most 100 characters, without control characters.",
+        ));
+    }
+    Ok(())
 }
 
 /// Where an answer token was handed out.
@@ -258,6 +319,35 @@ mod tests {
             json!({"env": "prod"}).as_object().cloned()
         );
         assert_eq!(answers[2].response.action, ResponseAction::Decline);
+    }
+
+    #[test]
+    fn push_subscriptions_are_checked() {
+        let ok = |endpoint: &str, http: bool| {
+            check_push_subscription(endpoint, "BKey-_", "auth", "Chrome", http).is_ok()
+        };
+        assert!(ok("https://fcm.googleapis.com/fcm/send/abc", false));
+        assert!(!ok("http://fcm.googleapis.com/fcm/send/abc", false));
+        assert!(
+            ok("http://127.0.0.1:9/push", true),
+            "a development instance's loopback service"
+        );
+        assert!(
+            !ok("http://10.0.0.1/push", true),
+            "never plain http elsewhere"
+        );
+        assert!(!ok("https://user:pw@push.example/x", false));
+        assert!(!ok(
+            &format!("https://push.example/{}", "a".repeat(2_000)),
+            false
+        ));
+        assert!(!ok("javascript:alert(1)", true));
+        assert!(
+            check_push_subscription("https://p.example/x", "not base64!", "a", "d", false).is_err()
+        );
+        assert!(
+            check_push_subscription("https://p.example/x", "a", "a", "line\nbreak", false).is_err()
+        );
     }
 
     #[test]

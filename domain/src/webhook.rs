@@ -23,6 +23,9 @@ pub enum WebhookFormat {
     /// E-mail to the people who asked for it (docs/reach.md#e-mail): a delivery to `people` is fanned out into
     /// one per person (`user:{id}`), each sent when that person's preference says.
     Email,
+    /// Web Push to the browsers of the people who may answer (docs/reach.md#push): fanned out like e-mail,
+    /// one delivery per browser (`subscription:{id}`); a question's end closes its notification.
+    Push,
 }
 
 impl WebhookFormat {
@@ -32,14 +35,21 @@ impl WebhookFormat {
             Self::Slack => "slack",
             Self::SlackApp => "slack_app",
             Self::Email => "email",
+            Self::Push => "push",
         }
     }
 
     /// Reads a stored format; `None` for one this version does not know.
     pub fn parse(raw: &str) -> Option<Self> {
-        [Self::Json, Self::Slack, Self::SlackApp, Self::Email]
-            .into_iter()
-            .find(|format| format.as_str() == raw)
+        [
+            Self::Json,
+            Self::Slack,
+            Self::SlackApp,
+            Self::Email,
+            Self::Push,
+        ]
+        .into_iter()
+        .find(|format| format.as_str() == raw)
     }
 
     /// Whether an endpoint of this format is sent `event`. Webhooks keep the events they always had; a
@@ -48,7 +58,9 @@ impl WebhookFormat {
     pub fn announces(self, event: &str) -> bool {
         match self {
             Self::Json | Self::Slack => event != QUESTION_ANSWERED,
-            Self::SlackApp => event.starts_with("question.") && event != "question.stranded",
+            Self::SlackApp | Self::Push => {
+                event.starts_with("question.") && event != "question.stranded"
+            }
             // A mail cannot be taken back: only new questions are mailed (their links die with them).
             Self::Email => event == "question.created",
         }
@@ -225,7 +237,10 @@ impl WebhookEvent {
     /// The body sent to an endpoint of `format`.
     pub fn payload(&self, format: WebhookFormat, at: DateTime<Utc>) -> Value {
         match format {
-            WebhookFormat::Json | WebhookFormat::SlackApp | WebhookFormat::Email => {
+            WebhookFormat::Json
+            | WebhookFormat::SlackApp
+            | WebhookFormat::Email
+            | WebhookFormat::Push => {
                 json!({"event": self.event, "at": wire_time(at), "data": self.data})
             }
             WebhookFormat::Slack => json!({"text": slack_text(&self.text)}),
@@ -293,6 +308,7 @@ mod tests {
             WebhookFormat::Slack,
             WebhookFormat::SlackApp,
             WebhookFormat::Email,
+            WebhookFormat::Push,
         ] {
             assert_eq!(WebhookFormat::parse(format.as_str()), Some(format));
             assert!(format.announces("question.created"));

@@ -13,7 +13,7 @@ use crate::{
         access::{ApiKey, User},
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
-        reach::{AnswerToken, EmailPreference, EmailRecipient},
+        reach::{AnswerToken, EmailPreference, EmailRecipient, PushSubscription},
         round::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
         },
@@ -384,6 +384,29 @@ pub trait ReachStore: Send + Sync {
 
     /// Uses up the token with this hash: `Some` only once, and only before it expires.
     async fn use_answer_token(&self, token_hash: &str) -> StoreResult<Option<AnswerToken>>;
+
+    /// The instance key called `name`: the stored one, or `candidate` stored now if there is none (the first
+    /// instance to start wins, and every instance then reads the same key).
+    async fn instance_key(&self, name: &str, candidate: &str) -> StoreResult<String>;
+
+    /// Saves a browser's push subscription for its person; the same endpoint again replaces the old one.
+    /// A person's eleventh browser is a `managed_input_conflict`.
+    async fn save_push_subscription(
+        &self,
+        subscription: &PushSubscription,
+    ) -> StoreResult<PushSubscription>;
+
+    /// A person's browsers with push on, oldest first.
+    async fn push_subscriptions(&self, user_id: &str) -> StoreResult<Vec<PushSubscription>>;
+
+    async fn push_subscription(&self, id: &str) -> StoreResult<Option<PushSubscription>>;
+
+    /// Removes a subscription: only its own person's (`user_id`), or any when `None` (the push service
+    /// said it is gone). False when there was none.
+    async fn remove_push_subscription(&self, id: &str, user_id: Option<&str>) -> StoreResult<bool>;
+
+    /// The subscriptions of everyone who may answer, at most [`crate::domain::reach::PUSH_RECIPIENTS_MAX`].
+    async fn push_recipients(&self) -> StoreResult<Vec<PushSubscription>>;
 }
 
 /// The whole store on one database.

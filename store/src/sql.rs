@@ -453,6 +453,49 @@ pub static USE_ANSWER_TOKEN: LazyLock<String> = LazyLock::new(|| {
 
 pub const PURGE_ANSWER_TOKENS: &str = "DELETE FROM answer_tokens WHERE expires_at_ms < $1";
 
+pub const INSERT_INSTANCE_KEY: &str = "INSERT INTO instance_keys (name, value, created_at_ms) \
+     VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";
+
+pub const SELECT_INSTANCE_KEY: &str = "SELECT value FROM instance_keys WHERE name = $1";
+
+const PUSH_COLUMNS: &str = "id, user_id, endpoint, p256dh, auth, device, created_at_ms";
+
+pub const UPSERT_PUSH_SUBSCRIPTION: &str = "INSERT INTO push_subscriptions (id, user_id, endpoint, \
+     p256dh, auth, device, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (endpoint) DO UPDATE \
+     SET user_id = excluded.user_id, p256dh = excluded.p256dh, auth = excluded.auth, device = excluded.device";
+
+pub const COUNT_PUSH_SUBSCRIPTIONS: &str =
+    "SELECT COUNT(*) FROM push_subscriptions WHERE user_id = $1 AND endpoint <> $2";
+
+pub static SELECT_PUSH_SUBSCRIPTION_BY_ENDPOINT: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {PUSH_COLUMNS} FROM push_subscriptions WHERE endpoint = $1"));
+
+pub static SELECT_PUSH_SUBSCRIPTIONS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {PUSH_COLUMNS} FROM push_subscriptions WHERE user_id = $1 ORDER BY created_at_ms, id"
+    )
+});
+
+pub static SELECT_PUSH_SUBSCRIPTION: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {PUSH_COLUMNS} FROM push_subscriptions WHERE id = $1"));
+
+pub const DELETE_PUSH_SUBSCRIPTION: &str = "DELETE FROM push_subscriptions WHERE id = $1";
+
+pub const DELETE_OWN_PUSH_SUBSCRIPTION: &str =
+    "DELETE FROM push_subscriptions WHERE id = $1 AND user_id = $2";
+
+pub static SELECT_PUSH_RECIPIENTS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM push_subscriptions s JOIN users u ON u.id = s.user_id \
+         WHERE u.role IN ('responder', 'admin') ORDER BY s.created_at_ms, s.id LIMIT $1",
+        PUSH_COLUMNS
+            .split(", ")
+            .map(|column| format!("s.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+});
+
 pub const COUNT_USERS: &str = "SELECT COUNT(*) FROM users";
 
 pub const INSERT_SIGN_IN_LINK: &str =

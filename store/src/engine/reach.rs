@@ -9,7 +9,7 @@ use crate::{
         ids::RoundId,
         reach::{
             AnswerToken, EMAIL_RECIPIENTS_MAX, EmailPreference, EmailQuestions, EmailRecipient,
-            ReachChannel,
+            PUSH_RECIPIENTS_MAX, PUSH_SUBSCRIPTIONS_PER_PERSON, PushSubscription, ReachChannel,
         },
     },
     records::{from_ms, from_ms_opt, to_ms},
@@ -25,6 +25,22 @@ fn preference(questions: &str, after_minutes: i64) -> StoreResult<EmailPreferenc
         questions: EmailQuestions::parse(questions)
             .ok_or_else(|| StoreError::Corrupt(format!("e-mail preference {questions}")))?,
         after_minutes,
+    })
+}
+
+/// A `push_subscriptions` row.
+type PushRow = (String, String, String, String, String, String, i64);
+
+fn subscription(row: PushRow) -> StoreResult<PushSubscription> {
+    let (id, user_id, endpoint, p256dh, auth, device, created_at_ms) = row;
+    Ok(PushSubscription {
+        id,
+        user_id,
+        endpoint,
+        p256dh,
+        auth,
+        device,
+        created_at: from_ms(created_at_ms)?,
     })
 }
 
@@ -209,5 +225,92 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
         .await?
         .map(token)
         .transpose()
+    }
+
+    async fn instance_key(&self, name: &str, candidate: &str) -> StoreResult<String> {
+        self.execute(
+            Statement::new(sql::INSERT_INSTANCE_KEY)
+                .bind(name)
+                .bind(candidate)
+                .bind(to_ms(self.clock_now())),
+        )
+        .await?;
+        let (value,): (String,) = self
+            .one(Statement::new(sql::SELECT_INSTANCE_KEY).bind(name))
+            .await?;
+        Ok(value)
+    }
+
+    async fn save_push_subscription(
+        &self,
+        new: &PushSubscription,
+    ) -> StoreResult<PushSubscription> {
+        let (others,): (i64,) = self
+            .one(
+                Statement::new(sql::COUNT_PUSH_SUBSCRIPTIONS)
+                    .bind(&new.user_id)
+                    .bind(&new.endpoint),
+            )
+            .await?;
+        if usize::try_from(others).unwrap_or(usize::MAX) >= PUSH_SUBSCRIPTIONS_PER_PERSON {
+            return Err(crate::domain::ManagedInputError::conflict(format!(
+                "Push is on in {PUSH_SUBSCRIPTIONS_PER_PERSON} browsers already; remove one first."
+            ))
+            .into());
+        }
+        self.execute(
+            Statement::new(sql::UPSERT_PUSH_SUBSCRIPTION)
+                .bind(&new.id)
+                .bind(&new.user_id)
+                .bind(&new.endpoint)
+                .bind(&new.p256dh)
+                .bind(&new.auth)
+                .bind(&new.device)
+                .bind(to_ms(new.created_at)),
+        )
+        .await?;
+        let row = self
+            .one::<PushRow>(
+                Statement::new(sql::SELECT_PUSH_SUBSCRIPTION_BY_ENDPOINT.as_str())
+                    .bind(&new.endpoint),
+            )
+            .await?;
+        subscription(row)
+    }
+
+    async fn push_subscriptions(&self, user_id: &str) -> StoreResult<Vec<PushSubscription>> {
+        self.all::<PushRow>(Statement::new(sql::SELECT_PUSH_SUBSCRIPTIONS.as_str()).bind(user_id))
+            .await?
+            .into_iter()
+            .map(subscription)
+            .collect()
+    }
+
+    async fn push_subscription(&self, id: &str) -> StoreResult<Option<PushSubscription>> {
+        self.optional::<PushRow>(Statement::new(sql::SELECT_PUSH_SUBSCRIPTION.as_str()).bind(id))
+            .await?
+            .map(subscription)
+            .transpose()
+    }
+
+    async fn remove_push_subscription(&self, id: &str, user_id: Option<&str>) -> StoreResult<bool> {
+        let statement = match user_id {
+            Some(user_id) => Statement::new(sql::DELETE_OWN_PUSH_SUBSCRIPTION)
+                .bind(id)
+                .bind(user_id),
+            None => Statement::new(sql::DELETE_PUSH_SUBSCRIPTION).bind(id),
+        };
+        Ok(self.execute(statement).await? == 1)
+    }
+
+    async fn push_recipients(&self) -> StoreResult<Vec<PushSubscription>> {
+        self.all::<PushRow>(
+            Statement::new(sql::SELECT_PUSH_RECIPIENTS.as_str())
+                .bind(i64::from(PUSH_RECIPIENTS_MAX)),
+        )
+        .await?
+        .into_iter()
+        .map(subscription)
+        .collect()
     }
 }

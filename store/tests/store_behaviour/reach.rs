@@ -4,7 +4,7 @@
 use anteroom_store::domain::{
     access::{Role, User},
     clock::Clock,
-    reach::{AnswerToken, EmailPreference, EmailQuestions, ReachChannel},
+    reach::{AnswerToken, EmailPreference, EmailQuestions, PushSubscription, ReachChannel},
     webhook::{QueuedDelivery, WebhookFormat},
 };
 use chrono::Duration;
@@ -279,7 +279,111 @@ async fn a_fanned_out_delivery_is_queued_once_and_waits_for_its_time(h: &Harness
     assert_eq!(claimed[0].format, WebhookFormat::Email);
 }
 
+async fn browsers_with_push_are_each_persons_own_and_bounded(h: &Harness) {
+    for (id, name, role) in [
+        ("u-1", "ada", Role::Responder),
+        ("u-2", "vic", Role::Viewer),
+    ] {
+        let user = User {
+            id: id.to_owned(),
+            username: name.to_owned(),
+            role,
+        };
+        h.store.create_user(&user, "hash").await.expect("user");
+    }
+    let browser = |id: &str, user: &str, endpoint: &str| PushSubscription {
+        id: id.to_owned(),
+        user_id: user.to_owned(),
+        endpoint: endpoint.to_owned(),
+        p256dh: "BKey".to_owned(),
+        auth: "secret".to_owned(),
+        device: "Chrome on Android".to_owned(),
+        created_at: h.clock.now(),
+    };
+    let saved = h
+        .store
+        .save_push_subscription(&browser("p-1", "u-1", "https://push.example/1"))
+        .await
+        .expect("save");
+    assert_eq!(saved, browser("p-1", "u-1", "https://push.example/1"));
+    let again = h
+        .store
+        .save_push_subscription(&browser("p-9", "u-1", "https://push.example/1"))
+        .await
+        .expect("again");
+    assert_eq!(
+        again.id, "p-1",
+        "the same browser again replaces, keeping its id"
+    );
+    h.store
+        .save_push_subscription(&browser("p-v", "u-2", "https://push.example/v"))
+        .await
+        .expect("viewer");
+    for n in 2..=10 {
+        h.store
+            .save_push_subscription(&browser(
+                &format!("p-{n}"),
+                "u-1",
+                &format!("https://push.example/{n}"),
+            ))
+            .await
+            .expect("save");
+    }
+    let eleventh = refusal(
+        h.store
+            .save_push_subscription(&browser("p-11", "u-1", "https://push.example/11"))
+            .await,
+    );
+    assert_eq!(eleventh.code(), "managed_input_conflict");
+    assert_eq!(
+        h.store.push_subscriptions("u-1").await.expect("list").len(),
+        10
+    );
+    let recipients = h.store.push_recipients().await.expect("recipients");
+    assert_eq!(
+        recipients.len(),
+        10,
+        "a viewer's browser is never pushed to"
+    );
+    assert!(
+        !h.store
+            .remove_push_subscription("p-1", Some("u-2"))
+            .await
+            .expect("not theirs")
+    );
+    assert!(
+        h.store
+            .remove_push_subscription("p-1", Some("u-1"))
+            .await
+            .expect("own")
+    );
+    assert!(
+        h.store
+            .remove_push_subscription("p-2", None)
+            .await
+            .expect("gone")
+    );
+    assert_eq!(h.store.push_subscription("p-2").await.expect("read"), None);
+    assert_eq!(
+        h.store.push_subscriptions("u-1").await.expect("list").len(),
+        8
+    );
+}
+
+async fn an_instance_key_is_made_once(h: &Harness) {
+    assert_eq!(
+        h.store.instance_key("vapid", "first").await.expect("key"),
+        "first"
+    );
+    assert_eq!(
+        h.store.instance_key("vapid", "second").await.expect("key"),
+        "first"
+    );
+}
+
 crate::on_both_backends!(
+    browsers_with_push_are_each_persons_own_and_bounded,
+    an_instance_key_is_made_once,
     a_person_is_found_by_their_email_and_an_address_is_one_persons,
     a_questions_first_slack_message_is_remembered,
     only_answering_people_who_asked_for_mail_get_it,
