@@ -86,6 +86,8 @@ pub struct ApiConfig {
     pub slack: Option<SlackConfig>,
     /// Where questions are mailed from (docs/reach.md#e-mail), when configured.
     pub mail: Option<MailConfig>,
+    /// Development mode: a push service may be plain `http://` on loopback (a test's stand-in).
+    pub development: bool,
 }
 
 /// The SMTP server questions are mailed through.

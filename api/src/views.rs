@@ -198,6 +198,7 @@ mod tests {
             metrics_token: None,
             slack: None,
             mail: None,
+            development: false,
         };
         let block = environment_block(&config, "s1", "ars_x", None);
         let get = |key: &str| {

@@ -82,6 +82,8 @@ pub struct Settings {
     pub slack: Option<SlackConfig>,
     /// The SMTP server questions are mailed through.
     pub mail: Option<MailConfig>,
+    /// Push questions to the browsers that turned push on.
+    pub push: bool,
 }
 
 impl Default for Settings {
@@ -105,6 +107,7 @@ impl Default for Settings {
             clock: Arc::new(SystemClock),
             slack: None,
             mail: None,
+            push: true,
         }
     }
 }
@@ -141,6 +144,7 @@ impl Settings {
             metrics_token: self.metrics_token.clone().filter(|token| !token.is_empty()),
             slack: self.slack.clone(),
             mail: self.mail.clone(),
+            development: self.development,
         }
     }
 
@@ -160,6 +164,11 @@ impl Settings {
                 .chain(self.mail.as_ref().map(|_| WebhookEndpoint {
                     url: crate::mail::FAN_OUT_ENDPOINT.to_owned(),
                     format: WebhookFormat::Email,
+                }))
+                // Push needs no settings: a browser turns it on.
+                .chain(self.push.then(|| WebhookEndpoint {
+                    url: crate::mail::FAN_OUT_ENDPOINT.to_owned(),
+                    format: WebhookFormat::Push,
                 }))
                 .collect(),
             ..StoreOptions::default()

@@ -11,6 +11,7 @@ pub mod mail;
 pub mod mcp_config;
 pub mod pages;
 pub mod people;
+pub mod push;
 pub mod router;
 pub mod slack;
 

@@ -167,7 +167,9 @@ pub(crate) struct StoreContext {
     /// Question creates waiting to be committed together.
     pub creates: engine::creates::CreateQueue,
     /// Whether any standing answer may be in force, as last seen.
-    pub standing: engine::standing::InForce,
+    pub standing: engine::RecentFact,
+    /// Whether any browser has push on, as last seen.
+    pub push_browsers: engine::RecentFact,
 }
 
 impl StoreContext {
@@ -179,7 +181,8 @@ impl StoreContext {
             poll_states: poll_states::PollStates::default(),
             round_trips: std::sync::atomic::AtomicU64::new(0),
             creates: engine::creates::CreateQueue::default(),
-            standing: engine::standing::InForce::default(),
+            standing: engine::RecentFact::default(),
+            push_browsers: engine::RecentFact::default(),
         }
     }
 

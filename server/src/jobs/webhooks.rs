@@ -119,6 +119,7 @@ pub async fn run(state: AppState) -> usize {
                 status: None,
                 error: "no Slack app is configured on this instance".to_owned(),
             },
+            (WebhookFormat::Push, _) => crate::push::deliver(&state, &client, &delivery).await,
             (WebhookFormat::Email, _) => match &mailer {
                 Some(mailer) => crate::mail::deliver(&state, mailer, &delivery).await,
                 None => AttemptOutcome::Failed {
@@ -134,6 +135,7 @@ pub async fn run(state: AppState) -> usize {
                 receiver = %match delivery.format {
                     WebhookFormat::SlackApp => "Slack".to_owned(),
                     WebhookFormat::Email => "SMTP".to_owned(),
+                    WebhookFormat::Push => "a push service".to_owned(),
                     _ => receiver_host(&delivery.endpoint),
                 },
                 event = %delivery.event,

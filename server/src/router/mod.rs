@@ -119,6 +119,7 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
         .merge(crate::api::hooks::router(&state))
         .merge(crate::slack::routes())
         .merge(crate::answer_links::routes())
+        .merge(crate::push::routes())
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
         .merge(crate::pages::routes(queue_feed))
         .route("/metrics", get(crate::metrics::render))

@@ -20,6 +20,7 @@ mod jobs;
 mod mail;
 mod mcp;
 mod processes;
+mod push;
 mod slack;
 mod web;
 mod webhooks;

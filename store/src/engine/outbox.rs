@@ -8,7 +8,7 @@ use crate::{
     dialect::{Dialect, Param, Statement},
     domain::webhook::{
         AttemptOutcome, MAX_ATTEMPTS, QueuedDelivery, WebhookDelivery, WebhookEndpoint,
-        WebhookEvent, retry_delay,
+        WebhookEvent, WebhookFormat, retry_delay,
     },
     records::{OutboxRow, to_ms},
     sql,
@@ -35,6 +35,40 @@ fn outbox_params(
 }
 
 impl<D: Dialect> SqlStore<D> {
+    /// Whether a push fan-out could reach anyone: push is always on, but a fan-out is queued only while
+    /// some browser could receive it.
+    async fn push_reachable(&self, tx: &mut WriteTx<D>) -> StoreResult<bool> {
+        let endpoints = &self.ctx.options.webhooks;
+        if !endpoints
+            .iter()
+            .any(|endpoint| endpoint.format == WebhookFormat::Push)
+        {
+            return Ok(false);
+        }
+        if let Some(any) = self.ctx.push_browsers.known() {
+            return Ok(any);
+        }
+        let any = tx
+            .optional::<(i64,)>(Statement::new(sql::ANY_PUSH_SUBSCRIPTION))
+            .await?
+            .is_some();
+        self.ctx.push_browsers.set(any);
+        Ok(any)
+    }
+
+    /// Whether anything announced now could reach a receiver: what a sweep checks before it builds the
+    /// events of many rounds.
+    pub(super) async fn may_announce(&self, tx: &mut WriteTx<D>) -> StoreResult<bool> {
+        let endpoints = &self.ctx.options.webhooks;
+        if endpoints
+            .iter()
+            .any(|endpoint| endpoint.format != WebhookFormat::Push)
+        {
+            return Ok(true);
+        }
+        self.push_reachable(tx).await
+    }
+
     /// Whether any endpoint is sent `event`: what a transition checks before it builds an event.
     pub(super) fn announced(&self, event: &str) -> bool {
         self.ctx
@@ -55,12 +89,32 @@ impl<D: Dialect> SqlStore<D> {
         if endpoints.is_empty() || events.is_empty() {
             return Ok(());
         }
+        // Push is always on, but a fan-out is queued only while some browser could receive it.
+        let push = if endpoints
+            .iter()
+            .any(|endpoint| endpoint.format == WebhookFormat::Push)
+        {
+            match self.ctx.push_browsers.known() {
+                Some(any) => any,
+                None => {
+                    let any = tx
+                        .optional::<(i64,)>(Statement::new(sql::ANY_PUSH_SUBSCRIPTION))
+                        .await?
+                        .is_some();
+                    self.ctx.push_browsers.set(any);
+                    any
+                }
+            }
+        } else {
+            false
+        };
         let rows: Vec<(&WebhookEvent, &WebhookEndpoint)> = events
             .iter()
             .flat_map(|event| {
                 endpoints
                     .iter()
                     .filter(|endpoint| endpoint.format.announces(event.event))
+                    .filter(move |endpoint| push || endpoint.format != WebhookFormat::Push)
                     .map(move |endpoint| (event, endpoint))
             })
             .collect();

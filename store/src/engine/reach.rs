@@ -269,6 +269,7 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
                 .bind(to_ms(new.created_at)),
         )
         .await?;
+        self.ctx.push_browsers.set(true);
         let row = self
             .one::<PushRow>(
                 Statement::new(sql::SELECT_PUSH_SUBSCRIPTION_BY_ENDPOINT.as_str())

@@ -1,10 +1,5 @@
 //! Standing answers: recorded, listed, revoked, and one use taken by a new question like theirs.
 
-use std::{
-    sync::Mutex,
-    time::{Duration, Instant},
-};
-
 use super::SqlStore;
 use crate::{
     StandingAnswerStore, StoreError, StoreResult,
@@ -17,36 +12,6 @@ use crate::{
     records::{StandingAnswerRow, to_ms},
     sql,
 };
-
-/// How long this process trusts what it last saw of whether any standing answer is in force: a rule made by
-/// another process (another instance, the CLI) answers questions here within this.
-const IN_FORCE_FRESH: Duration = Duration::from_secs(1);
-
-/// Whether any standing answer may be in force, as this process last saw it, so that while there is none a new
-/// question costs no read for it (measured: the read per create cost a tenth of the creates figure). A rule
-/// made here is seen at once.
-#[derive(Debug, Default)]
-pub(crate) struct InForce(Mutex<Option<(Instant, bool)>>);
-
-impl InForce {
-    fn seen(&self) -> std::sync::MutexGuard<'_, Option<(Instant, bool)>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// What was last seen, while it is fresh.
-    fn known(&self) -> Option<bool> {
-        match *self.seen() {
-            Some((at, any)) if at.elapsed() < IN_FORCE_FRESH => Some(any),
-            _ => None,
-        }
-    }
-
-    fn set(&self, any: bool) {
-        *self.seen() = Some((Instant::now(), any));
-    }
-}
 
 #[async_trait::async_trait]
 impl<D: Dialect> StandingAnswerStore for SqlStore<D> {

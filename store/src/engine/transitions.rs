@@ -156,7 +156,7 @@ impl<D: Dialect> SqlStore<D> {
             tx.changed(Changed::Round(round.request_id.clone()));
         }
         // Built only for endpoints that will receive them: a sweep may end 100k rounds.
-        let announcements: Vec<WebhookEvent> = if self.ctx.options.webhooks.is_empty() {
+        let announcements: Vec<WebhookEvent> = if !self.may_announce(tx).await? {
             Vec::new()
         } else {
             rounds
