@@ -63,6 +63,13 @@ export default defineConfig({
       ANTEROOM_PASSWORD: password,
       // The expiry sweep runs every two seconds, so an expired question shows up without a reload.
       ANTEROOM_EXPIRE_SCHEDULE: "*/2 * * * * *",
+      // Pushes and their closing messages go out within a second (tests/reach.spec.ts).
+      ANTEROOM_WEBHOOK_SCHEDULE: "*/1 * * * * *",
+      // Mail goes to tests/mail.spec.ts's SMTP server on loopback.
+      ANTEROOM_SMTP_URL: `smtp://127.0.0.1:${process.env.ANTEROOM_E2E_SMTP_PORT ?? 3138}`,
+      ANTEROOM_SMTP_FROM: "Anteroom <anteroom@example.com>",
+      // A push service on plain http on loopback is accepted only in development mode.
+      ANTEROOM_DEVELOPMENT: "true",
       DATABASE_URL: `sqlite://${join(dataDir, "anteroom.sqlite3")}`,
       RUST_LOG: "warn",
     },

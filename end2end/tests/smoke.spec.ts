@@ -56,7 +56,8 @@ test("the webhook delivery log is for admins only", async ({ page }) => {
   await signIn(page, "admin");
   await page.getByRole("link", { name: "Webhooks" }).click();
   await expect(page.getByRole("heading", { name: "Webhook deliveries" })).toBeVisible();
-  await expect(page.getByText("No webhook has been sent yet.")).toBeVisible();
+  // Empty, or (after other tests mailed questions) the log's table.
+  await expect(page.locator("table.deliveries, .queue-empty")).toBeVisible();
 
   await page.getByRole("button", { name: "Sign out" }).click();
   await signIn(page, "rita", "/admin/webhooks");

@@ -167,7 +167,7 @@ impl Settings {
                 }))
                 // Push needs no settings: a browser turns it on.
                 .chain(self.push.then(|| WebhookEndpoint {
-                    url: crate::mail::FAN_OUT_ENDPOINT.to_owned(),
+                    url: crate::push::FAN_OUT_ENDPOINT.to_owned(),
                     format: WebhookFormat::Push,
                 }))
                 .collect(),

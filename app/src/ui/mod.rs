@@ -24,6 +24,7 @@ use pages::{
     home::HomePage,
     login::{LoginPage, SetupPage},
     not_found::NotFoundPage,
+    profile::ProfilePage,
     session::SessionPage,
 };
 
@@ -38,6 +39,9 @@ pub fn shell(options: LeptosOptions, stylesheet: String) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light dark" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <link rel="manifest" href="/manifest.webmanifest" />
+                <meta name="theme-color" content="#24473f" />
+                <script type="module" src="/reach.js"></script>
                 <link rel="stylesheet" id="anteroom-style" href=stylesheet />
                 <HydrationScripts options />
                 <MetaTags />
@@ -72,6 +76,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                     <Route path=path!("/setup") view=SetupPage ssr=SsrMode::Async />
                     <Route path=path!("/admin/webhooks") view=WebhookLogPage ssr=SsrMode::Async />
+                    <Route path=path!("/profile") view=ProfilePage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

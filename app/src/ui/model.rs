@@ -517,3 +517,26 @@ mod tests {
         assert!(!RequestBody::is_punycode("apple.com"));
     }
 }
+
+/// `/profile`: how questions reach this person outside an open tab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileView {
+    pub username: String,
+    pub role: String,
+    pub email: Option<String>,
+    /// `off`, `all` or `unanswered` (domain `EmailQuestions`).
+    pub email_questions: String,
+    pub email_after_minutes: i64,
+    /// The browsers push is on in, oldest first.
+    pub browsers: Vec<BrowserRow>,
+    /// The token the page's forms (and `/reach.js`) send with every change.
+    pub csrf: String,
+}
+
+/// A browser with push on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BrowserRow {
+    pub id: String,
+    pub device: String,
+    pub created_ms: i64,
+}

@@ -6,9 +6,10 @@ use chrono::{DateTime, Utc};
 
 use super::{
     model::{
-        ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, HISTORY_PAGE, HistoryEntry,
-        OPEN_ROUNDS_SHOWN, Outcome, QuestionPreview, QueueItem, QueueView, RecordedAction,
-        RequestBody, RequestView, SessionPage, StandingView, Viewer, control_name,
+        ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
+        HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
+        QueueView, RecordedAction, RequestBody, RequestView, SessionPage, StandingView, Viewer,
+        control_name,
     },
     posted_answer::read_answer,
 };
@@ -18,6 +19,7 @@ use crate::{
         form::{FieldErrors, FormModel},
         ids::{IdempotencyKey, RoundId, SessionId},
         limits::Limits,
+        reach::{EMAIL_AFTER_MINUTES_MAX, EmailPreference, EmailQuestions},
         round::{
             ElicitationRequest, FailureCode, ResponseAction, Round, RoundOutcome, RoundStatus,
             Submission,
@@ -91,6 +93,90 @@ impl PageData {
             .await
             .map(drop)
             .map_err(said)
+    }
+
+    /// The signed-in person's reach settings.
+    pub async fn profile(&self, viewer: &Viewer) -> StoreResult<ProfileView> {
+        let id = &viewer.principal.id;
+        let email = self.store.user_email(id).await?;
+        let preference = self.store.email_preference(id).await?;
+        let browsers = self.store.push_subscriptions(id).await?;
+        Ok(ProfileView {
+            username: viewer.principal.name.clone(),
+            role: viewer.principal.role.as_str().to_owned(),
+            email,
+            email_questions: preference.questions.as_str().to_owned(),
+            email_after_minutes: preference.after_minutes,
+            browsers: browsers
+                .into_iter()
+                .map(|browser| BrowserRow {
+                    id: browser.id,
+                    device: browser.device,
+                    created_ms: browser.created_at.timestamp_millis(),
+                })
+                .collect(),
+            csrf: viewer.csrf.clone(),
+        })
+    }
+
+    /// Saves the person's e-mail and which questions reach them by mail.
+    pub async fn save_email(
+        &self,
+        viewer: &Viewer,
+        email: &str,
+        questions: &str,
+        after_minutes: i64,
+        csrf: &str,
+    ) -> Result<(), String> {
+        if csrf != viewer.csrf {
+            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
+        }
+        let questions = EmailQuestions::parse(questions).ok_or_else(|| {
+            "Choose which questions to mail: none, every one, or unanswered ones.".to_owned()
+        })?;
+        if !(0..=EMAIL_AFTER_MINUTES_MAX).contains(&after_minutes) {
+            return Err(format!(
+                "Wait between 0 and {EMAIL_AFTER_MINUTES_MAX} minutes."
+            ));
+        }
+        let email = Some(email.trim()).filter(|email| !email.is_empty());
+        if email.is_none() && questions != EmailQuestions::Off {
+            return Err("Give an e-mail address to get questions by mail.".to_owned());
+        }
+        let id = &viewer.principal.id;
+        self.store.set_user_email(id, email).await.map_err(said)?;
+        self.store
+            .set_email_preference(
+                id,
+                EmailPreference {
+                    questions,
+                    after_minutes,
+                },
+            )
+            .await
+            .map(drop)
+            .map_err(said)
+    }
+
+    /// Turns push off in one of the person's browsers.
+    pub async fn remove_browser(
+        &self,
+        viewer: &Viewer,
+        id: &str,
+        csrf: &str,
+    ) -> Result<(), String> {
+        if csrf != viewer.csrf {
+            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
+        }
+        match self
+            .store
+            .remove_push_subscription(id, Some(&viewer.principal.id))
+            .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("That browser no longer has push on.".to_owned()),
+            Err(error) => Err(said(error)),
+        }
     }
 
     /// The most recent webhook deliveries, newest first.

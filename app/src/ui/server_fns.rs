@@ -142,6 +142,39 @@ pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
         .collect())
 }
 
+/// The signed-in person's reach settings.
+#[server(prefix = "/fn", endpoint = "profile", output = TextJson)]
+pub async fn load_profile() -> Result<super::model::ProfileView, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services.profile(&viewer).await.map_err(unavailable)
+}
+
+/// Saves the person's e-mail and mail preference.
+#[server(prefix = "/fn", endpoint = "save-email", output = TextJson)]
+pub async fn save_email(
+    email: String,
+    questions: String,
+    after_minutes: i64,
+    csrf: String,
+) -> Result<(), ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .save_email(&viewer, &email, &questions, after_minutes, &csrf)
+        .await
+        .map_err(ServerFnError::new)
+}
+
+/// Turns push off in one of the person's browsers; returns its id.
+#[server(prefix = "/fn", endpoint = "remove-browser", output = TextJson)]
+pub async fn remove_browser(id: String, csrf: String) -> Result<String, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .remove_browser(&viewer, &id, &csrf)
+        .await
+        .map_err(ServerFnError::new)?;
+    Ok(id)
+}
+
 /// Who is signed in (for the header).
 #[server(prefix = "/fn", endpoint = "me", output = TextJson)]
 pub async fn load_viewer() -> Result<Option<super::model::Viewer>, ServerFnError> {

@@ -256,4 +256,101 @@ impl Bench {
             reply.status()
         );
     }
+
+    /// A question's push: from the producer's create to the push service receiving the encrypted, signed
+    /// message, with the outbox delivered on the event as `anteroom serve` does. The ceiling is the create
+    /// alone, measured in the same loop.
+    pub(super) async fn push_arrival(&self) -> Figure {
+        use axum::{http::StatusCode, routing::post};
+        use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+        eprintln!("bench: question to push");
+        let (arrived, mut arrivals) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+        let service = Router::new().route(
+            "/push/bench",
+            post(move || {
+                let arrived = arrived.clone();
+                async move {
+                    let _ = arrived.send(Instant::now());
+                    StatusCode::CREATED
+                }
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("port");
+        let endpoint = format!(
+            "http://{}/push/bench",
+            listener.local_addr().expect("address")
+        );
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, service).await;
+        });
+        let person = add_user(
+            self.store.as_ref(),
+            "pushed",
+            "bench-password",
+            Role::Responder,
+        )
+        .await
+        .expect("person");
+        let browser = p256::SecretKey::random(&mut p256::elliptic_curve::rand_core::OsRng);
+        self.store
+            .save_push_subscription(&anteroom_domain::reach::PushSubscription {
+                id: "bench-browser".to_owned(),
+                user_id: person.id,
+                endpoint,
+                p256dh: URL_SAFE_NO_PAD.encode(browser.public_key().to_sec1_bytes()),
+                auth: URL_SAFE_NO_PAD.encode([7_u8; 16]),
+                device: "bench".to_owned(),
+                created_at: self.store.now(),
+            })
+            .await
+            .expect("subscription");
+        let outbox = anteroom_server::jobs::deliver_on_events(self.state.clone());
+        let (_, token) = sessions_with_tokens(self.store.as_ref(), "pushed", 1)
+            .await
+            .pop()
+            .expect("a session");
+        let client = reqwest::Client::new();
+        let url = format!(
+            "{}/api/v1/s/{token}/servers/bench-mcp/elicitations",
+            self.base
+        );
+        let (mut pushes, mut creates) = (Vec::new(), Vec::new());
+        // Each sample waits out the per-session create limit (5/s), so fewer than the other rows.
+        const PUSHES: usize = SAMPLES / 2;
+        for n in 0..PUSHES {
+            // The per-session create limit is 5/s: keep under it.
+            tokio::time::sleep(Duration::from_millis(220)).await;
+            let sent = Instant::now();
+            let reply = client
+                .post(&url)
+                .json(&json!({"mode": "form", "message": format!("Deploy build {n}?"),
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}))
+                .send()
+                .await
+                .expect("create");
+            assert_eq!(reply.status(), 201, "create refused");
+            creates.push(sent.elapsed());
+            match tokio::time::timeout(Duration::from_secs(10), arrivals.recv()).await {
+                Ok(Some(at)) => pushes.push(at - sent),
+                _ => eprintln!("bench: a push did not arrive within 10 s"),
+            }
+        }
+        outbox.abort();
+        let (p50, p99) = (percentile(&pushes, 50.0), percentile(&pushes, 99.0));
+        let (cp50, cp99) = (percentile(&creates, 50.0), percentile(&creates, 99.0));
+        let all_arrived = pushes.len() == PUSHES;
+        Figure::new(
+            "push: a question to the push service",
+            format!(
+                "p50 {} · p99 {} ({} of {PUSHES} arrived)",
+                ms(p50),
+                ms(p99),
+                pushes.len()
+            ),
+            format!("the create alone p50 {} · p99 {}", ms(cp50), ms(cp99)),
+            format!("p99 {:.1}×", p99.as_secs_f64() / cp99.as_secs_f64()),
+            "all arrive, p99 ≤ 1 s",
+            Some(all_arrived && p99 <= Duration::from_secs(1)),
+        )
+    }
 }

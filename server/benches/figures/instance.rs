@@ -65,6 +65,7 @@ pub(super) fn pending_reply() -> Value {
 }
 
 pub(super) struct Bench {
+    pub(super) state: anteroom_server::AppState,
     pub(super) base: String,
     pub(super) constant: String,
     pub(super) store: Arc<dyn Store>,
@@ -155,6 +156,7 @@ impl Bench {
         .await
         .expect("build the instance");
         let store = instance.state.store.clone();
+        let state = instance.state.clone();
         let base = format!("http://{}", instance.local_addr);
         let secret = credentials::generate(credentials::API_KEY_PREFIX);
         store
@@ -197,6 +199,7 @@ impl Bench {
                 .await;
         });
         Self {
+            state,
             base,
             constant,
             store,

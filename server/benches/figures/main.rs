@@ -70,9 +70,9 @@ struct Args {
 }
 
 /// The figures `--only` can pick, in the order they run.
-const FIGURES: [&str; 11] = [
-    "polls", "creates", "latency", "hook", "live", "queue", "expiry", "memory", "bundle", "wire",
-    "askers",
+const FIGURES: [&str; 12] = [
+    "polls", "creates", "latency", "hook", "push", "live", "queue", "expiry", "memory", "bundle",
+    "wire", "askers",
 ];
 
 /// The arguments, or what is wrong with them: `cargo xtask bench -- ARGS` passes them through, and a typo
@@ -182,6 +182,12 @@ async fn run(args: &Args) -> Vec<Figure> {
     }
     if wanted("hook") {
         figures.push(bench.hook_pass_through().await);
+    }
+    if wanted("push") {
+        // On an instance of its own: a browser with push on makes every later question a push.
+        let fresh = Bench::start(args, Arc::new(SystemClock)).await;
+        figures.push(fresh.push_arrival().await);
+        fresh.stop().await;
     }
     if wanted("live") {
         // On an instance of its own: the figures before leave thousands of older open questions, which would

@@ -67,6 +67,7 @@ pub async fn start(
     development: bool,
 ) -> Result<JobScheduler, JobSchedulerError> {
     let scheduler = JobScheduler::new().await?;
+    deliver_on_events(state.clone());
     scheduler
         .add(job(&schedules.expire, state, |s| {
             Box::pin(async move {
@@ -115,4 +116,33 @@ pub async fn start(
     }
     scheduler.start().await?;
     Ok(scheduler)
+}
+
+/// How long the outbox waiter gathers further events before it delivers: one tick for a burst of questions.
+const KICK_GATHER: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Delivers the outbox as soon as this instance sees a question asked, answered or ended, so a push, a Slack
+/// message or a mail leaves within moments instead of at the next scheduled tick (which stays, for what this
+/// instance does not hear of and for retries). Runs until the event hub closes.
+pub fn deliver_on_events(state: AppState) -> tokio::task::JoinHandle<()> {
+    use crate::events::EventKind;
+    let mut events = state.events.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(event) if event.kind == EventKind::SessionChanged => continue,
+                // Missed events are still something to deliver.
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+            tokio::time::sleep(KICK_GATHER).await;
+            // What arrived meanwhile is covered by this tick.
+            while !events.is_empty() {
+                if events.try_recv().is_err() {
+                    break;
+                }
+            }
+            webhooks::run(state.clone()).await;
+        }
+    })
 }

@@ -153,7 +153,17 @@ async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer>
 
 /// The browser bundle, public files and the operators' probes.
 fn is_asset_or_probe(path: &str) -> bool {
-    path.starts_with("/pkg/") || ["/favicon.svg", "/healthz", "/readyz", "/metrics"].contains(&path)
+    path.starts_with("/pkg/")
+        || [
+            "/favicon.svg",
+            "/manifest.webmanifest",
+            "/sw.js",
+            "/reach.js",
+            "/healthz",
+            "/readyz",
+            "/metrics",
+        ]
+        .contains(&path)
 }
 
 /// Pages that show questions or answers: everything but the sign-in pages, the API, assets and probes.

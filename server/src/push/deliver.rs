@@ -14,7 +14,11 @@ use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
 use super::vapid::{Vapid, vapid_authorization};
-use crate::{AppState, credentials, mail::FAN_OUT_ENDPOINT};
+use crate::{AppState, credentials};
+
+/// The endpoint of a question's one push fan-out; each browser's is `subscription:{id}`. Not mail's `people`:
+/// the outbox keeps one row per event and endpoint.
+pub const FAN_OUT_ENDPOINT: &str = "browsers";
 
 /// Characters of the question's first line a notification shows.
 const BODY_CHARS: usize = 120;

@@ -7,6 +7,6 @@ mod deliver;
 mod routes;
 mod vapid;
 
-pub use deliver::{deliver, notification};
+pub use deliver::{FAN_OUT_ENDPOINT, deliver, notification};
 pub use routes::routes;
 pub use vapid::{Vapid, vapid_authorization};

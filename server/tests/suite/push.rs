@@ -142,15 +142,17 @@ fn verify_vapid(authorization: &str, public_key: &str) -> Value {
 
 async fn a_question_is_pushed_answered_from_its_button_and_closed(db: Backend) {
     let (service, received) = push_service().await;
-    let Some(server) = TestServer::start_with(
-        db,
-        Settings {
-            development: true,
-            ..Settings::default()
-        },
-    )
-    .await
-    else {
+    // Mail on too: each channel's fan-out is its own outbox row (they once shared one key, and mail's won).
+    let sink = anteroom_testkit::smtp::SmtpSink::start().await;
+    let settings = Settings {
+        development: true,
+        mail: Some(anteroom_server::MailConfig {
+            smtp_url: sink.url.clone(),
+            from: "Anteroom <anteroom@example.com>".to_owned(),
+        }),
+        ..Settings::default()
+    };
+    let Some(server) = TestServer::start_with(db, settings).await else {
         return;
     };
     let rita = add_user(
@@ -188,7 +190,9 @@ async fn a_question_is_pushed_answered_from_its_button_and_closed(db: Backend) {
             .await
             .expect("subscribe");
     }
-    let public_key = server.get_json("/api/v1/push/key", &server.viewer_key).await["public_key"]
+    let public_key = server
+        .get_json("/api/v1/push/key", &server.viewer_key)
+        .await["public_key"]
         .as_str()
         .expect("key")
         .to_owned();

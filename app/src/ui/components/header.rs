@@ -69,6 +69,9 @@ pub fn AppHeader() -> impl IntoView {
                                                 </a>
                                             }
                                         })}
+                                    <a class="header-link" href="/profile">
+                                        "Profile"
+                                    </a>
                                     <span class="who" data-testid="signed-in-as">
                                         {viewer.principal.name.clone()}
                                         <span class="role">{viewer.principal.role.as_str()}</span>

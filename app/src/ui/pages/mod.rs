@@ -4,6 +4,7 @@ pub mod admin;
 pub mod home;
 pub mod login;
 pub mod not_found;
+pub mod profile;
 pub mod session;
 
 use std::future::Future;
