@@ -3,7 +3,7 @@
 // the browser, only asks to confirm; the confirmation answers once, and the same link again records nothing.
 import { expect, test } from "@playwright/test";
 import { createServer, type Server, type Socket } from "node:net";
-import { ask, createSession, poll, signIn } from "./support";
+import { ask, createSession, live, poll, signIn } from "./support";
 
 export const SMTP_PORT = Number(process.env.ANTEROOM_E2E_SMTP_PORT ?? 3138);
 
@@ -60,6 +60,8 @@ test("a mailed question's link asks to confirm, answers once, and refuses a seco
   const sink = await smtpSink();
   try {
     await signIn(page, "bob", "/profile");
+    // The form saves in place once the page is hydrated (without JavaScript it posts and reloads).
+    await live(page);
     await page.getByLabel("Your e-mail").fill("bob@example.com");
     await page.getByLabel("Mail me").selectOption("all");
     await page.getByRole("button", { name: "Save" }).click();
@@ -93,6 +95,7 @@ test("a mailed question's link asks to confirm, answers once, and refuses a seco
   } finally {
     // Mail off again, so other tests' questions are not mailed to a closed server.
     await page.goto("/profile");
+    await live(page);
     await page.getByLabel("Mail me").selectOption("off");
     await page.getByRole("button", { name: "Save" }).click();
     await expect(page.getByRole("status").filter({ hasText: "Saved." })).toBeVisible();

@@ -6,7 +6,7 @@
 import { expect, test, type Page } from "@playwright/test";
 import { createServer, type Server } from "node:http";
 import { createDecipheriv, createECDH, hkdfSync, randomBytes } from "node:crypto";
-import { ask, createSession, signIn, waitForAnswer } from "./support";
+import { ask, createSession, live, signIn, waitForAnswer } from "./support";
 
 interface PushService {
   url: string;
@@ -149,6 +149,7 @@ test("a question pushed to this browser is answered from its notification's butt
 
   // Push off again: other tests' questions never reach this closed service.
   await page.reload();
+  await live(page);
   await page.locator(".browsers li").getByRole("button", { name: "Remove" }).click();
   await expect(page.getByText("Push is not on in any browser.")).toBeVisible();
   service.server.close();
