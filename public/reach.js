@@ -53,6 +53,11 @@ async function turnOn(button, status) {
   }
 }
 
+// A quiet-hours form with no time zone yet starts with this browser's.
+for (const input of document.querySelectorAll("input[data-fill-time-zone]")) {
+  if (!input.value) input.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+}
+
 document.addEventListener("click", (event) => {
   const button = event.target instanceof Element ? event.target.closest("#push-on") : null;
   if (!button) return;

@@ -64,12 +64,70 @@ impl EmailPreference {
 /// People one question is mailed to at most: a bound on one fan-out's work.
 pub const EMAIL_RECIPIENTS_MAX: u32 = 500;
 
+/// Minutes in a day: quiet hours are minutes of the day, `0..MINUTES_PER_DAY`.
+pub const MINUTES_PER_DAY: u16 = 24 * 60;
+
+/// A person's quiet hours: while their local time of day is in `[from, until)` (across midnight when `from` is
+/// later than `until`), pushes and mails to them wait until `until` — held, never dropped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuietHours {
+    pub from_minute: u16,
+    pub until_minute: u16,
+    /// An IANA time zone name, "Europe/Paris".
+    pub time_zone: String,
+}
+
+impl QuietHours {
+    /// Checks what a person typed: minutes within a day, different from each other, and a plausible zone name
+    /// (whether the zone exists is the server's to say).
+    pub fn new(
+        from_minute: u16,
+        until_minute: u16,
+        time_zone: &str,
+    ) -> Result<Self, ManagedInputError> {
+        let time_zone = time_zone.trim();
+        let zone_ok = !time_zone.is_empty()
+            && time_zone.len() <= 64
+            && time_zone
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/_+-".contains(c));
+        if from_minute >= MINUTES_PER_DAY
+            || until_minute >= MINUTES_PER_DAY
+            || from_minute == until_minute
+        {
+            return Err(ManagedInputError::validation(
+                "Quiet hours start and end at different times of the day.",
+            ));
+        }
+        if !zone_ok {
+            return Err(ManagedInputError::validation(
+                "A time zone is an IANA name such as Europe/Paris or America/New_York.",
+            ));
+        }
+        Ok(Self {
+            from_minute,
+            until_minute,
+            time_zone: time_zone.to_owned(),
+        })
+    }
+
+    /// Whether local minute of the day `minute` is quiet.
+    pub fn is_quiet_at(&self, minute: u16) -> bool {
+        if self.from_minute < self.until_minute {
+            (self.from_minute..self.until_minute).contains(&minute)
+        } else {
+            minute >= self.from_minute || minute < self.until_minute
+        }
+    }
+}
+
 /// A person questions are mailed to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmailRecipient {
     pub user: User,
     pub email: String,
     pub preference: EmailPreference,
+    pub quiet: Option<QuietHours>,
 }
 
 /// Browsers one person may have push turned on in.
@@ -319,6 +377,25 @@ mod tests {
             json!({"env": "prod"}).as_object().cloned()
         );
         assert_eq!(answers[2].response.action, ResponseAction::Decline);
+    }
+
+    #[test]
+    fn quiet_hours_may_span_midnight_and_are_checked() {
+        let night = QuietHours::new(22 * 60, 7 * 60, "Europe/Paris").expect("night");
+        assert!(
+            night.is_quiet_at(23 * 60) && night.is_quiet_at(0) && night.is_quiet_at(6 * 60 + 59)
+        );
+        assert!(
+            !night.is_quiet_at(7 * 60)
+                && !night.is_quiet_at(12 * 60)
+                && !night.is_quiet_at(22 * 60 - 1)
+        );
+        let lunch = QuietHours::new(12 * 60, 13 * 60, "UTC").expect("lunch");
+        assert!(lunch.is_quiet_at(12 * 60 + 30) && !lunch.is_quiet_at(13 * 60));
+        assert!(QuietHours::new(60, 60, "UTC").is_err(), "an empty window");
+        assert!(QuietHours::new(24 * 60, 60, "UTC").is_err());
+        assert!(QuietHours::new(0, 60, "Europe/Paris; DROP").is_err());
+        assert!(QuietHours::new(0, 60, "").is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod mcp_config;
 pub mod pages;
 pub mod people;
 pub mod push;
+pub mod quiet;
 pub mod router;
 pub mod slack;
 

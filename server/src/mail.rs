@@ -95,7 +95,12 @@ async fn fan_out(state: &AppState, round: &Round, delivery: &WebhookDelivery) ->
     let queued: Vec<QueuedDelivery> = recipients
         .iter()
         .filter_map(|recipient| {
-            let not_before = recipient.preference.send_at(round.created_at)?;
+            let due = recipient.preference.send_at(round.created_at)?;
+            // Quiet hours hold the mail until they end; it is never dropped for them.
+            let not_before = recipient
+                .quiet
+                .as_ref()
+                .map_or(due, |quiet| crate::quiet::held_until(quiet, due));
             Some(QueuedDelivery {
                 endpoint: format!("user:{}", recipient.user.id),
                 format: WebhookFormat::Email,

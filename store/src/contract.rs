@@ -13,7 +13,7 @@ use crate::{
         access::{ApiKey, User},
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
-        reach::{AnswerToken, EmailPreference, EmailRecipient, PushSubscription},
+        reach::{AnswerToken, EmailPreference, EmailRecipient, PushSubscription, QuietHours},
         round::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
         },
@@ -371,6 +371,13 @@ pub trait ReachStore: Send + Sync {
 
     /// A person's e-mail preference (the default for one who never chose).
     async fn email_preference(&self, user_id: &str) -> StoreResult<EmailPreference>;
+
+    /// Sets or clears a person's quiet hours; false when no such person exists.
+    async fn set_quiet_hours(&self, user_id: &str, quiet: Option<&QuietHours>)
+    -> StoreResult<bool>;
+
+    /// A person's quiet hours, if they set some.
+    async fn quiet_hours(&self, user_id: &str) -> StoreResult<Option<QuietHours>>;
 
     /// The people questions are mailed to: an e-mail, a preference other than off, and a role that
     /// answers. At most [`crate::domain::reach::EMAIL_RECIPIENTS_MAX`].

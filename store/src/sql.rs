@@ -429,8 +429,14 @@ pub const SET_EMAIL_PREFERENCE: &str =
 pub const SELECT_EMAIL_PREFERENCE: &str =
     "SELECT email_questions, email_after_minutes FROM users WHERE id = $1";
 
+pub const SET_QUIET_HOURS: &str = "UPDATE users SET quiet_from_minute = $2, quiet_until_minute = $3, \
+     time_zone = $4 WHERE id = $1";
+
+pub const SELECT_QUIET_HOURS: &str =
+    "SELECT quiet_from_minute, quiet_until_minute, time_zone FROM users WHERE id = $1";
+
 pub const SELECT_EMAIL_RECIPIENTS: &str = "SELECT id, username, role, email, email_questions, \
-     email_after_minutes FROM users WHERE email IS NOT NULL AND email_questions <> 'off' \
+     email_after_minutes, quiet_from_minute, quiet_until_minute, time_zone FROM users WHERE email IS NOT NULL AND email_questions <> 'off' \
      AND role IN ('responder', 'admin') ORDER BY username LIMIT $1";
 
 pub const INSERT_ANSWER_TOKEN: &str = "INSERT INTO answer_tokens (token_hash, user_id, round_id, choice, \

@@ -529,8 +529,28 @@ pub struct ProfileView {
     pub email_after_minutes: i64,
     /// The browsers push is on in, oldest first.
     pub browsers: Vec<BrowserRow>,
+    /// Quiet hours as `HH:MM`, empty when none are set.
+    pub quiet_from: String,
+    pub quiet_until: String,
+    /// The IANA time zone quiet hours are read in; empty when none is set.
+    pub time_zone: String,
     /// The token the page's forms (and `/reach.js`) send with every change.
     pub csrf: String,
+}
+
+/// `HH:MM` for a minute of the day.
+pub fn clock_minute(minute: u16) -> String {
+    format!("{:02}:{:02}", minute / 60, minute % 60)
+}
+
+/// A minute of the day from `HH:MM` (what `<input type="time">` posts).
+pub fn parse_clock_minute(text: &str) -> Option<u16> {
+    let (hours, minutes) = text.trim().split_once(':')?;
+    let (hours, minutes): (u16, u16) = (
+        hours.parse().ok()?,
+        minutes.get(..2).unwrap_or(minutes).parse().ok()?,
+    );
+    (hours < 24 && minutes < 60).then_some(hours * 60 + minutes)
 }
 
 /// A browser with push on.
@@ -539,4 +559,19 @@ pub struct BrowserRow {
     pub id: String,
     pub device: String,
     pub created_ms: i64,
+}
+
+#[cfg(test)]
+mod clock_minute_tests {
+    use super::*;
+
+    #[test]
+    fn times_of_day_read_and_print_as_a_time_input_does() {
+        assert_eq!(parse_clock_minute("22:30"), Some(22 * 60 + 30));
+        assert_eq!(parse_clock_minute("07:05:00"), Some(7 * 60 + 5), "seconds are ignored");
+        assert_eq!(clock_minute(7 * 60 + 5), "07:05");
+        for bad in ["", "24:00", "12:60", "noon", "-1:00"] {
+            assert_eq!(parse_clock_minute(bad), None, "{bad}");
+        }
+    }
 }

@@ -9,7 +9,7 @@ use super::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
         HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
         QueueView, RecordedAction, RequestBody, RequestView, SessionPage, StandingView, Viewer,
-        control_name,
+        clock_minute, control_name, parse_clock_minute,
     },
     posted_answer::read_answer,
 };
@@ -19,7 +19,7 @@ use crate::{
         form::{FieldErrors, FormModel},
         ids::{IdempotencyKey, RoundId, SessionId},
         limits::Limits,
-        reach::{EMAIL_AFTER_MINUTES_MAX, EmailPreference, EmailQuestions},
+        reach::{EMAIL_AFTER_MINUTES_MAX, EmailPreference, EmailQuestions, QuietHours},
         round::{
             ElicitationRequest, FailureCode, ResponseAction, Round, RoundOutcome, RoundStatus,
             Submission,
@@ -101,7 +101,17 @@ impl PageData {
         let email = self.store.user_email(id).await?;
         let preference = self.store.email_preference(id).await?;
         let browsers = self.store.push_subscriptions(id).await?;
+        let quiet = self.store.quiet_hours(id).await?;
         Ok(ProfileView {
+            quiet_from: quiet
+                .as_ref()
+                .map(|q| clock_minute(q.from_minute))
+                .unwrap_or_default(),
+            quiet_until: quiet
+                .as_ref()
+                .map(|q| clock_minute(q.until_minute))
+                .unwrap_or_default(),
+            time_zone: quiet.map(|q| q.time_zone).unwrap_or_default(),
             username: viewer.principal.name.clone(),
             role: viewer.principal.role.as_str().to_owned(),
             email,
@@ -153,6 +163,45 @@ impl PageData {
                     after_minutes,
                 },
             )
+            .await
+            .map(drop)
+            .map_err(said)
+    }
+
+    /// Sets the person's quiet hours (both times empty: none).
+    pub async fn save_quiet(
+        &self,
+        viewer: &Viewer,
+        from: &str,
+        until: &str,
+        time_zone: &str,
+        csrf: &str,
+    ) -> Result<(), String> {
+        if csrf != viewer.csrf {
+            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
+        }
+        let quiet = if from.trim().is_empty() && until.trim().is_empty() {
+            None
+        } else {
+            let (Some(from), Some(until)) = (parse_clock_minute(from), parse_clock_minute(until))
+            else {
+                return Err(
+                    "Give both times of the quiet hours as HH:MM (or neither, for none)."
+                        .to_owned(),
+                );
+            };
+            let quiet = QuietHours::new(from, until, time_zone)
+                .map_err(|error| error.message().to_owned())?;
+            if jiff::tz::TimeZone::get(&quiet.time_zone).is_err() {
+                return Err(format!(
+                    "This server does not know the time zone {}.",
+                    quiet.time_zone
+                ));
+            }
+            Some(quiet)
+        };
+        self.store
+            .set_quiet_hours(&viewer.principal.id, quiet.as_ref())
             .await
             .map(drop)
             .map_err(said)

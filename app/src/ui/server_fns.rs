@@ -164,6 +164,21 @@ pub async fn save_email(
         .map_err(ServerFnError::new)
 }
 
+/// Sets the person's quiet hours.
+#[server(prefix = "/fn", endpoint = "save-quiet", output = TextJson)]
+pub async fn save_quiet(
+    quiet_from: String,
+    quiet_until: String,
+    time_zone: String,
+    csrf: String,
+) -> Result<(), ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .save_quiet(&viewer, &quiet_from, &quiet_until, &time_zone, &csrf)
+        .await
+        .map_err(ServerFnError::new)
+}
+
 /// Turns push off in one of the person's browsers; returns its id.
 #[server(prefix = "/fn", endpoint = "remove-browser", output = TextJson)]
 pub async fn remove_browser(id: String, csrf: String) -> Result<String, ServerFnError> {

@@ -69,6 +69,22 @@ async fn fan_out(
         Err(error) => return failed(None, format!("cannot read who has push on: {error}")),
     };
     let now = state.store.now();
+    // A new question waits out each person's quiet hours; closing a notification never needs to.
+    let mut held: std::collections::HashMap<&str, chrono::DateTime<chrono::Utc>> =
+        std::collections::HashMap::new();
+    if delivery.event == "question.created" {
+        for browser in &browsers {
+            if held.contains_key(browser.user_id.as_str()) {
+                continue;
+            }
+            let quiet = match state.store.quiet_hours(&browser.user_id).await {
+                Ok(quiet) => quiet,
+                Err(error) => return failed(None, format!("cannot read quiet hours: {error}")),
+            };
+            let until = quiet.map_or(now, |quiet| crate::quiet::held_until(&quiet, now));
+            held.insert(&browser.user_id, until);
+        }
+    }
     let queued: Vec<QueuedDelivery> = browsers
         .iter()
         .map(|browser| QueuedDelivery {
@@ -77,7 +93,7 @@ async fn fan_out(
             event: delivery.event.clone(),
             dedupe_key: format!("push:{}:{round_id}:{}", delivery.event, browser.id),
             payload: delivery.payload.clone(),
-            not_before: now,
+            not_before: held.get(browser.user_id.as_str()).copied().unwrap_or(now),
         })
         .collect();
     match state.store.enqueue_deliveries(&queued).await {

@@ -284,7 +284,50 @@ async fn an_unanswered_question_reaches_the_patient_and_its_links_die_with_it(db
     server.stop().await;
 }
 
+async fn quiet_hours_hold_a_mail_until_they_end(db: Backend) {
+    let sink = SmtpSink::start().await;
+    let Some(server) = start(db, &sink).await else {
+        return;
+    };
+    // The test clock starts at 09:00 UTC: rita is quiet from 08:00 to 09:30 UTC (the question is open until 10:00).
+    let (rita, _) = server
+        .store
+        .user_with_password("rita")
+        .await
+        .expect("read")
+        .expect("rita");
+    let quiet = anteroom_domain::reach::QuietHours::new(8 * 60, 9 * 60 + 30, "UTC").expect("quiet");
+    server
+        .store
+        .set_quiet_hours(&rita.id, Some(&quiet))
+        .await
+        .expect("quiet");
+    let env = server.session("s-quiet").await;
+    let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s-quiet"));
+    ask(&client, "req-quiet", "Rotate the keys?").await;
+    webhooks::run(server.state.clone()).await;
+    assert!(
+        mails_to(&sink, "rita@").await.is_empty(),
+        "held while rita is quiet"
+    );
+    server.clock.advance(Duration::minutes(29));
+    webhooks::run(server.state.clone()).await;
+    assert!(
+        mails_to(&sink, "rita@").await.is_empty(),
+        "still quiet at 09:29"
+    );
+    server.clock.advance(Duration::minutes(1));
+    webhooks::run(server.state.clone()).await;
+    assert_eq!(
+        mails_to(&sink, "rita@").await.len(),
+        1,
+        "sent when the quiet hours end, not dropped"
+    );
+    server.stop().await;
+}
+
 on_both_backends!(
+    quiet_hours_hold_a_mail_until_they_end,
     a_question_is_answered_from_its_email,
     an_unanswered_question_reaches_the_patient_and_its_links_die_with_it
 );

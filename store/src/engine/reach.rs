@@ -9,7 +9,8 @@ use crate::{
         ids::RoundId,
         reach::{
             AnswerToken, EMAIL_RECIPIENTS_MAX, EmailPreference, EmailQuestions, EmailRecipient,
-            PUSH_RECIPIENTS_MAX, PUSH_SUBSCRIPTIONS_PER_PERSON, PushSubscription, ReachChannel,
+            PUSH_RECIPIENTS_MAX, PUSH_SUBSCRIPTIONS_PER_PERSON, PushSubscription, QuietHours,
+            ReachChannel,
         },
     },
     records::{from_ms, from_ms_opt, to_ms},
@@ -26,6 +27,12 @@ fn preference(questions: &str, after_minutes: i64) -> StoreResult<EmailPreferenc
             .ok_or_else(|| StoreError::Corrupt(format!("e-mail preference {questions}")))?,
         after_minutes,
     })
+}
+
+/// Quiet hours as stored: all three set, or none (a row that holds a window no longer valid reads as none).
+fn quiet(from: Option<i64>, until: Option<i64>, zone: Option<String>) -> Option<QuietHours> {
+    let (from, until, zone) = (from?, until?, zone?);
+    QuietHours::new(u16::try_from(from).ok()?, u16::try_from(until).ok()?, &zone).ok()
 }
 
 /// A `push_subscriptions` row.
@@ -164,23 +171,37 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
     }
 
     async fn email_recipients(&self) -> StoreResult<Vec<EmailRecipient>> {
+        type RecipientRow = (
+            String,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+        );
         let rows = self
-            .all::<(String, String, String, String, String, i64)>(
+            .all::<RecipientRow>(
                 Statement::new(sql::SELECT_EMAIL_RECIPIENTS).bind(i64::from(EMAIL_RECIPIENTS_MAX)),
             )
             .await?;
         rows.into_iter()
-            .map(|(id, username, user_role, email, questions, after)| {
-                Ok(EmailRecipient {
-                    user: User {
-                        id,
-                        username,
-                        role: role(&user_role)?,
-                    },
-                    email,
-                    preference: preference(&questions, after)?,
-                })
-            })
+            .map(
+                |(id, username, user_role, email, questions, after, from, until, zone)| {
+                    Ok(EmailRecipient {
+                        quiet: quiet(from, until, zone),
+                        user: User {
+                            id,
+                            username,
+                            role: role(&user_role)?,
+                        },
+                        email,
+                        preference: preference(&questions, after)?,
+                    })
+                },
+            )
             .filter(|recipient| {
                 recipient
                     .as_ref()
@@ -313,5 +334,31 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
         .into_iter()
         .map(subscription)
         .collect()
+    }
+
+    async fn set_quiet_hours(
+        &self,
+        user_id: &str,
+        quiet: Option<&QuietHours>,
+    ) -> StoreResult<bool> {
+        let updated = self
+            .execute(
+                Statement::new(sql::SET_QUIET_HOURS)
+                    .bind(user_id)
+                    .bind(quiet.map(|quiet| i64::from(quiet.from_minute)))
+                    .bind(quiet.map(|quiet| i64::from(quiet.until_minute)))
+                    .bind(quiet.map(|quiet| quiet.time_zone.clone())),
+            )
+            .await?;
+        Ok(updated == 1)
+    }
+
+    async fn quiet_hours(&self, user_id: &str) -> StoreResult<Option<QuietHours>> {
+        let row = self
+            .optional::<(Option<i64>, Option<i64>, Option<String>)>(
+                Statement::new(sql::SELECT_QUIET_HOURS).bind(user_id),
+            )
+            .await?;
+        Ok(row.and_then(|(from, until, zone)| quiet(from, until, zone)))
     }
 }

@@ -4,7 +4,9 @@
 use anteroom_store::domain::{
     access::{Role, User},
     clock::Clock,
-    reach::{AnswerToken, EmailPreference, EmailQuestions, PushSubscription, ReachChannel},
+    reach::{
+        AnswerToken, EmailPreference, EmailQuestions, PushSubscription, QuietHours, ReachChannel,
+    },
     webhook::{QueuedDelivery, WebhookFormat},
 };
 use chrono::Duration;
@@ -370,6 +372,49 @@ async fn browsers_with_push_are_each_persons_own_and_bounded(h: &Harness) {
     );
 }
 
+async fn quiet_hours_are_kept_and_cleared_and_reach_the_mail_list(h: &Harness) {
+    let user = User {
+        id: "u-1".to_owned(),
+        username: "ada".to_owned(),
+        role: Role::Responder,
+    };
+    h.store.create_user(&user, "hash").await.expect("user");
+    assert_eq!(h.store.quiet_hours("u-1").await.expect("read"), None);
+    let night = QuietHours::new(22 * 60, 7 * 60, "Europe/Paris").expect("quiet");
+    assert!(
+        h.store
+            .set_quiet_hours("u-1", Some(&night))
+            .await
+            .expect("set")
+    );
+    assert_eq!(
+        h.store.quiet_hours("u-1").await.expect("read"),
+        Some(night.clone())
+    );
+    h.store
+        .set_user_email("u-1", Some("ada@example.com"))
+        .await
+        .expect("email");
+    let every = EmailPreference {
+        questions: EmailQuestions::All,
+        after_minutes: 0,
+    };
+    h.store
+        .set_email_preference("u-1", every)
+        .await
+        .expect("preference");
+    let recipients = h.store.email_recipients().await.expect("recipients");
+    assert_eq!(recipients[0].quiet, Some(night));
+    assert!(h.store.set_quiet_hours("u-1", None).await.expect("clear"));
+    assert_eq!(h.store.quiet_hours("u-1").await.expect("read"), None);
+    assert!(
+        !h.store
+            .set_quiet_hours("u-none", None)
+            .await
+            .expect("nobody")
+    );
+}
+
 async fn an_instance_key_is_made_once(h: &Harness) {
     assert_eq!(
         h.store.instance_key("vapid", "first").await.expect("key"),
@@ -384,6 +429,7 @@ async fn an_instance_key_is_made_once(h: &Harness) {
 crate::on_both_backends!(
     browsers_with_push_are_each_persons_own_and_bounded,
     an_instance_key_is_made_once,
+    quiet_hours_are_kept_and_cleared_and_reach_the_mail_list,
     a_person_is_found_by_their_email_and_an_address_is_one_persons,
     a_questions_first_slack_message_is_remembered,
     only_answering_people_who_asked_for_mail_get_it,

@@ -6,15 +6,22 @@ use leptos::prelude::*;
 use crate::ui::{
     components::page_title::PageTitle,
     model::{ProfileView, clock_time},
-    server_fns::{RemoveBrowser, SaveEmail, load_profile},
+    server_fns::{RemoveBrowser, SaveEmail, SaveQuiet, load_profile},
 };
 
 #[component]
 pub fn ProfilePage() -> impl IntoView {
     let save = ServerAction::<SaveEmail>::new();
     let remove = ServerAction::<RemoveBrowser>::new();
+    let quiet = ServerAction::<SaveQuiet>::new();
     let profile = Resource::new(
-        move || (save.version().get(), remove.version().get()),
+        move || {
+            (
+                save.version().get(),
+                remove.version().get(),
+                quiet.version().get(),
+            )
+        },
         |_| load_profile(),
     );
     view! {
@@ -27,7 +34,7 @@ pub fn ProfilePage() -> impl IntoView {
                         .get()
                         .map(|result| match result {
                             Err(error) => super::load_error(error).into_any(),
-                            Ok(view) => settings(view, save, remove).into_any(),
+                            Ok(view) => settings(view, save, remove, quiet).into_any(),
                         })
                 }}
             </Suspense>
@@ -39,6 +46,7 @@ fn settings(
     view: ProfileView,
     save: ServerAction<SaveEmail>,
     remove: ServerAction<RemoveBrowser>,
+    quiet: ServerAction<SaveQuiet>,
 ) -> impl IntoView {
     let chosen = view.email_questions.clone();
     let option = move |value: &'static str, label: &'static str| {
@@ -58,6 +66,16 @@ fn settings(
     };
     let browsers = view.browsers.clone();
     let csrf = view.csrf.clone();
+    let quiet_csrf = csrf.clone();
+    let quiet_saved = move || match quiet.value().get() {
+        Some(Ok(())) => {
+            Some(view! { <p class="notice" role="status">"Quiet hours saved."</p> }.into_any())
+        }
+        Some(Err(error)) => {
+            Some(view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any())
+        }
+        None => None,
+    };
     let remove_csrf = csrf.clone();
     let push_csrf = csrf.clone();
     view! {
@@ -85,6 +103,19 @@ fn settings(
         </ActionForm>
         {saved}
         <p class="muted">"Slack knows you by this address too: a click on a Slack button answers as you."</p>
+        <h2>"Quiet hours"</h2>
+        <p class="muted">"While it is quiet where you are, pushes and mails to you wait until it ends; none is dropped."</p>
+        <ActionForm action=quiet attr:class="quiet-settings">
+            <input type="hidden" name="csrf" value=quiet_csrf />
+            <label>"From " <input type="time" name="quiet_from" value=view.quiet_from.clone() /></label>
+            <label>" until " <input type="time" name="quiet_until" value=view.quiet_until.clone() /></label>
+            <label>
+                " in the time zone "
+                <input type="text" name="time_zone" value=view.time_zone.clone() placeholder="Europe/Paris" data-fill-time-zone="" />
+            </label>
+            <button type="submit">"Save quiet hours"</button>
+        </ActionForm>
+        {quiet_saved}
         <h2>"Push to this browser or phone"</h2>
         <p>
             <button type="button" id="push-on" data-csrf=push_csrf>"Turn on push here"</button>
