@@ -568,7 +568,11 @@ mod clock_minute_tests {
     #[test]
     fn times_of_day_read_and_print_as_a_time_input_does() {
         assert_eq!(parse_clock_minute("22:30"), Some(22 * 60 + 30));
-        assert_eq!(parse_clock_minute("07:05:00"), Some(7 * 60 + 5), "seconds are ignored");
+        assert_eq!(
+            parse_clock_minute("07:05:00"),
+            Some(7 * 60 + 5),
+            "seconds are ignored"
+        );
         assert_eq!(clock_minute(7 * 60 + 5), "07:05");
         for bad in ["", "24:00", "12:60", "noon", "-1:00"] {
             assert_eq!(parse_clock_minute(bad), None, "{bad}");
