@@ -64,7 +64,7 @@ test("a mailed question's link asks to confirm, answers once, and refuses a seco
     await live(page);
     await page.getByLabel("Your e-mail").fill("bob@example.com");
     await page.getByLabel("Mail me").selectOption("all");
-    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("button", { name: "Save", exact: true }).click();
     await expect(page.getByRole("status").filter({ hasText: "Saved." })).toBeVisible();
 
     const session = await createSession(request, "Mailed release");
@@ -92,12 +92,34 @@ test("a mailed question's link asks to confirm, answers once, and refuses a seco
     const again = await request.post(link!, { headers: { Accept: "application/json" } });
     expect(again.status()).toBe(409);
     expect((await again.json()).code).toBe("used");
+
+    // Quiet hours: the browser's time zone is filled in, a zone the server does not know is refused.
+    await page.goto("/profile");
+    await live(page);
+    const zone = page.locator('input[name="time_zone"]');
+    await expect(zone).not.toHaveValue("");
+    await page.locator('input[name="quiet_from"]').fill("22:00");
+    await page.locator('input[name="quiet_until"]').fill("07:00");
+    await zone.fill("Mars/Olympus_Mons");
+    await page.getByRole("button", { name: "Save quiet hours" }).click();
+    await expect(page.getByRole("alert")).toContainText("does not know the time zone Mars/Olympus_Mons");
+    await zone.fill("Europe/Paris");
+    await page.getByRole("button", { name: "Save quiet hours" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Quiet hours saved." })).toBeVisible();
+    await page.reload();
+    await expect(page.locator('input[name="quiet_from"]')).toHaveValue("22:00");
+    await expect(zone).toHaveValue("Europe/Paris");
+    await live(page);
+    await page.locator('input[name="quiet_from"]').fill("");
+    await page.locator('input[name="quiet_until"]').fill("");
+    await page.getByRole("button", { name: "Save quiet hours" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Quiet hours saved." })).toBeVisible();
   } finally {
     // Mail off again, so other tests' questions are not mailed to a closed server.
     await page.goto("/profile");
     await live(page);
     await page.getByLabel("Mail me").selectOption("off");
-    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("button", { name: "Save", exact: true }).click();
     await expect(page.getByRole("status").filter({ hasText: "Saved." })).toBeVisible();
     sink.server.close();
   }
