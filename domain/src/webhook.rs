@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::{
     expiry::wire_time,
+    ids::RoundId,
     round::{FailureCode, Round},
     session::Session,
 };
@@ -367,6 +368,15 @@ pub struct WebhookDelivery {
     pub created_at: DateTime<Utc>,
     #[serde(with = "super::wire::time::option")]
     pub delivered_at: Option<DateTime<Utc>>,
+}
+
+impl WebhookDelivery {
+    /// The question an event is about, when it is about one (`data.round_id`).
+    pub fn round_id(&self) -> Option<RoundId> {
+        self.payload["data"]["round_id"]
+            .as_str()
+            .and_then(|raw| RoundId::parse(raw).ok())
+    }
 }
 
 /// How one attempt went.

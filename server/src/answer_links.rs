@@ -19,6 +19,8 @@ use axum::{
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use anteroom_app::ui::components::page_title::escape_html as escape;
+
 use crate::{AppState, api::answers::answer_one, credentials};
 
 pub fn routes() -> Router<AppState> {
@@ -48,21 +50,6 @@ impl Outcome {
             round: None,
         }
     }
-}
-
-fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            _ => escaped.push(c),
-        }
-    }
-    escaped
 }
 
 fn wants_json(headers: &HeaderMap) -> bool {
@@ -331,18 +318,5 @@ async fn answer_with(state: &AppState, token: &AnswerToken) -> Result<Outcome, O
             "Nothing was recorded",
             error.message().to_owned(),
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_html_special_character_is_escaped() {
-        assert_eq!(
-            escape("<script>\"x\" & 'y'</script>"),
-            "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;"
-        );
     }
 }

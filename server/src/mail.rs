@@ -7,7 +7,6 @@ use std::time::Duration as StdDuration;
 
 use anteroom_domain::{
     expiry::wire_time,
-    ids::RoundId,
     limits::Limits,
     reach::{AnswerToken, EmailQuestions, QuickAnswer, ReachChannel, first_line, quick_answers},
     round::{Round, RoundStatus},
@@ -66,10 +65,7 @@ pub async fn deliver(
     mailer: &Mailer,
     delivery: &WebhookDelivery,
 ) -> AttemptOutcome {
-    let Some(round_id) = delivery.payload["data"]["round_id"]
-        .as_str()
-        .and_then(|raw| RoundId::parse(raw).ok())
-    else {
+    let Some(round_id) = delivery.round_id() else {
         return done();
     };
     let round = match state.store.get_round(round_id).await {

@@ -324,7 +324,8 @@ impl Bench {
             let reply = client
                 .post(&url)
                 .json(&json!({"mode": "form", "message": format!("Deploy build {n}?"),
-                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}))
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+                    "_meta": {"com.pulsemcp/request-id": format!("push-{n}"), "com.pulsemcp/tool-name": "deploy"}}))
                 .send()
                 .await
                 .expect("create");

@@ -44,10 +44,7 @@ pub async fn deliver(
     client: &reqwest::Client,
     delivery: &WebhookDelivery,
 ) -> AttemptOutcome {
-    let Some(round_id) = delivery.payload["data"]["round_id"]
-        .as_str()
-        .and_then(|raw| RoundId::parse(raw).ok())
-    else {
+    let Some(round_id) = delivery.round_id() else {
         return done();
     };
     if delivery.endpoint == FAN_OUT_ENDPOINT {

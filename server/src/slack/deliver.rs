@@ -3,7 +3,6 @@
 //! so a post that was delayed shows the question's end, and an update never shows an older state.
 
 use anteroom_domain::{
-    ids::RoundId,
     limits::Limits,
     webhook::{AttemptOutcome, WebhookDelivery},
 };
@@ -25,10 +24,7 @@ pub async fn deliver(
     delivery: &WebhookDelivery,
 ) -> AttemptOutcome {
     let done = AttemptOutcome::Delivered { status: 200 };
-    let Some(round_id) = delivery.payload["data"]["round_id"]
-        .as_str()
-        .and_then(|raw| RoundId::parse(raw).ok())
-    else {
+    let Some(round_id) = delivery.round_id() else {
         // Not about a question: nothing a Slack message shows.
         return done;
     };
