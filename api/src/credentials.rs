@@ -11,6 +11,8 @@ pub struct CsrfToken(pub String);
 pub const SESSION_TOKEN_PREFIX: &str = "ars_";
 /// Prefix of an API key (it travels in `Authorization: Bearer`).
 pub const API_KEY_PREFIX: &str = "ark_";
+/// Prefix of a single-use answer token (it travels in the path of `/answer/{token}`, in mails and pushes).
+pub const ANSWER_TOKEN_PREFIX: &str = "ara_";
 
 /// A fresh secret: the prefix and 244 random bits in hex (two v4 UUIDs), safe in a URL path.
 pub fn generate(prefix: &str) -> String {
@@ -56,7 +58,7 @@ fn next_credential(text: &str) -> Option<(usize, &'static str, usize)> {
     let bytes = text.as_bytes();
     (0..bytes.len()).find_map(|at| {
         let candidate = bytes.get(at..)?;
-        [SESSION_TOKEN_PREFIX, API_KEY_PREFIX]
+        [SESSION_TOKEN_PREFIX, API_KEY_PREFIX, ANSWER_TOKEN_PREFIX]
             .into_iter()
             .find_map(|prefix| {
                 let stem = prefix.trim_end_matches('_');
@@ -94,6 +96,15 @@ pub fn hash(secret: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answer_tokens_in_paths_are_masked() {
+        let token = generate(ANSWER_TOKEN_PREFIX);
+        assert_eq!(
+            mask_credentials(&format!("/answer/{token}")),
+            "/answer/ara_…"
+        );
+    }
 
     #[test]
     fn secrets_are_unique_prefixed_and_hash_stably() {

@@ -294,10 +294,15 @@ pub fn first_line(text: &str, chars: usize) -> String {
         .map(str::trim)
         .find(|line| !line.is_empty())
         .unwrap_or("");
-    if line.chars().count() <= chars {
-        line.to_owned()
+    cut(line, chars)
+}
+
+/// `text` cut to `chars` characters (never inside one), ending in "…" when cut.
+pub fn cut(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        text.to_owned()
     } else {
-        let mut cut: String = line.chars().take(chars.saturating_sub(1)).collect();
+        let mut cut: String = text.chars().take(chars.saturating_sub(1)).collect();
         cut.push('…');
         cut
     }

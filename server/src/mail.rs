@@ -113,15 +113,6 @@ async fn fan_out(state: &AppState, round: &Round, delivery: &WebhookDelivery) ->
     }
 }
 
-/// A fresh token: two random UUIDs, 244 random bits, as 64 hex characters.
-fn new_token() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
-
 async fn mail_one(
     state: &AppState,
     mailer: &Mailer,
@@ -153,7 +144,12 @@ async fn mail_one(
     let quick = quick_answers(round, &Limits::default()).unwrap_or_default();
     let links: Vec<(String, String)> = quick
         .iter()
-        .map(|answer| (answer.label.clone(), new_token()))
+        .map(|answer| {
+            (
+                answer.label.clone(),
+                credentials::generate(credentials::ANSWER_TOKEN_PREFIX),
+            )
+        })
         .collect();
     let tokens: Vec<AnswerToken> = links
         .iter()

@@ -98,6 +98,8 @@ pub async fn run(state: AppState) -> usize {
             .inspect_err(|error| tracing::warn!(%error, "mail: cannot send"))
             .ok()
     });
+    // Read at the first push of the tick, then kept for the rest of it.
+    let mut vapid: Option<crate::push::Vapid> = None;
     let (mut attempted, mut delivered) = (0, 0);
     while attempted < BATCH {
         let delivery = match state.store.claim_webhook_deliveries(1, CLAIM).await {
@@ -119,7 +121,23 @@ pub async fn run(state: AppState) -> usize {
                 status: None,
                 error: "no Slack app is configured on this instance".to_owned(),
             },
-            (WebhookFormat::Push, _) => crate::push::deliver(&state, &client, &delivery).await,
+            (WebhookFormat::Push, _) => {
+                if vapid.is_none() {
+                    vapid = crate::push::Vapid::load(&state)
+                        .await
+                        .inspect_err(
+                            |error| tracing::warn!(%error, "push: cannot read the VAPID key"),
+                        )
+                        .ok();
+                }
+                match &vapid {
+                    Some(vapid) => crate::push::deliver(&state, &client, vapid, &delivery).await,
+                    None => AttemptOutcome::Failed {
+                        status: None,
+                        error: "the VAPID key cannot be read".to_owned(),
+                    },
+                }
+            }
             (WebhookFormat::Email, _) => match &mailer {
                 Some(mailer) => crate::mail::deliver(&state, mailer, &delivery).await,
                 None => AttemptOutcome::Failed {

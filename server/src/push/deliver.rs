@@ -38,10 +38,11 @@ fn failed(status: Option<u16>, error: impl std::fmt::Display) -> AttemptOutcome 
     }
 }
 
-/// Sends one `push` delivery.
+/// Sends one `push` delivery, signed with `vapid` (read once per outbox tick).
 pub async fn deliver(
     state: &AppState,
     client: &reqwest::Client,
+    vapid: &Vapid,
     delivery: &WebhookDelivery,
 ) -> AttemptOutcome {
     let Some(round_id) = delivery.round_id() else {
@@ -51,7 +52,7 @@ pub async fn deliver(
         return fan_out(state, round_id, delivery).await;
     }
     match delivery.endpoint.strip_prefix("subscription:") {
-        Some(id) => push_one(state, client, round_id, id, &delivery.event).await,
+        Some(id) => push_one(state, client, vapid, round_id, id, &delivery.event).await,
         None => done(),
     }
 }
@@ -99,15 +100,6 @@ async fn fan_out(
     }
 }
 
-/// A fresh answer token: 244 random bits as 64 hex characters.
-fn new_token() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
-
 /// What the service worker shows for `round`: its title, first line, page, and a button per accepting quick
 /// answer (`tokens[i]` answers the `i`th), all cut to fit a push message.
 pub fn notification(round: &Round, tokens: &[String]) -> Value {
@@ -143,6 +135,7 @@ pub fn notification(round: &Round, tokens: &[String]) -> Value {
 async fn push_one(
     state: &AppState,
     client: &reqwest::Client,
+    vapid: &Vapid,
     round_id: RoundId,
     subscription_id: &str,
     event: &str,
@@ -167,7 +160,10 @@ async fn push_one(
             Err(error) => return failed(None, format!("cannot read the person: {error}")),
         }
         let answers = quick_answers(&round, &Limits::default()).unwrap_or_default();
-        let tokens: Vec<String> = answers.iter().map(|_| new_token()).collect();
+        let tokens: Vec<String> = answers
+            .iter()
+            .map(|_| credentials::generate(credentials::ANSWER_TOKEN_PREFIX))
+            .collect();
         let stored: Vec<AnswerToken> = tokens
             .iter()
             .enumerate()
@@ -189,14 +185,10 @@ async fn push_one(
     } else {
         json!({"kind": "close", "tag": round_id.to_string()})
     };
-    let vapid = match Vapid::load(state).await {
-        Ok(vapid) => vapid,
-        Err(error) => return failed(None, format!("cannot read the VAPID key: {error}")),
-    };
     let ttl = (round.deadline - state.store.now())
         .num_seconds()
         .clamp(60, 24 * 3600);
-    let outcome = send(state, client, &vapid, &browser, &message, ttl).await;
+    let outcome = send(state, client, vapid, &browser, &message, ttl).await;
     match outcome {
         Sent::Accepted(status) => AttemptOutcome::Delivered { status },
         Sent::Gone(status) => {
@@ -213,7 +205,7 @@ async fn push_one(
         Sent::TooLarge => {
             // Smaller without the body and buttons; the page has them.
             let minimal = json!({"kind": message["kind"], "tag": message["tag"], "title": message["title"], "url": message["url"]});
-            match send(state, client, &vapid, &browser, &minimal, ttl).await {
+            match send(state, client, vapid, &browser, &minimal, ttl).await {
                 Sent::Accepted(status) => AttemptOutcome::Delivered { status },
                 other => other.into_failure(),
             }

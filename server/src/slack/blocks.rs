@@ -5,7 +5,7 @@
 use anteroom_domain::{
     expiry::wire_time,
     limits::Limits,
-    reach::{QuickAnswer, quick_answers},
+    reach::{QuickAnswer, cut, quick_answers},
     round::{FailureCode, ResponseAction, Round, RoundStatus},
 };
 use serde_json::{Value, json};
@@ -27,16 +27,6 @@ pub struct SlackMessage {
 /// The action id of the button that gives quick answer `index` to `round`.
 pub fn answer_action_id(round: &Round, index: usize) -> String {
     format!("answer:{}:{index}", round.round_id)
-}
-
-fn cut(text: &str, chars: usize) -> String {
-    if text.chars().count() <= chars {
-        text.to_owned()
-    } else {
-        let mut cut: String = text.chars().take(chars.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
-    }
 }
 
 fn plain(text: &str) -> Value {

@@ -249,6 +249,11 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
     }
 
     async fn instance_key(&self, name: &str, candidate: &str) -> StoreResult<String> {
+        // Read first: after the first start this is one read, never a write (anyone may ask for the public key).
+        let read = || Statement::new(sql::SELECT_INSTANCE_KEY).bind(name);
+        if let Some((value,)) = self.optional::<(String,)>(read()).await? {
+            return Ok(value);
+        }
         self.execute(
             Statement::new(sql::INSERT_INSTANCE_KEY)
                 .bind(name)
@@ -256,9 +261,7 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
                 .bind(to_ms(self.clock_now())),
         )
         .await?;
-        let (value,): (String,) = self
-            .one(Statement::new(sql::SELECT_INSTANCE_KEY).bind(name))
-            .await?;
+        let (value,): (String,) = self.one(read()).await?;
         Ok(value)
     }
 
