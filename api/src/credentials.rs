@@ -1,6 +1,5 @@
 //! Secrets handed out once and stored only as hashes: producer session tokens and API keys.
 
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 /// A signed-in browser session's CSRF token, as the web layer hands it to the API on each request.
@@ -13,6 +12,8 @@ pub const SESSION_TOKEN_PREFIX: &str = "ars_";
 pub const API_KEY_PREFIX: &str = "ark_";
 /// Prefix of a single-use answer token (it travels in the path of `/answer/{token}`, in mails and pushes).
 pub const ANSWER_TOKEN_PREFIX: &str = "ara_";
+/// Prefix of a single-use offer to link a Slack account (it travels in the query of `/profile?slack_link=`).
+pub const SLACK_LINK_TOKEN_PREFIX: &str = "arl_";
 
 /// A fresh secret: the prefix and 244 random bits in hex (two v4 UUIDs), safe in a URL path.
 pub fn generate(prefix: &str) -> String {
@@ -58,39 +59,37 @@ fn next_credential(text: &str) -> Option<(usize, &'static str, usize)> {
     let bytes = text.as_bytes();
     (0..bytes.len()).find_map(|at| {
         let candidate = bytes.get(at..)?;
-        [SESSION_TOKEN_PREFIX, API_KEY_PREFIX, ANSWER_TOKEN_PREFIX]
-            .into_iter()
-            .find_map(|prefix| {
-                let stem = prefix.trim_end_matches('_');
-                let (head, after) = candidate.split_at_checked(stem.len())?;
-                if !head.eq_ignore_ascii_case(stem.as_bytes()) {
-                    return None;
-                }
-                if after.starts_with(b"_") {
-                    Some(stem.len() + 1)
-                } else if after
-                    .get(..3)
-                    .is_some_and(|code| code.eq_ignore_ascii_case(b"%5f"))
-                {
-                    Some(stem.len() + 3)
-                } else {
-                    None
-                }
-                .map(|len| (at, prefix, len))
-            })
+        [
+            SESSION_TOKEN_PREFIX,
+            API_KEY_PREFIX,
+            ANSWER_TOKEN_PREFIX,
+            SLACK_LINK_TOKEN_PREFIX,
+        ]
+        .into_iter()
+        .find_map(|prefix| {
+            let stem = prefix.trim_end_matches('_');
+            let (head, after) = candidate.split_at_checked(stem.len())?;
+            if !head.eq_ignore_ascii_case(stem.as_bytes()) {
+                return None;
+            }
+            if after.starts_with(b"_") {
+                Some(stem.len() + 1)
+            } else if after
+                .get(..3)
+                .is_some_and(|code| code.eq_ignore_ascii_case(b"%5f"))
+            {
+                Some(stem.len() + 3)
+            } else {
+                None
+            }
+            .map(|len| (at, prefix, len))
+        })
     })
 }
 
-/// The stored form of a secret. A plain SHA-256 suffices: the secrets are long and random, not passwords.
+/// The stored form of a secret (see [`anteroom_domain::access::hash_secret`]).
 pub fn hash(secret: &str) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    // Every producer poll hashes its token: one allocation, not one per byte.
-    let mut hex = String::with_capacity(64);
-    for byte in Sha256::digest(secret.as_bytes()) {
-        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    hex
+    anteroom_domain::access::hash_secret(secret)
 }
 
 #[cfg(test)]

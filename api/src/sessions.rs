@@ -3,7 +3,7 @@
 use anteroom_domain::{
     ids::SessionId,
     round::check_server_name,
-    session::{NewSession, Session},
+    session::{NewSession, Session, SessionSettings},
     webhook::DELIVERY_LOG_SHOWN,
 };
 use axum::{
@@ -33,6 +33,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(rounds))
         .routes(routes!(cancel))
         .routes(routes!(rotate_token, revoke_token))
+        .routes(routes!(read_settings, write_settings))
         .routes(routes!(webhook_deliveries))
 }
 
@@ -224,6 +225,41 @@ async fn cancel(
     let session = state.store.cancel_session(&id).await?;
     crate::announce::session_changed(&state, &id);
     Ok(Json(session))
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/sessions/{id}/settings",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    responses((status = 200, description = "What an admin set for the session (the defaults when nothing)", body = SessionSettings), NotFound, Unauthorized)
+)]
+async fn read_settings(
+    State(state): State<AppState>,
+    _caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<SessionSettings>> {
+    let id = session_id(&id)?;
+    Ok(Json(state.store.session_settings(&id).await?))
+}
+
+#[utoipa::path(
+    put,
+    path = "/api/v1/sessions/{id}/settings",
+    tag = "sessions",
+    params(("id" = String, Path, description = "The session id")),
+    request_body = SessionSettings,
+    responses((status = 200, description = "The session's settings, replaced", body = SessionSettings), Invalid, Forbidden, NotFound, Unauthorized)
+)]
+async fn write_settings(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<SessionSettings>,
+) -> ApiResult<Json<SessionSettings>> {
+    caller.require(|role| role.can_manage(), "change session settings")?;
+    let id = session_id(&id)?;
+    Ok(Json(state.store.set_session_settings(&id, &body).await?))
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -152,6 +152,20 @@ impl Principal {
     }
 }
 
+/// The stored form of a secret handed out once (a token, a key, a link). A plain SHA-256 suffices: the
+/// secrets are long and random, not passwords.
+pub fn hash_secret(secret: &str) -> String {
+    use sha2::{Digest, Sha256};
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    // Every producer poll hashes its token: one allocation, not one per byte.
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(secret.as_bytes()) {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    hex
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -128,6 +128,78 @@ pub struct EmailRecipient {
     pub email: String,
     pub preference: EmailPreference,
     pub quiet: Option<QuietHours>,
+    /// See [`Digest`].
+    pub digest_after: u32,
+}
+
+/// The window a digest counts over: more than a person's `digest_after` questions in it, and the rest wait
+/// for one message at its end.
+pub const DIGEST_WINDOW_SECS: i64 = 60;
+/// Questions a minute a person is sent one by one unless they choose otherwise.
+pub const DIGEST_AFTER_DEFAULT: u32 = 5;
+/// The highest `digest_after` a person may choose; 0 means never gather.
+pub const DIGEST_AFTER_MAX: u32 = 1_000;
+/// Questions one digest lists by name; it counts the rest.
+pub const DIGEST_LISTED_MAX: usize = 20;
+
+/// Gathering a burst of questions into one message per person and channel (docs/reach.md#digests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Digest {
+    /// Questions a window sends one by one; 0: every question is sent alone.
+    pub after: u32,
+}
+
+impl Digest {
+    /// Whether a question arriving after `sent` messages in the current window waits for the digest.
+    pub fn holds(self, sent: u32) -> bool {
+        self.after > 0 && sent >= self.after
+    }
+
+    /// When the digest that gathers a question held at `now` goes out: the end of its window.
+    pub fn due(now: DateTime<Utc>) -> DateTime<Utc> {
+        let start = now.timestamp().div_euclid(DIGEST_WINDOW_SECS) * DIGEST_WINDOW_SECS;
+        DateTime::from_timestamp(start + DIGEST_WINDOW_SECS, 0).unwrap_or(now)
+    }
+
+    /// The outbox key of the digest due at `due` for one person and channel: one digest per window, however
+    /// many questions (and instances) hold for it.
+    pub fn dedupe_key(channel: ReachChannel, user_id: &str, due: DateTime<Utc>) -> String {
+        format!("digest:{}:{user_id}:{}", channel.as_str(), due.timestamp())
+    }
+}
+
+/// The outbox endpoint of a person's digest: `digest:{user id}`.
+pub fn digest_endpoint(user_id: &str) -> String {
+    format!("{DIGEST_ENDPOINT_PREFIX}{user_id}")
+}
+
+pub const DIGEST_ENDPOINT_PREFIX: &str = "digest:";
+
+/// The event of a digest's outbox row.
+pub const DIGEST_EVENT: &str = "question.digest";
+
+/// A Slack account linked by hand to a person (when Slack's e-mail for them is not their Anteroom one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlackLink {
+    /// Slack's member ID, `U0123ABCD`.
+    pub slack_user: String,
+    pub user_id: String,
+    pub linked_at: DateTime<Utc>,
+}
+
+/// How long the link a Slack reply offers stays usable.
+pub const SLACK_LINK_MINUTES: i64 = 15;
+/// Slack accounts one person may link.
+pub const SLACK_LINKS_PER_PERSON: usize = 10;
+
+/// Whether `raw` is shaped like a Slack member ID (`U…` or `W…`, capital letters and digits): what a link
+/// may name, so nothing else ever reaches the table or a page.
+pub fn is_slack_user_id(raw: &str) -> bool {
+    (3..=32).contains(&raw.len())
+        && raw.starts_with(['U', 'W'])
+        && raw
+            .bytes()
+            .all(|byte| byte.is_ascii_uppercase() || byte.is_ascii_digit())
 }
 
 /// Browsers one person may have push turned on in.
@@ -313,6 +385,41 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_digest_holds_past_its_count_and_is_due_at_the_window_end() {
+        let every = Digest { after: 0 };
+        assert!(!every.holds(10_000));
+        let five = Digest { after: 5 };
+        assert!(!five.holds(4));
+        assert!(five.holds(5));
+        let at = DateTime::from_timestamp(1_800_000_030, 0).expect("a time");
+        assert_eq!(Digest::due(at).timestamp(), 1_800_000_060);
+        let edge = DateTime::from_timestamp(1_800_000_000, 0).expect("a time");
+        assert_eq!(Digest::due(edge).timestamp(), 1_800_000_060);
+        assert_eq!(
+            Digest::dedupe_key(ReachChannel::Push, "u1", Digest::due(at)),
+            Digest::dedupe_key(ReachChannel::Push, "u1", Digest::due(edge)),
+            "one digest per window"
+        );
+    }
+
+    #[test]
+    fn only_slack_member_ids_are_linked() {
+        for good in ["U0123ABCD", "W012A3CDE"] {
+            assert!(is_slack_user_id(good), "{good}");
+        }
+        for bad in [
+            "",
+            "U1",
+            "u0123abcd",
+            "C0123ABCD",
+            "U0123<!channel>",
+            &"U".repeat(40),
+        ] {
+            assert!(!is_slack_user_id(bad), "{bad}");
+        }
+    }
     use crate::ids::RequestKey;
 
     fn round_asking(schemas: &[Value]) -> Round {

@@ -101,6 +101,46 @@ impl NewSession {
     }
 }
 
+/// What an admin set for one session (docs/api.md#session-settings); a session nobody configured has the
+/// defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSettings {
+    /// The Slack channel its questions are posted to, instead of `ANTEROOM_SLACK_CHANNEL`: an ID (`C0123ABCD`)
+    /// or a name (`deploys`, `#deploys`). `null`: the default channel.
+    #[serde(default)]
+    pub slack_channel: Option<String>,
+}
+
+/// The longest Slack channel name Slack allows.
+const SLACK_CHANNEL_CHARS: usize = 80;
+
+impl SessionSettings {
+    /// Refuses a channel that is neither a Slack ID nor a channel name, so nothing else reaches Slack's API.
+    pub fn validate(&self) -> Result<(), ManagedInputError> {
+        let Some(channel) = &self.slack_channel else {
+            return Ok(());
+        };
+        let name = channel.strip_prefix('#').unwrap_or(channel);
+        let shaped = !name.is_empty()
+            && name.chars().count() <= SLACK_CHANNEL_CHARS
+            && name.chars().all(|c| {
+                c.is_ascii_lowercase()
+                    || c.is_ascii_uppercase()
+                    || c.is_ascii_digit()
+                    || "-_.".contains(c)
+            });
+        if shaped {
+            Ok(())
+        } else {
+            Err(ManagedInputError::validation(
+                "slack_channel is not a Slack channel: give its ID (C0123ABCD) or its name (deploys), at most 80 \
+                 letters, digits, '-', '_' or '.'.",
+            ))
+        }
+    }
+}
+
 impl Session {
     pub fn new(new: NewSession, now: DateTime<Utc>) -> Self {
         Self {
@@ -260,6 +300,32 @@ impl Session {
             SessionEffect::Settled => self.on_round_settled(other_active, now),
             SessionEffect::Lost(lost) => self.on_round_lost(other_active, lost),
             SessionEffect::RecoveryFailed => self.on_recovery_failed(now),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_names_a_slack_channel_or_nothing() {
+        for good in [
+            None,
+            Some("C0123ABCD"),
+            Some("deploys"),
+            Some("#team-ops_2"),
+        ] {
+            let settings = SessionSettings {
+                slack_channel: good.map(str::to_owned),
+            };
+            assert!(settings.validate().is_ok(), "{good:?}");
+        }
+        for bad in ["", "#", "<!channel>", "two words", "dé", &"a".repeat(81)] {
+            let settings = SessionSettings {
+                slack_channel: Some(bad.to_owned()),
+            };
+            assert!(settings.validate().is_err(), "{bad}");
         }
     }
 }

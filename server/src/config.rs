@@ -282,6 +282,9 @@ pub enum SessionCommand {
         /// Write the block for this MCP server's own route, so banners name the server.
         #[arg(long)]
         server: Option<String>,
+        /// Post this session's questions to this Slack channel (ID or name) instead of ANTEROOM_SLACK_CHANNEL.
+        #[arg(long)]
+        slack_channel: Option<String>,
         #[command(flatten)]
         public: PublicArgs,
         #[command(flatten)]

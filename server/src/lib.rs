@@ -13,6 +13,7 @@ pub mod pages;
 pub mod people;
 pub mod push;
 pub mod quiet;
+pub mod reach_digest;
 pub mod router;
 pub mod slack;
 

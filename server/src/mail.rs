@@ -6,12 +6,18 @@
 use std::time::Duration as StdDuration;
 
 use anteroom_domain::{
+    access::User,
     expiry::wire_time,
+    ids::RoundId,
     limits::Limits,
-    reach::{AnswerToken, EmailQuestions, QuickAnswer, ReachChannel, first_line, quick_answers},
+    reach::{
+        AnswerToken, DIGEST_ENDPOINT_PREFIX, DIGEST_LISTED_MAX, DIGEST_WINDOW_SECS, Digest,
+        EmailQuestions, QuickAnswer, ReachChannel, first_line, quick_answers,
+    },
     round::{Round, RoundStatus},
     webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookFormat},
 };
+use chrono::Duration;
 use lettre::{
     AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor,
     message::{Mailbox, header::ContentType},
@@ -65,6 +71,9 @@ pub async fn deliver(
     mailer: &Mailer,
     delivery: &WebhookDelivery,
 ) -> AttemptOutcome {
+    if let Some(user_id) = delivery.endpoint.strip_prefix(DIGEST_ENDPOINT_PREFIX) {
+        return mail_digest(state, mailer, user_id).await;
+    }
     let Some(round_id) = delivery.round_id() else {
         return done();
     };
@@ -88,25 +97,59 @@ async fn fan_out(state: &AppState, round: &Round, delivery: &WebhookDelivery) ->
         Ok(recipients) => recipients,
         Err(error) => return failed(format!("cannot read who wants mail: {error}")),
     };
-    let queued: Vec<QueuedDelivery> = recipients
-        .iter()
-        .filter_map(|recipient| {
-            let due = recipient.preference.send_at(round.created_at)?;
-            // Quiet hours hold the mail until they end; it is never dropped for them.
-            let not_before = recipient
+    let now = state.store.now();
+    let recent = match state
+        .store
+        .recent_deliveries(
+            WebhookFormat::Email,
+            now - Duration::seconds(DIGEST_WINDOW_SECS),
+        )
+        .await
+    {
+        Ok(recent) => recent,
+        Err(error) => return failed(format!("cannot count the recent mails: {error}")),
+    };
+    let mut queued = Vec::new();
+    for recipient in &recipients {
+        let Some(due) = recipient.preference.send_at(round.created_at) else {
+            continue;
+        };
+        // Quiet hours hold the mail until they end; it is never dropped for them.
+        let quiet = |at| {
+            recipient
                 .quiet
                 .as_ref()
-                .map_or(due, |quiet| crate::quiet::held_until(quiet, due));
-            Some(QueuedDelivery {
-                endpoint: format!("user:{}", recipient.user.id),
-                format: WebhookFormat::Email,
-                event: delivery.event.clone(),
-                dedupe_key: format!("email:{}:{}", round.round_id, recipient.user.id),
-                payload: delivery.payload.clone(),
-                not_before,
-            })
+                .map_or(at, |quiet| crate::quiet::held_until(quiet, at))
+        };
+        let endpoint = format!("user:{}", recipient.user.id);
+        let sent = recent.get(&endpoint).copied().unwrap_or(0);
+        if (Digest {
+            after: recipient.digest_after,
         })
-        .collect();
+        .holds(sent)
+        {
+            if let Err(error) = crate::reach_digest::hold(
+                state,
+                &recipient.user.id,
+                ReachChannel::Email,
+                round.round_id,
+                quiet(due),
+            )
+            .await
+            {
+                return failed(format!("cannot hold a mail for the digest: {error}"));
+            }
+            continue;
+        }
+        queued.push(QueuedDelivery {
+            endpoint,
+            format: WebhookFormat::Email,
+            event: delivery.event.clone(),
+            dedupe_key: format!("email:{}:{}", round.round_id, recipient.user.id),
+            payload: delivery.payload.clone(),
+            not_before: quiet(due),
+        });
+    }
     match state.store.enqueue_deliveries(&queued).await {
         Ok(()) => done(),
         Err(error) => failed(format!("cannot queue the mails: {error}")),
@@ -123,23 +166,10 @@ async fn mail_one(
         // Answered or ended before this person's mail was due: nothing to ask.
         return done();
     }
-    let (user, email, preference) = match tokio::try_join!(
-        state.store.get_user(user_id),
-        state.store.user_email(user_id),
-        state.store.email_preference(user_id),
-    ) {
-        Ok(found) => found,
-        Err(error) => return failed(format!("cannot read the person: {error}")),
-    };
-    let (Some(user), Some(email)) = (user, email) else {
-        return done();
-    };
-    if !user.role.can_answer() || preference.questions == EmailQuestions::Off {
-        return done();
-    }
-    let Ok(to) = email.parse::<Mailbox>() else {
-        tracing::warn!(user = %user.username, "mail: the stored address cannot be mailed");
-        return done();
+    let (user, to) = match recipient(state, user_id).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return done(),
+        Err(outcome) => return outcome,
     };
     let quick = quick_answers(round, &Limits::default()).unwrap_or_default();
     let links: Vec<(String, String)> = quick
@@ -185,6 +215,147 @@ async fn mail_one(
         }
         Err(error) => failed(format!("the SMTP server refused the mail: {error}")),
     }
+}
+
+/// The person `user_id` and their address, while they may answer and still want mail.
+async fn recipient(
+    state: &AppState,
+    user_id: &str,
+) -> Result<Option<(User, Mailbox)>, AttemptOutcome> {
+    let (user, email, preference) = tokio::try_join!(
+        state.store.get_user(user_id),
+        state.store.user_email(user_id),
+        state.store.email_preference(user_id),
+    )
+    .map_err(|error| failed(format!("cannot read the person: {error}")))?;
+    let (Some(user), Some(email)) = (user, email) else {
+        return Ok(None);
+    };
+    if !user.role.can_answer() || preference.questions == EmailQuestions::Off {
+        return Ok(None);
+    }
+    let Ok(to) = email.parse::<Mailbox>() else {
+        tracing::warn!(user = %user.username, "mail: the stored address cannot be mailed");
+        return Ok(None);
+    };
+    Ok(Some((user, to)))
+}
+
+/// Questions one digest reads back at most (it lists [`DIGEST_LISTED_MAX`] and counts the rest).
+const DIGEST_READ_MAX: u32 = 500;
+
+/// One mail for the questions held for a person's digest: those still open, listed with their pages.
+async fn mail_digest(state: &AppState, mailer: &Mailer, user_id: &str) -> AttemptOutcome {
+    let held = match state
+        .store
+        .digest_held(user_id, ReachChannel::Email, DIGEST_READ_MAX)
+        .await
+    {
+        Ok(held) => held,
+        Err(error) => return failed(format!("cannot read the held questions: {error}")),
+    };
+    let open = match open_rounds(state, &held).await {
+        Ok(open) => open,
+        Err(error) => return failed(format!("cannot read a held question: {error}")),
+    };
+    if !open.is_empty() {
+        let (user, to) = match recipient(state, user_id).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return release(state, user_id, &held).await,
+            Err(outcome) => return outcome,
+        };
+        let message = Message::builder()
+            .from(mailer.from.clone())
+            .to(to)
+            .subject(digest_subject(open.len()))
+            .header(ContentType::TEXT_PLAIN)
+            .body(digest_body(&open, &state.config.public_url));
+        let message = match message {
+            Ok(message) => message,
+            Err(error) => return failed(format!("cannot build the digest: {error}")),
+        };
+        if let Err(error) = mailer.transport.send(message).await {
+            return failed(format!("the SMTP server refused the digest: {error}"));
+        }
+        tracing::info!(user = %user.username, questions = open.len(), "mail: digest mailed");
+    }
+    release(state, user_id, &held).await
+}
+
+/// The held questions that are still open, in the order they were held.
+pub async fn open_rounds(
+    state: &AppState,
+    held: &[RoundId],
+) -> Result<Vec<Round>, anteroom_store::StoreError> {
+    let now = state.store.now();
+    let mut open = Vec::new();
+    for id in held {
+        match state.store.get_round(*id).await {
+            Ok(round) if round.status == RoundStatus::Pending && round.deadline > now => {
+                open.push(round);
+            }
+            Ok(_) => {}
+            Err(error) if error.is_not_found() => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(open)
+}
+
+/// Forgets the questions a digest covered; any held since it read them get a digest of their own.
+async fn release(state: &AppState, user_id: &str, held: &[RoundId]) -> AttemptOutcome {
+    if let Err(error) = state
+        .store
+        .release_digest(user_id, ReachChannel::Email, held)
+        .await
+    {
+        // Sent but still held: the next digest may list a question twice; nothing is lost.
+        tracing::warn!(%error, "mail: cannot forget the questions a digest listed");
+    }
+    crate::reach_digest::follow_up(state, user_id, ReachChannel::Email).await;
+    done()
+}
+
+/// `3 questions wait for you in Anteroom`.
+pub fn digest_subject(count: usize) -> String {
+    if count == 1 {
+        "1 question waits for you in Anteroom".to_owned()
+    } else {
+        format!("{count} questions wait for you in Anteroom")
+    }
+}
+
+/// The digest's text: each question's asker, tool, first line, deadline and page; the rest counted.
+pub fn digest_body(open: &[Round], public_url: &str) -> String {
+    let mut text =
+        "More questions reached you in a minute than your digest setting sends one by one, so \
+                    here they are together.\n\n"
+            .to_owned();
+    for round in open.iter().take(DIGEST_LISTED_MAX) {
+        let message = round
+            .requests
+            .values()
+            .next()
+            .map(|request| request.message())
+            .unwrap_or(&round.summary);
+        text.push_str(&format!(
+            "- {} asks, through {}, in session {}:\n  > {}\n  Answer by {} (UTC): {public_url}/sessions/{}\n\n",
+            asker(round),
+            first_line(&round.operation_name, LINE_CHARS),
+            first_line(round.session_id.as_str(), LINE_CHARS),
+            first_line(message, LINE_CHARS),
+            wire_time(round.deadline).replace('T', " "),
+            round.session_id,
+        ));
+    }
+    if open.len() > DIGEST_LISTED_MAX {
+        text.push_str(&format!(
+            "And {} more: {public_url}/\n\n",
+            open.len() - DIGEST_LISTED_MAX
+        ));
+    }
+    text.push_str("You get this digest because of your e-mail setting in Anteroom (the digest count is on your profile).\n");
+    text
 }
 
 fn asker(round: &Round) -> String {

@@ -45,11 +45,18 @@ async fn main() -> ExitCode {
             title,
             agent,
             server,
+            slack_channel,
             public,
             database,
-        })) => commands::session::create(id, title, agent, server, &public, &database)
-            .await
-            .map(|()| 0),
+        })) => commands::session::create(
+            (id, title, agent),
+            server,
+            slack_channel,
+            &public,
+            &database,
+        )
+        .await
+        .map(|()| 0),
         Some(Command::User(UserCommand::Add {
             username,
             role,

@@ -3,7 +3,7 @@
 //! Method names follow the managed-input contract (docs/lifecycle.md#worker-leases). Callers import the traits
 //! they use, or the crate root's [`Store`] for all of them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -13,13 +13,16 @@ use crate::{
         access::{ApiKey, User},
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
-        reach::{AnswerToken, EmailPreference, EmailRecipient, PushSubscription, QuietHours},
+        reach::{
+            AnswerToken, EmailPreference, EmailRecipient, PushSubscription, QuietHours,
+            ReachChannel, SlackLink,
+        },
         round::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
         },
-        session::{NewSession, Session},
+        session::{NewSession, Session, SessionSettings},
         standing::{NewStandingAnswer, QuestionMatch, StandingAnswer},
-        webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookEvent},
+        webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookEvent, WebhookFormat},
     },
 };
 
@@ -414,6 +417,81 @@ pub trait ReachStore: Send + Sync {
 
     /// The subscriptions of everyone who may answer, at most [`crate::domain::reach::PUSH_RECIPIENTS_MAX`].
     async fn push_recipients(&self) -> StoreResult<Vec<PushSubscription>>;
+
+    /// How many question messages of `format` each outbox endpoint was queued since `since`.
+    async fn recent_deliveries(
+        &self,
+        format: WebhookFormat,
+        since: DateTime<Utc>,
+    ) -> StoreResult<HashMap<String, u32>>;
+
+    /// Holds `round` for a person's next digest on `channel`, and queues that digest (`digest`, whose
+    /// dedupe key names its window, so one is sent however many questions and instances hold for it).
+    async fn hold_for_digest(
+        &self,
+        user_id: &str,
+        channel: ReachChannel,
+        round: RoundId,
+        digest: &QueuedDelivery,
+    ) -> StoreResult<()>;
+
+    /// The questions held for a person's digest on `channel`, oldest first, at most `limit`.
+    async fn digest_held(
+        &self,
+        user_id: &str,
+        channel: ReachChannel,
+        limit: u32,
+    ) -> StoreResult<Vec<RoundId>>;
+
+    /// Forgets held questions once their digest went out.
+    async fn release_digest(
+        &self,
+        user_id: &str,
+        channel: ReachChannel,
+        rounds: &[RoundId],
+    ) -> StoreResult<()>;
+
+    /// Sets after how many questions a minute a person's messages are gathered into a digest (0: never);
+    /// false when no such person exists.
+    async fn set_digest_after(&self, user_id: &str, after: u32) -> StoreResult<bool>;
+
+    /// A person's digest setting (the default for one not found).
+    async fn digest_after(&self, user_id: &str) -> StoreResult<u32>;
+
+    /// Stores the hash of a link offered to Slack user `slack_user`, usable until `expires_at`.
+    async fn offer_slack_link(
+        &self,
+        token_hash: &str,
+        slack_user: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+
+    /// The Slack user a live link offer names (the offer stays).
+    async fn slack_link_offer(&self, token_hash: &str) -> StoreResult<Option<String>>;
+
+    /// Takes a live link offer (once) and links its Slack user to `user_id`, replacing any earlier link of
+    /// that Slack user. `None` when the offer is used, expired or unknown; a person's eleventh link is a
+    /// `managed_input_conflict`.
+    async fn link_slack(&self, token_hash: &str, user_id: &str) -> StoreResult<Option<SlackLink>>;
+
+    /// The person a Slack user was linked to by hand.
+    async fn slack_linked_user(&self, slack_user: &str) -> StoreResult<Option<User>>;
+
+    /// The Slack accounts linked to a person, oldest first.
+    async fn slack_links(&self, user_id: &str) -> StoreResult<Vec<SlackLink>>;
+
+    /// Removes one of a person's own links; false when they had no such link.
+    async fn unlink_slack(&self, slack_user: &str, user_id: &str) -> StoreResult<bool>;
+
+    /// What an admin set for a session (the defaults when nothing); an unknown session is `not_found`.
+    async fn session_settings(&self, session: &SessionId) -> StoreResult<SessionSettings>;
+
+    /// Replaces a session's settings (validated); an unknown session is `not_found`.
+    async fn set_session_settings(
+        &self,
+        session: &SessionId,
+        settings: &SessionSettings,
+    ) -> StoreResult<SessionSettings>;
 }
 
 /// The whole store on one database.

@@ -436,7 +436,7 @@ pub const SELECT_QUIET_HOURS: &str =
     "SELECT quiet_from_minute, quiet_until_minute, time_zone FROM users WHERE id = $1";
 
 pub const SELECT_EMAIL_RECIPIENTS: &str = "SELECT id, username, role, email, email_questions, \
-     email_after_minutes, quiet_from_minute, quiet_until_minute, time_zone FROM users WHERE email IS NOT NULL AND email_questions <> 'off' \
+     email_after_minutes, quiet_from_minute, quiet_until_minute, time_zone, digest_after FROM users WHERE email IS NOT NULL AND email_questions <> 'off' \
      AND role IN ('responder', 'admin') ORDER BY username LIMIT $1";
 
 pub const INSERT_ANSWER_TOKEN: &str = "INSERT INTO answer_tokens (token_hash, user_id, round_id, choice, \
@@ -456,6 +456,57 @@ pub static USE_ANSWER_TOKEN: LazyLock<String> = LazyLock::new(|| {
          AND expires_at_ms > $2 RETURNING {ANSWER_TOKEN_COLUMNS}"
     )
 });
+
+/// How many question messages of one format each endpoint was queued since `$2` (a digest's count).
+pub const COUNT_RECENT_DELIVERIES: &str = "SELECT endpoint, COUNT(*) FROM webhook_outbox \
+     WHERE format = $1 AND created_at_ms > $2 AND event = 'question.created' GROUP BY endpoint";
+
+pub const INSERT_DIGEST_HELD: &str = "INSERT INTO digest_held (user_id, channel, round_id, held_at_ms) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (user_id, channel, round_id) DO NOTHING";
+
+pub const SELECT_DIGEST_HELD: &str = "SELECT round_id FROM digest_held WHERE user_id = $1 AND channel = $2 \
+     ORDER BY held_at_ms, round_id LIMIT $3";
+
+pub const DELETE_DIGEST_HELD: &str =
+    "DELETE FROM digest_held WHERE user_id = $1 AND channel = $2 AND round_id = $3";
+
+pub const SET_DIGEST_AFTER: &str = "UPDATE users SET digest_after = $2 WHERE id = $1";
+
+pub const SELECT_DIGEST_AFTER: &str = "SELECT digest_after FROM users WHERE id = $1";
+
+pub const INSERT_SLACK_LINK_TOKEN: &str =
+    "INSERT INTO slack_link_tokens (token_hash, slack_user, expires_at_ms) VALUES ($1, $2, $3)";
+
+pub const SELECT_SLACK_LINK_TOKEN: &str =
+    "SELECT slack_user FROM slack_link_tokens WHERE token_hash = $1 AND expires_at_ms > $2";
+
+/// Uses a link token up in one statement: two tabs cannot both take it.
+pub const USE_SLACK_LINK_TOKEN: &str = "DELETE FROM slack_link_tokens WHERE token_hash = $1 \
+     AND expires_at_ms > $2 RETURNING slack_user";
+
+pub const PURGE_SLACK_LINK_TOKENS: &str = "DELETE FROM slack_link_tokens WHERE expires_at_ms < $1";
+
+pub const UPSERT_SLACK_LINK: &str = "INSERT INTO slack_links (slack_user, user_id, linked_at_ms) \
+     VALUES ($1, $2, $3) ON CONFLICT (slack_user) DO UPDATE SET user_id = $2, linked_at_ms = $3";
+
+pub const COUNT_SLACK_LINKS: &str =
+    "SELECT COUNT(*) FROM slack_links WHERE user_id = $1 AND slack_user <> $2";
+
+pub const SELECT_SLACK_LINKS: &str = "SELECT slack_user, user_id, linked_at_ms FROM slack_links \
+     WHERE user_id = $1 ORDER BY linked_at_ms, slack_user";
+
+pub const SELECT_SLACK_LINKED_USER: &str = "SELECT users.id, users.username, users.role FROM slack_links \
+     JOIN users ON users.id = slack_links.user_id WHERE slack_links.slack_user = $1";
+
+pub const DELETE_SLACK_LINK: &str =
+    "DELETE FROM slack_links WHERE slack_user = $1 AND user_id = $2";
+
+pub const SELECT_SESSION_SETTINGS: &str =
+    "SELECT slack_channel FROM session_settings WHERE session_id = $1";
+
+pub const UPSERT_SESSION_SETTINGS: &str = "INSERT INTO session_settings (session_id, slack_channel, \
+     updated_at_ms) VALUES ($1, $2, $3) ON CONFLICT (session_id) DO UPDATE SET slack_channel = $2, \
+     updated_at_ms = $3";
 
 pub const PURGE_ANSWER_TOKENS: &str = "DELETE FROM answer_tokens WHERE expires_at_ms < $1";
 

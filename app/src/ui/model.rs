@@ -534,8 +534,20 @@ pub struct ProfileView {
     pub quiet_until: String,
     /// The IANA time zone quiet hours are read in; empty when none is set.
     pub time_zone: String,
+    /// More questions than this in a minute, and the rest come as one digest (0: never).
+    pub digest_after: u32,
+    /// The Slack accounts linked to this person by hand, oldest first.
+    pub slack_links: Vec<SlackLinkRow>,
     /// The token the page's forms (and `/reach.js`) send with every change.
     pub csrf: String,
+}
+
+/// A Slack account linked to the person.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlackLinkRow {
+    /// Slack's member ID, `U0123ABCD`.
+    pub slack_user: String,
+    pub linked_ms: i64,
 }
 
 /// `HH:MM` for a minute of the day.

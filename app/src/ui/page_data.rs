@@ -8,18 +8,21 @@ use super::{
     model::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
         HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
-        QueueView, RecordedAction, RequestBody, RequestView, SessionPage, StandingView, Viewer,
-        clock_minute, control_name, parse_clock_minute,
+        QueueView, RecordedAction, RequestBody, RequestView, SessionPage, SlackLinkRow,
+        StandingView, Viewer, clock_minute, control_name, parse_clock_minute,
     },
     posted_answer::read_answer,
 };
 use crate::{
     domain::{
         ManagedInputError,
+        access::hash_secret,
         form::{FieldErrors, FormModel},
         ids::{IdempotencyKey, RoundId, SessionId},
         limits::Limits,
-        reach::{EMAIL_AFTER_MINUTES_MAX, EmailPreference, EmailQuestions, QuietHours},
+        reach::{
+            DIGEST_AFTER_MAX, EMAIL_AFTER_MINUTES_MAX, EmailPreference, EmailQuestions, QuietHours,
+        },
         round::{
             ElicitationRequest, FailureCode, ResponseAction, Round, RoundOutcome, RoundStatus,
             Submission,
@@ -102,7 +105,17 @@ impl PageData {
         let preference = self.store.email_preference(id).await?;
         let browsers = self.store.push_subscriptions(id).await?;
         let quiet = self.store.quiet_hours(id).await?;
+        let digest_after = self.store.digest_after(id).await?;
+        let slack_links = self.store.slack_links(id).await?;
         Ok(ProfileView {
+            digest_after,
+            slack_links: slack_links
+                .into_iter()
+                .map(|link| SlackLinkRow {
+                    slack_user: link.slack_user,
+                    linked_ms: link.linked_at.timestamp_millis(),
+                })
+                .collect(),
             quiet_from: quiet
                 .as_ref()
                 .map(|q| clock_minute(q.from_minute))
@@ -224,6 +237,73 @@ impl PageData {
         {
             Ok(true) => Ok(()),
             Ok(false) => Err("That browser no longer has push on.".to_owned()),
+            Err(error) => Err(said(error)),
+        }
+    }
+
+    /// Sets after how many questions a minute the person's pushes and mails are gathered into a digest.
+    pub async fn save_digest(&self, viewer: &Viewer, after: u32, csrf: &str) -> Result<(), String> {
+        if csrf != viewer.csrf {
+            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
+        }
+        if after > DIGEST_AFTER_MAX {
+            return Err(format!(
+                "Choose between 0 (never gather) and {DIGEST_AFTER_MAX} questions a minute."
+            ));
+        }
+        self.store
+            .set_digest_after(&viewer.principal.id, after)
+            .await
+            .map(drop)
+            .map_err(said)
+    }
+
+    /// The Slack account a live link offer names (nothing is taken by reading it).
+    pub async fn slack_link_offer(&self, token: &str) -> StoreResult<Option<String>> {
+        self.store.slack_link_offer(&hash_secret(token)).await
+    }
+
+    /// Takes a link offer: its Slack account answers as this person from now on. Returns the account.
+    pub async fn link_slack(
+        &self,
+        viewer: &Viewer,
+        token: &str,
+        csrf: &str,
+    ) -> Result<String, String> {
+        if csrf != viewer.csrf {
+            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
+        }
+        match self
+            .store
+            .link_slack(&hash_secret(token), &viewer.principal.id)
+            .await
+        {
+            Ok(Some(link)) => Ok(link.slack_user),
+            Ok(None) => Err(
+                "This link was used already or has expired. Click a button in Slack again for a new one."
+                    .to_owned(),
+            ),
+            Err(error) => Err(said(error)),
+        }
+    }
+
+    /// Unlinks one of the person's Slack accounts.
+    pub async fn unlink_slack(
+        &self,
+        viewer: &Viewer,
+        slack_user: &str,
+        csrf: &str,
+    ) -> Result<(), String> {
+        if csrf != viewer.csrf {
+            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
+        }
+        match self
+            .store
+            .unlink_slack(slack_user, &viewer.principal.id)
+            .await
+        {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("That Slack account is not linked to you.".to_owned()),
             Err(error) => Err(said(error)),
         }
     }

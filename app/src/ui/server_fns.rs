@@ -190,6 +190,44 @@ pub async fn remove_browser(id: String, csrf: String) -> Result<String, ServerFn
     Ok(id)
 }
 
+/// Sets after how many questions a minute the person's pushes and mails come as one digest.
+#[server(prefix = "/fn", endpoint = "save-digest", output = TextJson)]
+pub async fn save_digest(digest_after: u32, csrf: String) -> Result<(), ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .save_digest(&viewer, digest_after, &csrf)
+        .await
+        .map_err(ServerFnError::new)
+}
+
+/// The Slack account a link offer (from an ephemeral Slack reply) names, while it is live.
+#[server(prefix = "/fn", endpoint = "slack-link-offer", output = TextJson)]
+pub async fn slack_link_offer(token: String) -> Result<Option<String>, ServerFnError> {
+    let (services, _viewer) = signed_in()?;
+    services.slack_link_offer(&token).await.map_err(unavailable)
+}
+
+/// Takes a link offer: that Slack account's clicks answer as the signed-in person. Returns the account.
+#[server(prefix = "/fn", endpoint = "link-slack", output = TextJson)]
+pub async fn link_slack(token: String, csrf: String) -> Result<String, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .link_slack(&viewer, &token, &csrf)
+        .await
+        .map_err(ServerFnError::new)
+}
+
+/// Unlinks one of the person's Slack accounts; returns it.
+#[server(prefix = "/fn", endpoint = "unlink-slack", output = TextJson)]
+pub async fn unlink_slack(slack_user: String, csrf: String) -> Result<String, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .unlink_slack(&viewer, &slack_user, &csrf)
+        .await
+        .map_err(ServerFnError::new)?;
+    Ok(slack_user)
+}
+
 /// Who is signed in (for the header).
 #[server(prefix = "/fn", endpoint = "me", output = TextJson)]
 pub async fn load_viewer() -> Result<Option<super::model::Viewer>, ServerFnError> {

@@ -5,7 +5,10 @@
     reason = "what this command prints on stdout is its output"
 )]
 
-use anteroom_domain::{ids::SessionId, session::NewSession};
+use anteroom_domain::{
+    ids::SessionId,
+    session::{NewSession, SessionSettings},
+};
 use anteroom_server::{
     api::views::environment_block,
     config::{DatabaseArgs, PublicArgs},
@@ -16,11 +19,11 @@ use anteroom_store::StoreOptions;
 
 use super::{expiry_policy, open_store};
 
+/// Registers session `(id, title, agent)`, with its own Slack channel if given.
 pub async fn create(
-    id: String,
-    title: Option<String>,
-    agent: Option<String>,
+    (id, title, agent): (String, Option<String>, Option<String>),
     server: Option<String>,
+    slack_channel: Option<String>,
     public: &PublicArgs,
     database: &DatabaseArgs,
 ) -> anyhow::Result<()> {
@@ -33,6 +36,11 @@ pub async fn create(
             agent,
         })
         .await?;
+    if slack_channel.is_some() {
+        store
+            .set_session_settings(&id, &SessionSettings { slack_channel })
+            .await?;
+    }
     for (key, value) in issue_block(store.as_ref(), &id, server.as_deref(), public).await? {
         println!("{key}={value}");
     }

@@ -1,16 +1,23 @@
 //! One `push` outbox delivery: the fan-out of a question's event into one delivery per browser, or the push
-//! to one browser — the question's notification, or the message that closes it.
+//! to one browser — the question's notification, or the message that closes it — or a person's digest.
 
-use std::time::Duration as StdDuration;
+use std::{
+    collections::{HashMap, HashSet},
+    time::Duration as StdDuration,
+};
 
 use anteroom_domain::{
     ids::RoundId,
     limits::Limits,
-    reach::{AnswerToken, ReachChannel, first_line, quick_answers},
+    reach::{
+        AnswerToken, DIGEST_ENDPOINT_PREFIX, DIGEST_WINDOW_SECS, Digest, ReachChannel, first_line,
+        quick_answers,
+    },
     round::{ResponseAction, Round, RoundStatus},
     webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookFormat},
 };
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
 use super::vapid::{Vapid, vapid_authorization};
@@ -45,6 +52,9 @@ pub async fn deliver(
     vapid: &Vapid,
     delivery: &WebhookDelivery,
 ) -> AttemptOutcome {
+    if let Some(user_id) = delivery.endpoint.strip_prefix(DIGEST_ENDPOINT_PREFIX) {
+        return push_digest(state, client, vapid, user_id).await;
+    }
     let Some(round_id) = delivery.round_id() else {
         return done();
     };
@@ -67,24 +77,63 @@ async fn fan_out(
         Err(error) => return failed(None, format!("cannot read who has push on: {error}")),
     };
     let now = state.store.now();
-    // A new question waits out each person's quiet hours; closing a notification never needs to.
-    let mut held: std::collections::HashMap<&str, chrono::DateTime<chrono::Utc>> =
-        std::collections::HashMap::new();
-    if delivery.event == "question.created" {
+    let created = delivery.event == "question.created";
+    // A new question waits out each person's quiet hours (closing a notification never needs to), and past
+    // their digest count in a minute it waits for their digest instead.
+    let mut held: HashMap<&str, DateTime<Utc>> = HashMap::new();
+    let mut digested: HashSet<&str> = HashSet::new();
+    if created {
+        let recent = match state
+            .store
+            .recent_deliveries(
+                WebhookFormat::Push,
+                now - Duration::seconds(DIGEST_WINDOW_SECS),
+            )
+            .await
+        {
+            Ok(recent) => recent,
+            Err(error) => return failed(None, format!("cannot count the recent pushes: {error}")),
+        };
+        // Each browser of a person gets each question: the busiest one says how many reached them.
+        let mut sent: HashMap<&str, u32> = HashMap::new();
         for browser in &browsers {
-            if held.contains_key(browser.user_id.as_str()) {
+            let count = recent
+                .get(&format!("subscription:{}", browser.id))
+                .copied()
+                .unwrap_or(0);
+            let most = sent.entry(browser.user_id.as_str()).or_default();
+            *most = (*most).max(count);
+        }
+        for browser in &browsers {
+            let user_id = browser.user_id.as_str();
+            if held.contains_key(user_id) {
                 continue;
             }
-            let quiet = match state.store.quiet_hours(&browser.user_id).await {
-                Ok(quiet) => quiet,
-                Err(error) => return failed(None, format!("cannot read quiet hours: {error}")),
+            let (quiet, after) = match tokio::try_join!(
+                state.store.quiet_hours(user_id),
+                state.store.digest_after(user_id),
+            ) {
+                Ok(found) => found,
+                Err(error) => {
+                    return failed(None, format!("cannot read the person's settings: {error}"));
+                }
             };
             let until = quiet.map_or(now, |quiet| crate::quiet::held_until(&quiet, now));
-            held.insert(&browser.user_id, until);
+            held.insert(user_id, until);
+            if (Digest { after }).holds(sent.get(user_id).copied().unwrap_or(0)) {
+                if let Err(error) =
+                    crate::reach_digest::hold(state, user_id, ReachChannel::Push, round_id, until)
+                        .await
+                {
+                    return failed(None, format!("cannot hold a push for the digest: {error}"));
+                }
+                digested.insert(user_id);
+            }
         }
     }
     let queued: Vec<QueuedDelivery> = browsers
         .iter()
+        .filter(|browser| !digested.contains(browser.user_id.as_str()))
         .map(|browser| QueuedDelivery {
             endpoint: format!("subscription:{}", browser.id),
             format: WebhookFormat::Push,
@@ -213,6 +262,100 @@ async fn push_one(
         other => other.into_failure(),
     }
 }
+
+/// The notification of a digest: how many questions wait, the first lines of some, and the queue's page.
+/// One tag for every digest, so a newer one replaces the last.
+pub fn digest_notification(open: &[Round]) -> Value {
+    let lines: Vec<String> = open
+        .iter()
+        .take(3)
+        .map(|round| {
+            let message = round
+                .requests
+                .values()
+                .next()
+                .map(|request| request.message())
+                .unwrap_or(&round.summary);
+            first_line(message, BODY_CHARS / 3)
+        })
+        .collect();
+    json!({
+        "kind": "question",
+        "tag": "anteroom-digest",
+        "title": crate::mail::digest_subject(open.len()),
+        "body": lines.join(" · "),
+        "url": "/",
+        "actions": [],
+    })
+}
+
+/// One notification in each of a person's browsers for the questions held for their digest that are still
+/// open. A browser that failed makes the digest try again; the tag makes a repeat replace, not pile up.
+async fn push_digest(
+    state: &AppState,
+    client: &reqwest::Client,
+    vapid: &Vapid,
+    user_id: &str,
+) -> AttemptOutcome {
+    let held = match state
+        .store
+        .digest_held(user_id, ReachChannel::Push, DIGEST_READ_MAX)
+        .await
+    {
+        Ok(held) => held,
+        Err(error) => return failed(None, format!("cannot read the held questions: {error}")),
+    };
+    let open = match crate::mail::open_rounds(state, &held).await {
+        Ok(open) => open,
+        Err(error) => return failed(None, format!("cannot read a held question: {error}")),
+    };
+    let may_answer = match state.store.get_user(user_id).await {
+        Ok(user) => user.is_some_and(|user| user.role.can_answer()),
+        Err(error) => return failed(None, format!("cannot read the person: {error}")),
+    };
+    if !open.is_empty() && may_answer {
+        let browsers = match state.store.push_subscriptions(user_id).await {
+            Ok(browsers) => browsers,
+            Err(error) => {
+                return failed(None, format!("cannot read the person's browsers: {error}"));
+            }
+        };
+        let message = digest_notification(&open);
+        let ttl = open
+            .iter()
+            .map(|round| (round.deadline - state.store.now()).num_seconds())
+            .max()
+            .unwrap_or(60)
+            .clamp(60, 24 * 3600);
+        for browser in &browsers {
+            match send(state, client, vapid, browser, &message, ttl).await {
+                Sent::Accepted(_) => {}
+                Sent::Gone(_) => {
+                    if let Err(error) = state
+                        .store
+                        .remove_push_subscription(&browser.id, None)
+                        .await
+                    {
+                        tracing::warn!(%error, "push: cannot forget a gone subscription");
+                    }
+                }
+                other => return other.into_failure(),
+            }
+        }
+    }
+    if let Err(error) = state
+        .store
+        .release_digest(user_id, ReachChannel::Push, &held)
+        .await
+    {
+        tracing::warn!(%error, "push: cannot forget the questions a digest listed");
+    }
+    crate::reach_digest::follow_up(state, user_id, ReachChannel::Push).await;
+    done()
+}
+
+/// Questions one digest reads back at most.
+const DIGEST_READ_MAX: u32 = 500;
 
 /// What the push service said.
 enum Sent {

@@ -1,6 +1,7 @@
 //! `POST /integrations/slack/actions`: a click on a question's button, as Slack sends it (form-encoded
 //! `payload`, `block_actions`), signed with the app's signing secret. The clicker is the Anteroom person
-//! with the e-mail Slack has for them, and their answer takes the page's path: validated, first answer wins,
+//! who linked their Slack account, or else the one with the e-mail Slack has for them (a clicker nobody
+//! matches is offered a link), and their answer takes the page's path: validated, first answer wins,
 //! recorded as "rita via Slack". Whatever is refused records nothing, is logged, and the clicker is told why
 //! in a message only they see.
 
@@ -9,7 +10,13 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use anteroom_domain::{ids::RoundId, limits::Limits, reach::quick_answers, round::Submission};
+use anteroom_domain::{
+    access::User,
+    ids::RoundId,
+    limits::Limits,
+    reach::{SLACK_LINK_MINUTES, is_slack_user_id, quick_answers},
+    round::Submission,
+};
 use axum::{
     Json, Router,
     body::Bytes,
@@ -25,7 +32,7 @@ use super::{
     blocks::{ending, question_message},
     signature::{WINDOW_SECS, verify_signature},
 };
-use crate::{AppState, api::answers::answer_one};
+use crate::{AppState, api::answers::answer_one, credentials};
 
 /// The route, with this instance's memory of the requests it has taken.
 pub fn routes() -> Router<AppState> {
@@ -184,6 +191,58 @@ impl Click {
         }
     }
 
+    /// The Anteroom person behind the clicker: the one they linked by hand, else the one with the e-mail
+    /// Slack has for them. `Err` says why nobody could be looked up.
+    async fn person(
+        &self,
+        state: &AppState,
+        client: &SlackClient,
+    ) -> Result<Option<User>, &'static str> {
+        match state.store.slack_linked_user(&self.user).await {
+            Ok(Some(person)) => return Ok(Some(person)),
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, "slack: cannot look the clicker's link up");
+                return Err("Anteroom could not look you up; nothing was recorded.");
+            }
+        }
+        let email = client.user_email(&self.user).await.map_err(|error| {
+            tracing::warn!(%error, "slack: cannot read the clicker's profile");
+            "Anteroom could not read your Slack profile; nothing was recorded. Try again, or answer on the page."
+        })?;
+        let Some(email) = email else {
+            return Ok(None);
+        };
+        state.store.user_by_email(&email).await.map_err(|error| {
+            tracing::warn!(%error, "slack: cannot look the clicker up");
+            "Anteroom could not look you up; nothing was recorded."
+        })
+    }
+
+    /// A single-use link that lets a signed-in person say this Slack account is theirs: the click that
+    /// asked was signed by Slack, so the Slack side is proven; the person proves theirs by signing in.
+    async fn offer_link(&self, state: &AppState) -> Option<String> {
+        if !is_slack_user_id(&self.user) {
+            return None;
+        }
+        let token = credentials::generate(credentials::SLACK_LINK_TOKEN_PREFIX);
+        let expires = state.store.now() + chrono::Duration::minutes(SLACK_LINK_MINUTES);
+        match state
+            .store
+            .offer_slack_link(&credentials::hash(&token), &self.user, expires)
+            .await
+        {
+            Ok(()) => Some(format!(
+                "{}/profile?slack_link={token}",
+                state.config.public_url
+            )),
+            Err(error) => {
+                tracing::warn!(%error, "slack: cannot offer a link");
+                None
+            }
+        }
+    }
+
     /// Tells the clicker alone why nothing was recorded, and answers Slack.
     async fn refuse(&self, client: &SlackClient, error: &str, message: &str) -> Response {
         tracing::warn!(slack_user = %self.user, action = %self.action_id, error, "slack: refused a click");
@@ -208,31 +267,23 @@ impl Click {
                 )
                 .await;
         };
-        let email = match client.user_email(&self.user).await {
-            Ok(email) => email,
-            Err(error) => {
-                tracing::warn!(%error, "slack: cannot read the clicker's profile");
-                return self.refuse(client, "unavailable", "Anteroom could not read your Slack profile; nothing was recorded. Try again, or answer on the page.").await;
+        let person = match self.person(state, client).await {
+            Ok(Some(person)) => person,
+            Ok(None) => {
+                let message = match self.offer_link(state).await {
+                    Some(link) => format!(
+                        "You have no Anteroom account that Anteroom can match to this Slack account (none has \
+                         the e-mail address Slack has for you), so nothing was recorded. If you do have one, link \
+                         this Slack account to it: open {link} and sign in (the link works once, for \
+                         {SLACK_LINK_MINUTES} minutes). Otherwise ask an admin to add you."
+                    ),
+                    None => "You have no Anteroom account (none has the e-mail address Slack has for you), so \
+                             nothing was recorded. Ask an admin to add you with that e-mail."
+                        .to_owned(),
+                };
+                return self.refuse(client, "no_account", &message).await;
             }
-        };
-        let person = match email {
-            Some(email) => match state.store.user_by_email(&email).await {
-                Ok(person) => person,
-                Err(error) => {
-                    tracing::warn!(%error, "slack: cannot look the clicker up");
-                    return self
-                        .refuse(
-                            client,
-                            "unavailable",
-                            "Anteroom could not look you up; nothing was recorded.",
-                        )
-                        .await;
-                }
-            },
-            None => None,
-        };
-        let Some(person) = person else {
-            return self.refuse(client, "no_account", "You have no Anteroom account (none has the e-mail address Slack has for you), so nothing was recorded. Ask an admin to add you with that e-mail.").await;
+            Err(message) => return self.refuse(client, "unavailable", message).await,
         };
         if !person.role.can_answer() {
             return self.refuse(client, "forbidden", &format!("As a {} in Anteroom you may read questions but not answer them; nothing was recorded.", person.role.as_str())).await;

@@ -1,6 +1,7 @@
 //! One `slack_app` outbox delivery: a new question is posted (once: its message is remembered), and any
 //! later event updates that message to the question as it stands now. Both read the question when they run,
-//! so a post that was delayed shows the question's end, and an update never shows an older state.
+//! so a post that was delayed shows the question's end, and an update never shows an older state. A question
+//! goes to its session's own channel when an admin set one, to `ANTEROOM_SLACK_CHANNEL` otherwise.
 
 use anteroom_domain::{
     limits::Limits,
@@ -46,8 +47,17 @@ pub async fn deliver(
                 .await
         }
         ("question.created", None) => {
+            // The session's own channel, if an admin set one; the app's default otherwise.
+            let channel = match state.store.session_settings(&round.session_id).await {
+                Ok(settings) => settings.slack_channel,
+                Err(error) if error.is_not_found() => None,
+                Err(error) => {
+                    return failed(format!("cannot read the session's channel: {error}"), None);
+                }
+            };
+            let channel = channel.unwrap_or_else(|| delivery.endpoint.clone());
             match client
-                .post_message(&delivery.endpoint, &message.text, message.blocks)
+                .post_message(&channel, &message.text, message.blocks)
                 .await
             {
                 Ok((channel, ts)) => {

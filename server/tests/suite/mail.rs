@@ -7,7 +7,7 @@ use anteroom_domain::{
     access::Role,
     clock::Clock,
     ids::RequestId,
-    reach::{EmailPreference, EmailQuestions},
+    reach::{EmailPreference, EmailQuestions, ReachChannel},
 };
 use anteroom_server::{MailConfig, jobs::webhooks, people::add_user};
 use anteroom_testkit::{self as support, on_both_backends, smtp::SmtpSink};
@@ -326,7 +326,86 @@ async fn quiet_hours_hold_a_mail_until_they_end(db: Backend) {
     server.stop().await;
 }
 
+async fn a_burst_of_questions_reaches_a_person_as_one_digest(db: Backend) {
+    let sink = SmtpSink::start().await;
+    let Some(server) = start(db, &sink).await else {
+        return;
+    };
+    let (rita, _) = server
+        .store
+        .user_with_password("rita")
+        .await
+        .expect("read")
+        .expect("rita");
+    assert!(
+        server
+            .store
+            .set_digest_after(&rita.id, 2)
+            .await
+            .expect("set")
+    );
+    let env = server.session("s-burst").await;
+    let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s-burst"));
+    for n in 1..=5 {
+        ask(
+            &client,
+            &format!("req-burst-{n}"),
+            &format!("Burst question {n}?"),
+        )
+        .await;
+        webhooks::run(server.state.clone()).await;
+    }
+    let one_by_one = mails_to(&sink, "rita@").await;
+    assert_eq!(one_by_one.len(), 2, "two a minute one by one");
+    let held = server
+        .store
+        .digest_held(&rita.id, ReachChannel::Email, 10)
+        .await
+        .expect("held");
+    assert_eq!(held.len(), 3, "the rest wait for the digest");
+    // One of them is answered before the digest goes: the digest leaves it out.
+    let answered = server
+        .respond(
+            &server.responder_key,
+            "req-burst-3",
+            json!({"action_type": "accept", "content": {"env": "dev"}}),
+        )
+        .await;
+    assert_eq!(answered.status(), StatusCode::OK);
+    server.clock.advance(Duration::seconds(60));
+    webhooks::run(server.state.clone()).await;
+    let mails = mails_to(&sink, "rita@").await;
+    assert_eq!(mails.len(), 3, "one digest, not three mails");
+    let digest = mails.last().expect("the digest");
+    assert_eq!(
+        digest.header("Subject").as_deref(),
+        Some("2 questions wait for you in Anteroom")
+    );
+    let text = digest.text();
+    for (n, listed) in [(3, false), (4, true), (5, true)] {
+        assert_eq!(
+            text.contains(&format!("Burst question {n}?")),
+            listed,
+            "question {n}: {text}"
+        );
+    }
+    assert!(text.contains("/sessions/s-burst"), "each with its page");
+    assert!(
+        server
+            .store
+            .digest_held(&rita.id, ReachChannel::Email, 10)
+            .await
+            .expect("held")
+            .is_empty(),
+        "released once sent"
+    );
+    webhooks::run(server.state.clone()).await;
+    assert_eq!(mails_to(&sink, "rita@").await.len(), 3, "sent once");
+    server.stop().await;
+}
+
 on_both_backends!(
+    a_burst_of_questions_reaches_a_person_as_one_digest,
     quiet_hours_hold_a_mail_until_they_end,
     a_question_is_answered_from_its_email,
     an_unanswered_question_reaches_the_patient_and_its_links_die_with_it

@@ -340,7 +340,146 @@ async fn only_signed_in_people_turn_push_on(db: Backend) {
     server.stop().await;
 }
 
+/// A server with rita (push on in one browser, at `{service}/push/phone`) and her session `s-{name}`'s
+/// producer client.
+async fn one_phone(
+    db: Backend,
+    service: &str,
+    name: &str,
+) -> Option<(TestServer, BrowserKeys, String, PulsemcpClient)> {
+    let server = TestServer::start(db).await?;
+    let rita = add_user(
+        server.store.as_ref(),
+        "rita",
+        "correct horse battery",
+        Role::Responder,
+    )
+    .await
+    .expect("rita");
+    let phone = BrowserKeys::new();
+    server
+        .store
+        .save_push_subscription(&phone.subscription(
+            "b-phone",
+            &rita.id,
+            format!("{service}/push/phone"),
+            &server,
+        ))
+        .await
+        .expect("subscribe");
+    let session = format!("s-{name}");
+    let env = server.session(&session).await;
+    let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some(&session));
+    Some((server, phone, rita.id, client))
+}
+
+async fn ask(client: &PulsemcpClient, id: &str, message: &str) {
+    let expires = support::start_time() + Duration::hours(1);
+    client
+        .create(
+            id,
+            &client.body(
+                id,
+                message,
+                json!({"type": "object"}),
+                "deploy",
+                &expires.to_rfc3339(),
+            ),
+        )
+        .await
+        .expect("create");
+}
+
+async fn a_burst_of_questions_is_one_digest_notification(db: Backend) {
+    let (service, received) = push_service().await;
+    let Some((server, phone, rita, client)) = one_phone(db, &service, "burst").await else {
+        return;
+    };
+    assert!(server.store.set_digest_after(&rita, 1).await.expect("set"));
+    for n in 1..=3 {
+        ask(&client, &format!("req-burst-{n}"), &format!("Burst {n}?")).await;
+        webhooks::run(server.state.clone()).await;
+    }
+    let shown: Vec<Value> = received
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(.., body)| phone.decrypt(body))
+        .collect();
+    assert_eq!(shown.len(), 1, "one a minute one by one: {shown:?}");
+    assert_eq!(shown[0]["body"], "Burst 1?");
+    received.lock().expect("lock").clear();
+    server.clock.advance(Duration::seconds(60));
+    webhooks::run(server.state.clone()).await;
+    let digests: Vec<Value> = received
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(.., body)| phone.decrypt(body))
+        .collect();
+    assert_eq!(digests.len(), 1, "{digests:?}");
+    let digest = &digests[0];
+    assert_eq!(digest["tag"], "anteroom-digest");
+    assert_eq!(digest["title"], "2 questions wait for you in Anteroom");
+    assert_eq!(digest["body"], "Burst 2? · Burst 3?");
+    assert_eq!(digest["url"], "/");
+    server.stop().await;
+}
+
+/// RFC 8291's decrypt as written by others: PyPI `http-ece` (aes128gcm), given only the browser's private key
+/// and auth secret, reads what Anteroom encrypted — a check that does not share a line of code with the sender.
+async fn a_push_decrypts_with_an_independent_implementation(db: Backend) {
+    let (service, received) = push_service().await;
+    let Some((server, phone, _, client)) = one_phone(db, &service, "ece").await else {
+        return;
+    };
+    ask(&client, "req-ece", "Decrypt me <b>&amp;</b> 💥?").await;
+    webhooks::run(server.state.clone()).await;
+    let (.., body) = received
+        .lock()
+        .expect("lock")
+        .first()
+        .cloned()
+        .expect("a push");
+    let folder = tempfile::tempdir().expect("temp dir");
+    let file = folder.path().join("body");
+    std::fs::write(&file, &body).expect("write");
+    let python = std::env::var("ANTEROOM_TEST_MCP_PYTHON").expect("ANTEROOM_TEST_MCP_PYTHON");
+    let script = "import base64, sys, http_ece\n\
+        from cryptography.hazmat.primitives.asymmetric import ec\n\
+        b64 = lambda s: base64.urlsafe_b64decode(s + '=' * (-len(s) % 4))\n\
+        key = ec.derive_private_key(int.from_bytes(b64(sys.argv[2]), 'big'), ec.SECP256R1())\n\
+        plain = http_ece.decrypt(open(sys.argv[1], 'rb').read(), private_key=key, auth_secret=b64(sys.argv[3]), version='aes128gcm')\n\
+        sys.stdout.write(plain.decode('utf-8'))\n";
+    let output = tokio::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .arg(&file)
+        .arg(URL_SAFE_NO_PAD.encode(phone.secret.to_bytes()))
+        .arg(URL_SAFE_NO_PAD.encode(phone.auth))
+        .output()
+        .await
+        .expect("run python");
+    assert!(
+        output.status.success(),
+        "http-ece decrypts: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let independent: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(independent, phone.decrypt(&body), "both decrypts agree");
+    assert_eq!(independent["body"], "Decrypt me <b>&amp;</b> 💥?");
+    server.stop().await;
+}
+
 on_both_backends!(
     a_question_is_pushed_answered_from_its_button_and_closed,
-    only_signed_in_people_turn_push_on
+    only_signed_in_people_turn_push_on,
+    a_burst_of_questions_is_one_digest_notification
 );
+
+/// Needs the Python test packages `cargo xtask test` installs (reported as ignored without them).
+mod independent {
+    use super::*;
+
+    support::on_both_backends_with_mcp_sdks!(a_push_decrypts_with_an_independent_implementation);
+}

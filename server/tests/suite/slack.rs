@@ -475,7 +475,211 @@ async fn clicks_that_must_not_answer_record_nothing(db: Backend) {
     server.stop().await;
 }
 
+/// The value of the first `<input name=…>` on a page.
+fn input_value(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html.find(&marker).map(|at| at + marker.len()).expect(name);
+    html[start..].split('"').next().expect("value").to_owned()
+}
+
+/// Calls a profile server function as the signed-in browser does.
+async fn server_fn(
+    server: &TestServer,
+    cookie: &str,
+    endpoint: &str,
+    form: &[(&str, &str)],
+) -> reqwest::Response {
+    support::browser::browser()
+        .post(server.url(&format!("/fn/{endpoint}")))
+        .header("cookie", cookie)
+        .header("accept", "application/json")
+        .form(form)
+        .send()
+        .await
+        .expect("POST server function")
+}
+
+async fn a_slack_account_slack_cannot_match_is_linked_by_hand_and_then_answers(db: Backend) {
+    let (api_url, calls) = slack_stand_in(&[("U0SAM", "sam@elsewhere.example")]).await;
+    let Some(server) = start(db, &api_url).await else {
+        return;
+    };
+    support::browser::person(&server, "sam", Role::Responder).await;
+    support::browser::person(&server, "tom", Role::Responder).await;
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let client = ask(&server, "s-link", "req-link", "Ship it?", schema).await;
+    webhooks::run(server.state.clone()).await;
+    let message = calls_of(&calls, "chat.postMessage").pop().expect("posted");
+    let yes = action_labelled(&message, "Yes");
+
+    let (_, reply) = click(&server, "U0SAM", &yes).await;
+    assert_eq!(reply["error"], "no_account", "{reply}");
+    let told = calls_of(&calls, "chat.postEphemeral").pop().expect("told");
+    let text = told["text"].as_str().expect("text");
+    let link = text
+        .split_whitespace()
+        .find(|word| word.contains("/profile?slack_link="))
+        .expect("a link offer");
+    let path = link
+        .strip_prefix(&server.base)
+        .expect("on this instance")
+        .to_owned();
+    let token = path.split_once("slack_link=").expect("token").1.to_owned();
+    assert!(token.starts_with("arl_"), "{token}");
+
+    // Not signed in: the sign-in page, which comes back here.
+    let (status, _) = support::browser::page(&server, &path, "").await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+
+    let cookie = support::browser::sign_in(&server, "sam").await;
+    let (status, html) = support::browser::page(&server, &path, &cookie).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("Link this Slack account"),
+        "the offer is shown"
+    );
+    assert!(html.contains("U0SAM"), "naming the Slack account");
+    let csrf = input_value(&html, "csrf");
+
+    let forged = server_fn(
+        &server,
+        &cookie,
+        "link-slack",
+        &[("token", "arl_forged"), ("csrf", &csrf)],
+    )
+    .await;
+    assert!(
+        !forged.status().is_success(),
+        "a forged offer links nothing"
+    );
+    let wrong_csrf = server_fn(
+        &server,
+        &cookie,
+        "link-slack",
+        &[("token", &token), ("csrf", "nope")],
+    )
+    .await;
+    assert!(!wrong_csrf.status().is_success());
+    let linked = server_fn(
+        &server,
+        &cookie,
+        "link-slack",
+        &[("token", &token), ("csrf", &csrf)],
+    )
+    .await;
+    assert!(linked.status().is_success(), "{:?}", linked.text().await);
+    let tom = support::browser::sign_in(&server, "tom").await;
+    let (_, tom_html) = support::browser::page(&server, "/profile", &tom).await;
+    let again = server_fn(
+        &server,
+        &tom,
+        "link-slack",
+        &[("token", &token), ("csrf", &input_value(&tom_html, "csrf"))],
+    )
+    .await;
+    assert!(!again.status().is_success(), "an offer is taken once");
+
+    // Slack signs each click anew: a second click is a new signature.
+    server.clock.advance(Duration::seconds(1));
+    let (status, reply) = click(&server, "U0SAM", &yes).await;
+    assert_eq!(
+        (status, reply["answered_by"].as_str()),
+        (StatusCode::OK, Some("sam")),
+        "{reply}"
+    );
+    assert_eq!(
+        client.poll("req-link").await.expect("poll"),
+        Outcome::Accept(Some(json!({"ok": true})))
+    );
+    let (_, profile) = support::browser::page(&server, "/profile", &cookie).await;
+    assert!(
+        profile.contains("U0SAM"),
+        "the link is listed on the profile"
+    );
+    let unlinked = server_fn(
+        &server,
+        &cookie,
+        "unlink-slack",
+        &[("slack_user", "U0SAM"), ("csrf", &csrf)],
+    )
+    .await;
+    assert!(unlinked.status().is_success());
+    assert_eq!(
+        server.store.slack_linked_user("U0SAM").await.expect("read"),
+        None
+    );
+    server.stop().await;
+}
+
+async fn a_session_with_its_own_channel_is_posted_there(db: Backend) {
+    let (api_url, calls) = slack_stand_in(&[]).await;
+    let Some(server) = start(db, &api_url).await else {
+        return;
+    };
+    let env = server.session("s-own-channel").await;
+    let settings = |key: &str, body: Value| {
+        server
+            .http
+            .put(server.url("/api/v1/sessions/s-own-channel/settings"))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    let refused = settings(&server.responder_key, json!({"slack_channel": "deploys"}))
+        .await
+        .expect("PUT");
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let hostile = settings(&server.admin_key, json!({"slack_channel": "<!channel>"}))
+        .await
+        .expect("PUT");
+    assert_eq!(hostile.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let unknown = settings(&server.admin_key, json!({"slack": "deploys"}))
+        .await
+        .expect("PUT");
+    assert!(unknown.status().is_client_error());
+    let set = settings(&server.admin_key, json!({"slack_channel": "#deploys"}))
+        .await
+        .expect("PUT");
+    assert_eq!(set.status(), StatusCode::OK);
+    assert_eq!(
+        set.json::<Value>().await.expect("json")["slack_channel"],
+        "deploys"
+    );
+    let read = server
+        .http
+        .get(server.url("/api/v1/sessions/s-own-channel/settings"))
+        .bearer_auth(&server.viewer_key)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(
+        read.json::<Value>().await.expect("json")["slack_channel"],
+        "deploys"
+    );
+
+    let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s-own-channel"));
+    ask_again(&client, "req-own", "Deploy?", json!({"type": "object"})).await;
+    ask(
+        &server,
+        "s-default",
+        "req-default",
+        "Deploy too?",
+        json!({"type": "object"}),
+    )
+    .await;
+    webhooks::run(server.state.clone()).await;
+    let mut channels: Vec<String> = calls_of(&calls, "chat.postMessage")
+        .iter()
+        .map(|message| message["channel"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    channels.sort();
+    assert_eq!(channels, vec![CHANNEL.to_owned(), "deploys".to_owned()]);
+    server.stop().await;
+}
+
 on_both_backends!(
     a_question_is_answered_from_its_slack_message,
-    clicks_that_must_not_answer_record_nothing
+    clicks_that_must_not_answer_record_nothing,
+    a_slack_account_slack_cannot_match_is_linked_by_hand_and_then_answers,
+    a_session_with_its_own_channel_is_posted_there
 );

@@ -14,6 +14,25 @@ use crate::{
     sql,
 };
 
+/// The values of one queued delivery's outbox row, in [`sql::insert_outbox`] order.
+pub(super) fn queued_params(
+    delivery: &QueuedDelivery,
+    now: DateTime<Utc>,
+) -> [Param; sql::OUTBOX_COLUMNS] {
+    [
+        uuid::Uuid::now_v7().to_string().into(),
+        delivery.endpoint.as_str().into(),
+        delivery.format.as_str().into(),
+        delivery.event.as_str().into(),
+        delivery.dedupe_key.as_str().into(),
+        delivery.payload.to_string().into(),
+        "pending".into(),
+        0_i64.into(),
+        to_ms(delivery.not_before.max(now)).into(),
+        to_ms(now).into(),
+    ]
+}
+
 /// The values of one outbox row, in [`sql::insert_outbox`] order.
 fn outbox_params(
     event: &WebhookEvent,
@@ -142,23 +161,11 @@ impl<D: Dialect> OutboxStore for SqlStore<D> {
     async fn enqueue_deliveries(&self, deliveries: &[QueuedDelivery]) -> StoreResult<()> {
         let now = self.clock_now();
         for chunk in deliveries.chunks(sql::BATCH) {
-            let statement =
-                Statement::new(sql::insert_outbox(chunk.len())).bind_all(chunk.iter().flat_map(
-                    |delivery| -> [Param; sql::OUTBOX_COLUMNS] {
-                        [
-                            uuid::Uuid::now_v7().to_string().into(),
-                            delivery.endpoint.as_str().into(),
-                            delivery.format.as_str().into(),
-                            delivery.event.as_str().into(),
-                            delivery.dedupe_key.as_str().into(),
-                            delivery.payload.to_string().into(),
-                            "pending".into(),
-                            0_i64.into(),
-                            to_ms(delivery.not_before.max(now)).into(),
-                            to_ms(now).into(),
-                        ]
-                    },
-                ));
+            let statement = Statement::new(sql::insert_outbox(chunk.len())).bind_all(
+                chunk
+                    .iter()
+                    .flat_map(|delivery| queued_params(delivery, now)),
+            );
             self.execute(statement).await?;
         }
         Ok(())

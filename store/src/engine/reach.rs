@@ -1,17 +1,24 @@
 //! People's e-mail addresses and each question's Slack message: what the reach channels look up.
 
-use super::{SqlStore, conflict_on_unique};
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+
+use super::{SqlStore, conflict_on_unique, outbox::queued_params};
 use crate::{
-    ReachStore, StoreError, StoreResult,
+    AgentSessionStore, ReachStore, StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
         access::{Role, User, normalise_email},
-        ids::RoundId,
+        ids::{RoundId, SessionId},
         reach::{
-            AnswerToken, EMAIL_RECIPIENTS_MAX, EmailPreference, EmailQuestions, EmailRecipient,
-            PUSH_RECIPIENTS_MAX, PUSH_SUBSCRIPTIONS_PER_PERSON, PushSubscription, QuietHours,
-            ReachChannel,
+            AnswerToken, DIGEST_AFTER_DEFAULT, DIGEST_AFTER_MAX, EMAIL_RECIPIENTS_MAX,
+            EmailPreference, EmailQuestions, EmailRecipient, PUSH_RECIPIENTS_MAX,
+            PUSH_SUBSCRIPTIONS_PER_PERSON, PushSubscription, QuietHours, ReachChannel,
+            SLACK_LINKS_PER_PERSON, SlackLink,
         },
+        session::SessionSettings,
+        webhook::{QueuedDelivery, WebhookFormat},
     },
     records::{from_ms, from_ms_opt, to_ms},
     sql,
@@ -33,6 +40,22 @@ fn preference(questions: &str, after_minutes: i64) -> StoreResult<EmailPreferenc
 fn quiet(from: Option<i64>, until: Option<i64>, zone: Option<String>) -> Option<QuietHours> {
     let (from, until, zone) = (from?, until?, zone?);
     QuietHours::new(u16::try_from(from).ok()?, u16::try_from(until).ok()?, &zone).ok()
+}
+
+fn digest_after(raw: i64) -> u32 {
+    u32::try_from(raw).map_or(DIGEST_AFTER_DEFAULT, |after| after.min(DIGEST_AFTER_MAX))
+}
+
+/// A `slack_links` row.
+type SlackLinkRow = (String, String, i64);
+
+fn slack_link(row: SlackLinkRow) -> StoreResult<SlackLink> {
+    let (slack_user, user_id, linked_at_ms) = row;
+    Ok(SlackLink {
+        slack_user,
+        user_id,
+        linked_at: from_ms(linked_at_ms)?,
+    })
 }
 
 /// A `push_subscriptions` row.
@@ -181,6 +204,7 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
             Option<i64>,
             Option<i64>,
             Option<String>,
+            i64,
         );
         let rows = self
             .all::<RecipientRow>(
@@ -189,9 +213,10 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
             .await?;
         rows.into_iter()
             .map(
-                |(id, username, user_role, email, questions, after, from, until, zone)| {
+                |(id, username, user_role, email, questions, after, from, until, zone, digest)| {
                     Ok(EmailRecipient {
                         quiet: quiet(from, until, zone),
+                        digest_after: digest_after(digest),
                         user: User {
                             id,
                             username,
@@ -363,5 +388,245 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
             )
             .await?;
         Ok(row.and_then(|(from, until, zone)| quiet(from, until, zone)))
+    }
+
+    async fn recent_deliveries(
+        &self,
+        format: WebhookFormat,
+        since: DateTime<Utc>,
+    ) -> StoreResult<HashMap<String, u32>> {
+        let rows = self
+            .all::<(String, i64)>(
+                Statement::new(sql::COUNT_RECENT_DELIVERIES)
+                    .bind(format.as_str())
+                    .bind(to_ms(since)),
+            )
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(endpoint, count)| (endpoint, u32::try_from(count).unwrap_or(u32::MAX)))
+            .collect())
+    }
+
+    async fn hold_for_digest(
+        &self,
+        user_id: &str,
+        channel: ReachChannel,
+        round: RoundId,
+        digest: &QueuedDelivery,
+    ) -> StoreResult<()> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        tx.execute(
+            Statement::new(sql::INSERT_DIGEST_HELD)
+                .bind(user_id)
+                .bind(channel.as_str())
+                .bind(round.to_string())
+                .bind(to_ms(now)),
+        )
+        .await?;
+        tx.execute(Statement::new(sql::insert_outbox(1)).bind_all(queued_params(digest, now)))
+            .await?;
+        tx.commit().await
+    }
+
+    async fn digest_held(
+        &self,
+        user_id: &str,
+        channel: ReachChannel,
+        limit: u32,
+    ) -> StoreResult<Vec<RoundId>> {
+        let rows = self
+            .all::<(String,)>(
+                Statement::new(sql::SELECT_DIGEST_HELD)
+                    .bind(user_id)
+                    .bind(channel.as_str())
+                    .bind(i64::from(limit)),
+            )
+            .await?;
+        rows.into_iter()
+            .map(|(round,)| {
+                RoundId::parse(&round)
+                    .map_err(|_| StoreError::Corrupt(format!("held round {round}")))
+            })
+            .collect()
+    }
+
+    async fn release_digest(
+        &self,
+        user_id: &str,
+        channel: ReachChannel,
+        rounds: &[RoundId],
+    ) -> StoreResult<()> {
+        for round in rounds {
+            self.execute(
+                Statement::new(sql::DELETE_DIGEST_HELD)
+                    .bind(user_id)
+                    .bind(channel.as_str())
+                    .bind(round.to_string()),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn set_digest_after(&self, user_id: &str, after: u32) -> StoreResult<bool> {
+        let updated = self
+            .execute(
+                Statement::new(sql::SET_DIGEST_AFTER)
+                    .bind(user_id)
+                    .bind(i64::from(after.min(DIGEST_AFTER_MAX))),
+            )
+            .await?;
+        Ok(updated == 1)
+    }
+
+    async fn digest_after(&self, user_id: &str) -> StoreResult<u32> {
+        let row = self
+            .optional::<(i64,)>(Statement::new(sql::SELECT_DIGEST_AFTER).bind(user_id))
+            .await?;
+        Ok(row.map_or(DIGEST_AFTER_DEFAULT, |(after,)| digest_after(after)))
+    }
+
+    async fn offer_slack_link(
+        &self,
+        token_hash: &str,
+        slack_user: &str,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        self.execute(
+            Statement::new(sql::INSERT_SLACK_LINK_TOKEN)
+                .bind(token_hash)
+                .bind(slack_user)
+                .bind(to_ms(expires_at)),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn slack_link_offer(&self, token_hash: &str) -> StoreResult<Option<String>> {
+        let row = self
+            .optional::<(String,)>(
+                Statement::new(sql::SELECT_SLACK_LINK_TOKEN)
+                    .bind(token_hash)
+                    .bind(to_ms(self.clock_now())),
+            )
+            .await?;
+        Ok(row.map(|(slack_user,)| slack_user))
+    }
+
+    async fn link_slack(&self, token_hash: &str, user_id: &str) -> StoreResult<Option<SlackLink>> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let Some((slack_user,)) = tx
+            .optional::<(String,)>(
+                Statement::new(sql::USE_SLACK_LINK_TOKEN)
+                    .bind(token_hash)
+                    .bind(to_ms(now)),
+            )
+            .await?
+        else {
+            return Ok(None);
+        };
+        let (others,): (i64,) = tx
+            .one(
+                Statement::new(sql::COUNT_SLACK_LINKS)
+                    .bind(user_id)
+                    .bind(&slack_user),
+            )
+            .await?;
+        if usize::try_from(others).unwrap_or(usize::MAX) >= SLACK_LINKS_PER_PERSON {
+            return Err(crate::domain::ManagedInputError::conflict(format!(
+                "You have {SLACK_LINKS_PER_PERSON} Slack accounts linked already; unlink one first."
+            ))
+            .into());
+        }
+        tx.execute(
+            Statement::new(sql::UPSERT_SLACK_LINK)
+                .bind(&slack_user)
+                .bind(user_id)
+                .bind(to_ms(now)),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Some(SlackLink {
+            slack_user,
+            user_id: user_id.to_owned(),
+            linked_at: now,
+        }))
+    }
+
+    async fn slack_linked_user(&self, slack_user: &str) -> StoreResult<Option<User>> {
+        let row = self
+            .optional::<(String, String, String)>(
+                Statement::new(sql::SELECT_SLACK_LINKED_USER).bind(slack_user),
+            )
+            .await?;
+        row.map(|(id, username, role)| {
+            Ok(User {
+                id,
+                username,
+                role: self::role(&role)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn slack_links(&self, user_id: &str) -> StoreResult<Vec<SlackLink>> {
+        self.all::<SlackLinkRow>(Statement::new(sql::SELECT_SLACK_LINKS).bind(user_id))
+            .await?
+            .into_iter()
+            .map(slack_link)
+            .collect()
+    }
+
+    async fn unlink_slack(&self, slack_user: &str, user_id: &str) -> StoreResult<bool> {
+        let deleted = self
+            .execute(
+                Statement::new(sql::DELETE_SLACK_LINK)
+                    .bind(slack_user)
+                    .bind(user_id),
+            )
+            .await?;
+        Ok(deleted == 1)
+    }
+
+    async fn session_settings(&self, session: &SessionId) -> StoreResult<SessionSettings> {
+        let row = self
+            .optional::<(Option<String>,)>(
+                Statement::new(sql::SELECT_SESSION_SETTINGS).bind(session.to_string()),
+            )
+            .await?;
+        match row {
+            Some((slack_channel,)) => Ok(SessionSettings { slack_channel }),
+            None => {
+                // Nothing set: the defaults, for a session that exists.
+                self.get_session(session).await?;
+                Ok(SessionSettings::default())
+            }
+        }
+    }
+
+    async fn set_session_settings(
+        &self,
+        session: &SessionId,
+        settings: &SessionSettings,
+    ) -> StoreResult<SessionSettings> {
+        settings.validate()?;
+        let channel = settings
+            .slack_channel
+            .as_deref()
+            .map(|channel| channel.trim_start_matches('#').to_owned());
+        self.get_session(session).await?;
+        self.execute(
+            Statement::new(sql::UPSERT_SESSION_SETTINGS)
+                .bind(session.to_string())
+                .bind(channel.clone())
+                .bind(to_ms(self.clock_now())),
+        )
+        .await?;
+        Ok(SessionSettings {
+            slack_channel: channel,
+        })
     }
 }

@@ -112,6 +112,9 @@ impl<D: Dialect> SweepStore for SqlStore<D> {
             .await?;
         self.execute(Statement::new(sql::PURGE_ANSWER_TOKENS).bind(to_ms(before)))
             .await?;
+        // Link offers live minutes; `before` is days ago, so any left are long dead.
+        self.execute(Statement::new(sql::PURGE_SLACK_LINK_TOKENS).bind(to_ms(before)))
+            .await?;
         self.execute(Statement::new(sql::PURGE_TERMINAL_ROUNDS).bind(to_ms(before)))
             .await
     }

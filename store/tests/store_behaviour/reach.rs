@@ -4,9 +4,13 @@
 use anteroom_store::domain::{
     access::{Role, User},
     clock::Clock,
+    ids::{RoundId, SessionId},
     reach::{
-        AnswerToken, EmailPreference, EmailQuestions, PushSubscription, QuietHours, ReachChannel,
+        AnswerToken, DIGEST_EVENT, DIGEST_WINDOW_SECS, Digest, EmailPreference, EmailQuestions,
+        PushSubscription, QuietHours, ReachChannel, SLACK_LINK_MINUTES, SLACK_LINKS_PER_PERSON,
+        digest_endpoint,
     },
+    session::SessionSettings,
     webhook::{QueuedDelivery, WebhookFormat},
 };
 use chrono::Duration;
@@ -426,7 +430,250 @@ async fn an_instance_key_is_made_once(h: &Harness) {
     );
 }
 
+async fn a_digest_holds_questions_once_and_is_queued_once_per_window(h: &Harness) {
+    h.store
+        .create_user(&person("u-1", "ada"), "hash")
+        .await
+        .expect("create user");
+    assert_eq!(
+        h.store.digest_after("u-1").await.expect("read"),
+        5,
+        "the default"
+    );
+    assert!(h.store.set_digest_after("u-1", 2).await.expect("set"));
+    assert_eq!(h.store.digest_after("u-1").await.expect("read"), 2);
+    assert!(!h.store.set_digest_after("u-none", 2).await.expect("nobody"));
+    let sent = |n: u32| QueuedDelivery {
+        endpoint: "user:u-1".to_owned(),
+        format: WebhookFormat::Email,
+        event: "question.created".to_owned(),
+        dedupe_key: format!("email:r{n}:u-1"),
+        payload: json!({}),
+        not_before: h.clock.now(),
+    };
+    h.store
+        .enqueue_deliveries(&[sent(1), sent(2)])
+        .await
+        .expect("queue");
+    let since = h.clock.now() - Duration::seconds(DIGEST_WINDOW_SECS);
+    let counts = h
+        .store
+        .recent_deliveries(WebhookFormat::Email, since)
+        .await
+        .expect("count");
+    assert_eq!(counts.get("user:u-1"), Some(&2));
+    assert!(
+        h.store
+            .recent_deliveries(WebhookFormat::Push, since)
+            .await
+            .expect("count")
+            .is_empty()
+    );
+    let due = Digest::due(h.clock.now());
+    let digest = QueuedDelivery {
+        endpoint: digest_endpoint("u-1"),
+        format: WebhookFormat::Email,
+        event: DIGEST_EVENT.to_owned(),
+        dedupe_key: Digest::dedupe_key(ReachChannel::Email, "u-1", due),
+        payload: json!({}),
+        not_before: due,
+    };
+    let rounds: Vec<RoundId> = (0..3).map(|_| RoundId(uuid::Uuid::now_v7())).collect();
+    for round in &rounds {
+        h.store
+            .hold_for_digest("u-1", ReachChannel::Email, *round, &digest)
+            .await
+            .expect("hold");
+    }
+    h.store
+        .hold_for_digest("u-1", ReachChannel::Email, rounds[0], &digest)
+        .await
+        .expect("held twice is held once");
+    let held = h
+        .store
+        .digest_held("u-1", ReachChannel::Email, 10)
+        .await
+        .expect("held");
+    assert_eq!(held.len(), 3);
+    assert!(
+        h.store
+            .digest_held("u-1", ReachChannel::Push, 10)
+            .await
+            .expect("held")
+            .is_empty(),
+        "each channel its own"
+    );
+    h.clock.advance(Duration::seconds(DIGEST_WINDOW_SECS));
+    let claimed = h
+        .store
+        .claim_webhook_deliveries(10, Duration::seconds(60))
+        .await
+        .expect("claim");
+    let digests: Vec<_> = claimed
+        .iter()
+        .filter(|delivery| delivery.event == DIGEST_EVENT)
+        .collect();
+    assert_eq!(digests.len(), 1, "one digest for the window");
+    h.store
+        .release_digest("u-1", ReachChannel::Email, &held[..2])
+        .await
+        .expect("release");
+    assert_eq!(
+        h.store
+            .digest_held("u-1", ReachChannel::Email, 10)
+            .await
+            .expect("held"),
+        vec![held[2]]
+    );
+}
+
+async fn a_slack_account_is_linked_by_its_offer_once(h: &Harness) {
+    for user in [person("u-1", "ada"), person("u-2", "bea")] {
+        h.store
+            .create_user(&user, "hash")
+            .await
+            .expect("create user");
+    }
+    let expires = h.clock.now() + Duration::minutes(SLACK_LINK_MINUTES);
+    h.store
+        .offer_slack_link("hash-1", "U0ADA", expires)
+        .await
+        .expect("offer");
+    assert_eq!(
+        h.store.slack_link_offer("hash-1").await.expect("peek"),
+        Some("U0ADA".to_owned())
+    );
+    assert_eq!(
+        h.store.slack_linked_user("U0ADA").await.expect("read"),
+        None
+    );
+    let link = h
+        .store
+        .link_slack("hash-1", "u-1")
+        .await
+        .expect("link")
+        .expect("a live offer");
+    assert_eq!(
+        (link.slack_user.as_str(), link.user_id.as_str()),
+        ("U0ADA", "u-1")
+    );
+    assert_eq!(
+        h.store
+            .slack_linked_user("U0ADA")
+            .await
+            .expect("read")
+            .map(|user| user.username),
+        Some("ada".to_owned())
+    );
+    assert_eq!(
+        h.store.link_slack("hash-1", "u-2").await.expect("again"),
+        None,
+        "an offer is taken once"
+    );
+    h.store
+        .offer_slack_link("hash-2", "U0ADA", expires)
+        .await
+        .expect("offer");
+    h.clock.advance(Duration::minutes(SLACK_LINK_MINUTES));
+    assert_eq!(
+        h.store.slack_link_offer("hash-2").await.expect("peek"),
+        None
+    );
+    assert_eq!(
+        h.store.link_slack("hash-2", "u-2").await.expect("late"),
+        None,
+        "an expired offer links nothing"
+    );
+    assert_eq!(
+        h.store
+            .slack_links("u-1")
+            .await
+            .expect("list")
+            .iter()
+            .map(|link| link.slack_user.as_str())
+            .collect::<Vec<_>>(),
+        vec!["U0ADA"]
+    );
+    assert!(
+        !h.store
+            .unlink_slack("U0ADA", "u-2")
+            .await
+            .expect("not bea's")
+    );
+    assert!(h.store.unlink_slack("U0ADA", "u-1").await.expect("ada's"));
+    assert_eq!(
+        h.store.slack_linked_user("U0ADA").await.expect("read"),
+        None
+    );
+    for n in 0..SLACK_LINKS_PER_PERSON {
+        let hash = format!("many-{n}");
+        h.store
+            .offer_slack_link(
+                &hash,
+                &format!("U0{n}"),
+                h.clock.now() + Duration::minutes(1),
+            )
+            .await
+            .expect("offer");
+        h.store.link_slack(&hash, "u-2").await.expect("link");
+    }
+    h.store
+        .offer_slack_link("one-more", "U0MORE", h.clock.now() + Duration::minutes(1))
+        .await
+        .expect("offer");
+    let refused = h.store.link_slack("one-more", "u-2").await;
+    assert!(refused.is_err(), "bounded per person: {refused:?}");
+}
+
+async fn a_session_keeps_its_own_slack_channel(h: &Harness) {
+    let session = register(h, "s-channel").await;
+    assert_eq!(
+        h.store.session_settings(&session.id).await.expect("read"),
+        SessionSettings::default()
+    );
+    let set = h
+        .store
+        .set_session_settings(
+            &session.id,
+            &SessionSettings {
+                slack_channel: Some("#deploys".to_owned()),
+            },
+        )
+        .await
+        .expect("set");
+    assert_eq!(set.slack_channel.as_deref(), Some("deploys"));
+    assert_eq!(
+        h.store.session_settings(&session.id).await.expect("read"),
+        set
+    );
+    let bad = h
+        .store
+        .set_session_settings(
+            &session.id,
+            &SessionSettings {
+                slack_channel: Some("<!channel>".to_owned()),
+            },
+        )
+        .await;
+    assert!(bad.is_err());
+    let nobody = SessionId::parse("s-none").expect("id");
+    for result in [
+        h.store.session_settings(&nobody).await,
+        h.store
+            .set_session_settings(&nobody, &SessionSettings::default())
+            .await,
+    ] {
+        assert!(
+            result.as_ref().is_err_and(|error| error.is_not_found()),
+            "{result:?}"
+        );
+    }
+}
+
 crate::on_both_backends!(
+    a_digest_holds_questions_once_and_is_queued_once_per_window,
+    a_slack_account_is_linked_by_its_offer_once,
+    a_session_keeps_its_own_slack_channel,
     browsers_with_push_are_each_persons_own_and_bounded,
     an_instance_key_is_made_once,
     quiet_hours_are_kept_and_cleared_and_reach_the_mail_list,

@@ -2,28 +2,61 @@
 //! questions are mailed, and the browsers push is on in (turned on by `/reach.js`, removed here).
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
 use crate::ui::{
     components::page_title::PageTitle,
     model::{ProfileView, clock_time},
-    server_fns::{RemoveBrowser, SaveEmail, SaveQuiet, load_profile},
+    server_fns::{
+        LinkSlack, RemoveBrowser, SaveDigest, SaveEmail, SaveQuiet, UnlinkSlack, load_profile,
+        slack_link_offer,
+    },
 };
+
+/// Every change a profile form makes, so the profile reloads after any of them.
+#[derive(Clone, Copy)]
+struct Changes {
+    save: ServerAction<SaveEmail>,
+    remove: ServerAction<RemoveBrowser>,
+    quiet: ServerAction<SaveQuiet>,
+    digest: ServerAction<SaveDigest>,
+    link: ServerAction<LinkSlack>,
+    unlink: ServerAction<UnlinkSlack>,
+}
 
 #[component]
 pub fn ProfilePage() -> impl IntoView {
-    let save = ServerAction::<SaveEmail>::new();
-    let remove = ServerAction::<RemoveBrowser>::new();
-    let quiet = ServerAction::<SaveQuiet>::new();
+    let changes = Changes {
+        save: ServerAction::<SaveEmail>::new(),
+        remove: ServerAction::<RemoveBrowser>::new(),
+        quiet: ServerAction::<SaveQuiet>::new(),
+        digest: ServerAction::<SaveDigest>::new(),
+        link: ServerAction::<LinkSlack>::new(),
+        unlink: ServerAction::<UnlinkSlack>::new(),
+    };
     let profile = Resource::new(
         move || {
             (
-                save.version().get(),
-                remove.version().get(),
-                quiet.version().get(),
+                changes.save.version().get(),
+                changes.remove.version().get(),
+                changes.quiet.version().get(),
+                changes.digest.version().get(),
+                changes.link.version().get(),
+                changes.unlink.version().get(),
             )
         },
         |_| load_profile(),
     );
+    // A link offered in a Slack reply arrives as `?slack_link=…`.
+    let query = use_query_map();
+    let offer_token = move || query.read().get("slack_link").unwrap_or_default();
+    let offer = Resource::new(offer_token, |token| async move {
+        if token.is_empty() {
+            Ok(None)
+        } else {
+            slack_link_offer(token).await
+        }
+    });
     view! {
         <PageTitle text="Your profile · Anteroom" />
         <section aria-labelledby="profile-heading" class="profile">
@@ -34,7 +67,14 @@ pub fn ProfilePage() -> impl IntoView {
                         .get()
                         .map(|result| match result {
                             Err(error) => super::load_error(error).into_any(),
-                            Ok(view) => settings(view, save, remove, quiet).into_any(),
+                            Ok(view) => {
+                                let offered = offer.get().and_then(Result::ok).flatten();
+                                view! {
+                                    {slack_offer(offered, offer_token(), view.csrf.clone(), changes.link)}
+                                    {settings(view, changes)}
+                                }
+                                    .into_any()
+                            }
                         })
                 }}
             </Suspense>
@@ -42,12 +82,57 @@ pub fn ProfilePage() -> impl IntoView {
     }
 }
 
-fn settings(
-    view: ProfileView,
-    save: ServerAction<SaveEmail>,
-    remove: ServerAction<RemoveBrowser>,
-    quiet: ServerAction<SaveQuiet>,
+/// The card that takes a link offered in a Slack reply, when the page was opened from one.
+fn slack_offer(
+    offered: Option<String>,
+    token: String,
+    csrf: String,
+    link: ServerAction<LinkSlack>,
 ) -> impl IntoView {
+    let outcome = move || {
+        match link.value().get() {
+        Some(Ok(slack_user)) => Some(
+            view! { <p class="notice" role="status">{format!("Linked: Slack account {slack_user} now answers as you.")}</p> }
+                .into_any(),
+        ),
+        Some(Err(error)) => {
+            Some(view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any())
+        }
+        None => None,
+    }
+    };
+    let card = offered.map(|slack_user| {
+        view! {
+            <div class="slack-offer" role="region" aria-label="Link a Slack account">
+                <h2>"Link a Slack account"</h2>
+                <p>
+                    {format!("Slack account {slack_user} clicked an Anteroom button, but Anteroom did not know it. ")}
+                    "Link it to you, and its clicks answer as you from now on (recorded as “you via Slack”). "
+                    "Only link an account that is yours."
+                </p>
+                <ActionForm action=link attr:class="slack-link">
+                    <input type="hidden" name="token" value=token />
+                    <input type="hidden" name="csrf" value=csrf />
+                    <button type="submit">"Link this Slack account"</button>
+                </ActionForm>
+            </div>
+        }
+    });
+    view! {
+        {card}
+        {outcome}
+    }
+}
+
+fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
+    let Changes {
+        save,
+        remove,
+        quiet,
+        digest,
+        unlink,
+        ..
+    } = changes;
     let chosen = view.email_questions.clone();
     let option = move |value: &'static str, label: &'static str| {
         let selected = chosen == value;
@@ -64,6 +149,15 @@ fn settings(
         Some(Err(error)) => Some(view! { <p class="error" role="alert">{error.to_string()}</p> }),
         _ => None,
     };
+    let digest_saved = move || match digest.value().get() {
+        Some(Ok(())) => {
+            Some(view! { <p class="notice" role="status">"Digest saved."</p> }.into_any())
+        }
+        Some(Err(error)) => {
+            Some(view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any())
+        }
+        None => None,
+    };
     let browsers = view.browsers.clone();
     let csrf = view.csrf.clone();
     let quiet_csrf = csrf.clone();
@@ -78,6 +172,8 @@ fn settings(
     };
     let remove_csrf = csrf.clone();
     let push_csrf = csrf.clone();
+    let links_csrf = csrf.clone();
+    let digest_csrf = csrf.clone();
     view! {
         <p class="muted">{format!("Signed in as {} ({}).", view.username, view.role)}</p>
         <h2>"E-mail"</h2>
@@ -103,6 +199,18 @@ fn settings(
         </ActionForm>
         {saved}
         <p class="muted">"Slack knows you by this address too: a click on a Slack button answers as you."</p>
+        {slack_links(view.slack_links.clone(), links_csrf, unlink)}
+        <h2>"Digest"</h2>
+        <ActionForm action=digest attr:class="digest-settings">
+            <input type="hidden" name="csrf" value=digest_csrf />
+            <label>
+                "When more than "
+                <input type="number" name="digest_after" min="0" max="1000" value=view.digest_after.to_string() />
+                " questions reach me in a minute, gather the rest into one mail and one push (0: never)"
+            </label>
+            <button type="submit">"Save digest"</button>
+        </ActionForm>
+        {digest_saved}
         <h2>"Quiet hours"</h2>
         <p class="muted">"While it is quiet where you are, pushes and mails to you wait until it ends; none is dropped."</p>
         <ActionForm action=quiet attr:class="quiet-settings">
@@ -148,5 +256,45 @@ fn settings(
             }
                 .into_any()
         }}
+    }
+}
+
+/// The Slack accounts linked to the person by hand, each with Unlink.
+fn slack_links(
+    links: Vec<crate::ui::model::SlackLinkRow>,
+    csrf: String,
+    unlink: ServerAction<UnlinkSlack>,
+) -> impl IntoView {
+    let failed = move || match unlink.value().get() {
+        Some(Err(error)) => Some(view! { <p class="error" role="alert">{error.to_string()}</p> }),
+        _ => None,
+    };
+    let list = (!links.is_empty()).then(|| {
+        view! {
+            <p>"Slack accounts linked to you by hand:"</p>
+            <ul class="slack-links">
+                {links
+                    .into_iter()
+                    .map(|link| {
+                        let csrf = csrf.clone();
+                        view! {
+                            <li>
+                                <span>{link.slack_user.clone()}</span>
+                                <span class="muted">{format!(" since {}", clock_time(link.linked_ms))}</span>
+                                <ActionForm action=unlink attr:class="inline">
+                                    <input type="hidden" name="slack_user" value=link.slack_user />
+                                    <input type="hidden" name="csrf" value=csrf />
+                                    <button type="submit">"Unlink"</button>
+                                </ActionForm>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        }
+    });
+    view! {
+        {list}
+        {failed}
     }
 }
