@@ -114,6 +114,19 @@ test("a mailed question's link asks to confirm, answers once, and refuses a seco
     await page.locator('input[name="quiet_until"]').fill("");
     await page.getByRole("button", { name: "Save quiet hours" }).click();
     await expect(page.getByRole("status").filter({ hasText: "Quiet hours saved." })).toBeVisible();
+
+    // The digest count: kept, and one past its bound refused.
+    const digest = page.locator('input[name="digest_after"]');
+    await expect(digest).toHaveValue("5");
+    await digest.fill("2");
+    await page.getByRole("button", { name: "Save digest" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Digest saved." })).toBeVisible();
+    await page.reload();
+    await expect(digest).toHaveValue("2");
+    await live(page);
+    await digest.fill("5");
+    await page.getByRole("button", { name: "Save digest" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Digest saved." })).toBeVisible();
   } finally {
     // Mail off again, so other tests' questions are not mailed to a closed server.
     await page.goto("/profile");

@@ -90,13 +90,14 @@ async fn openapi_document_describes_every_route(db: Backend) {
         "DELETE /api/v1/sessions/{id}/token",
         "GET /api/v1/events",
         "GET /api/v1/gate",
+        "PUT /api/v1/sessions/{id}/settings",
     ] {
         assert!(
             operations.iter().any(|op| op == expected),
             "{expected} missing from {operations:?}"
         );
     }
-    assert_eq!(operations.len(), 30, "{operations:?}");
+    assert_eq!(operations.len(), 32, "{operations:?}");
     server.stop().await;
 }
 
