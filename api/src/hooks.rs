@@ -69,7 +69,7 @@ pub struct HookOptions {
 
 impl HookOptions {
     /// How long Anteroom holds the request: the hook's timeout less a margin (half of it for short ones).
-    fn wait(&self) -> Duration {
+    pub(crate) fn wait(&self) -> Duration {
         let timeout = self
             .timeout
             .unwrap_or(HOOK_TIMEOUT_DEFAULT)

@@ -20,6 +20,7 @@ pub mod passwords;
 pub mod postgres_events;
 pub mod producer;
 pub mod rate_limit;
+pub mod response_budget;
 pub mod sessions;
 pub mod standing;
 pub mod state;

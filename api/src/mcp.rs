@@ -49,7 +49,7 @@ use crate::{
 
 /// The longest `ask_person` waits for an answer when the caller names no timeout, and at most.
 const ASK_TIMEOUT_DEFAULT: Duration = Duration::from_secs(600);
-const ASK_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
+pub(crate) const ASK_TIMEOUT_MAX: Duration = Duration::from_secs(3600);
 /// How often a waiting `ask_person` tells a caller that sent a progress token that it still waits.
 const ASK_PROGRESS_EVERY: Duration = Duration::from_secs(10);
 /// The one request of an `ask_person` question.

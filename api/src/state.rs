@@ -137,6 +137,9 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Time a client has to send a request's headers (and an idle keep-alive connection to send the next).
     pub header_read_timeout: std::time::Duration,
+    /// Time a response may take to start beyond its route's own longest wait (docs/api.md#errors): past it,
+    /// a 503 and a log line naming the route.
+    pub response_timeout: std::time::Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -146,6 +149,7 @@ impl Default for ConnectionLimits {
             // hyper's one timer covers idle keep-alive too, so it must outlast a producer's poll interval
             // (often 5 s): at 5 s a client reusing its connection raced the close and lost the request.
             header_read_timeout: std::time::Duration::from_secs(20),
+            response_timeout: std::time::Duration::from_secs(30),
         }
     }
 }

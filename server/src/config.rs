@@ -485,6 +485,15 @@ pub struct ServeArgs {
     )]
     pub header_read_timeout_secs: u64,
 
+    /// Seconds a response may take to start beyond its route's own longest wait (a long-poll, a hook, an MCP
+    /// call); past them the request is answered 503 and logged with its route.
+    #[arg(
+        long,
+        env = "ANTEROOM_RESPONSE_TIMEOUT_SECS",
+        default_value_t = defaults().connections.response_timeout.as_secs()
+    )]
+    pub response_timeout_secs: u64,
+
     /// Bearer token a Prometheus scraper sends to read `/metrics` from another host. Without it, `/metrics`
     /// answers callers on this machine and admin API keys only.
     #[arg(long, env = "ANTEROOM_METRICS_TOKEN", hide_env_values = true)]

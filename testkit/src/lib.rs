@@ -69,6 +69,12 @@ async fn create_keys(store: &Arc<dyn Store>) -> [String; 3] {
     [keys[0].clone(), keys[1].clone(), keys[2].clone()]
 }
 
+/// A lock on a test server's database, held by another connection until dropped.
+pub enum DatabaseLock {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
 pub struct TestServer {
     pub base: String,
     /// The running server's state, for driving its scheduled jobs directly.
@@ -307,6 +313,42 @@ impl TestServer {
             .send()
             .await
             .expect("POST responses")
+    }
+
+    /// Takes the database's write lock (SQLite: `BEGIN IMMEDIATE` on its file) or an exclusive lock on the
+    /// sessions table (PostgreSQL) from outside the server, held until the returned guard is dropped: what a
+    /// stuck migration, a long transaction or an operator's session looks like to the server.
+    pub async fn lock_database(&self) -> DatabaseLock {
+        use sqlx::{Connection as _, Executor as _};
+        match &self.data {
+            Data::Sqlite { _dir } => {
+                let url = format!(
+                    "sqlite://{}",
+                    _dir.path().join("anteroom.sqlite3").display()
+                );
+                let mut connection = sqlx::SqliteConnection::connect(&url)
+                    .await
+                    .expect("a second connection to the database file");
+                connection
+                    .execute("BEGIN IMMEDIATE")
+                    .await
+                    .expect("the write lock");
+                DatabaseLock::Sqlite(connection)
+            }
+            Data::Postgres(schema) => {
+                let pool = schema
+                    .another_pool(&postgres_url().expect("the PostgreSQL URL"))
+                    .await
+                    .expect("a pool on the test schema");
+                let mut transaction = pool.begin().await.expect("a transaction");
+                transaction
+                    .execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+                    .await
+                    .expect("the table lock");
+                DatabaseLock::Postgres(transaction)
+            }
+            Data::Shared => panic!("lock the database through the instance that owns it"),
+        }
     }
 
     pub async fn stop(self) {

@@ -72,6 +72,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             header_read_timeout: std::time::Duration::from_secs(
                 args.header_read_timeout_secs.max(1),
             ),
+            response_timeout: std::time::Duration::from_secs(args.response_timeout_secs.max(1)),
         },
         metrics_token: args.metrics_token.clone(),
         expiry: expiry_policy(args.public.expiration_minutes.as_deref()),

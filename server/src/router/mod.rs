@@ -127,6 +127,10 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
         .merge(pages)
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            crate::api::response_budget::guard,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             crate::metrics::track,
         ))
         .layer(axum::middleware::from_fn_with_state(

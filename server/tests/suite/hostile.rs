@@ -366,11 +366,50 @@ async fn stored_xss_in_every_producer_text_stays_text(db: Backend) {
     server.stop().await;
 }
 
+/// A response held up by the database past its budget is a 503 naming the route, never a silent hang; and the
+/// server answers again once the lock is gone.
+async fn a_response_stuck_on_the_database_is_a_503_not_a_hang(db: Backend) {
+    let options = Settings {
+        connections: anteroom_server::state::ConnectionLimits {
+            response_timeout: StdDuration::from_secs(1),
+            ..Default::default()
+        },
+        ..Settings::default()
+    };
+    let Some(server) = TestServer::start_with(db, options).await else {
+        return;
+    };
+    let register = |id: &str| {
+        server
+            .http
+            .post(server.url("/api/v1/sessions"))
+            .bearer_auth(&server.admin_key)
+            .json(&json!({"id": id}))
+            .send()
+    };
+    let lock = server.lock_database().await;
+    let started = std::time::Instant::now();
+    let stuck = register("s-stuck").await.expect("a response, not a hang");
+    let waited = started.elapsed();
+    assert_eq!(stuck.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = stuck.json().await.expect("a JSON error");
+    assert_eq!(body["error"], "unavailable", "{body}");
+    assert!(
+        waited < StdDuration::from_secs(4),
+        "answered at its 1 s budget, not the database's own timeout: {waited:?}"
+    );
+    drop(lock);
+    let after = register("s-after").await.expect("POST");
+    assert_eq!(after.status(), StatusCode::CREATED);
+    server.stop().await;
+}
+
 async fn slowloris_connections_are_shed_at_the_header_timeout(db: Backend) {
     let options = Settings {
         connections: anteroom_server::state::ConnectionLimits {
             max_connections: 8,
             header_read_timeout: StdDuration::from_secs(1),
+            ..Default::default()
         },
         ..Settings::default()
     };
@@ -576,6 +615,7 @@ async fn nul_characters_are_refused_with_422_on_every_backend(db: Backend) {
 }
 
 on_both_backends!(
+    a_response_stuck_on_the_database_is_a_503_not_a_hang,
     backtracking_patterns_are_refused_at_create_naming_the_property,
     backtracking_pattern_answered_with_a_near_miss_stalls_nothing,
     unbounded_metric_labels_collapse_to_other,
