@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
     process::{Child, Command},
-    sync::{mpsc, oneshot},
+    sync::oneshot,
 };
 
 pub use crate::relay_state::MAX_OPEN_QUESTIONS;
@@ -64,6 +64,9 @@ pub struct Wrapped {
 /// clients wait without progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
+/// The child never inherits the session's credentials (`ELICITATION_REQUEST_URL`, `ELICITATION_POLL_URL`,
+/// `ANTEROOM_SESSION_TOKEN`): it is third-party code, and the wrapper asks on its behalf. A server that can ask
+/// over HTTP then asks through MCP instead, which the wrapper answers the same way.
 /// Runs `wrapped` between `harness_in`/`harness_out` until the harness closes its side, the server exits, or
 /// `stop` resolves with a signal to pass on; returns the child's exit code when it had one.
 pub async fn run(
@@ -75,6 +78,9 @@ pub async fn run(
 ) -> std::io::Result<Option<i32>> {
     let mut child = Command::new(&wrapped.program)
         .args(&wrapped.args)
+        .env_remove("ELICITATION_REQUEST_URL")
+        .env_remove("ELICITATION_POLL_URL")
+        .env_remove("ANTEROOM_SESSION_TOKEN")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -172,7 +178,7 @@ struct Writer {
 
 impl Writer {
     fn spawn(mut sink: impl AsyncWrite + Unpin + Send + 'static) -> Self {
-        let (lines, mut pending) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (lines, mut pending, queued) = Lines::channel();
         let (close, mut closed) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
             let mut closing = false;
@@ -190,17 +196,20 @@ impl Writer {
                     }
                 };
                 let Some(line) = line else { break };
-                if sink.write_all(&line).await.is_err()
-                    || sink.write_all(b"\n").await.is_err()
-                    || sink.flush().await.is_err()
-                {
+                let written = sink.write_all(&line).await.is_ok()
+                    && sink.write_all(b"\n").await.is_ok()
+                    && sink.flush().await.is_ok();
+                queued.send_modify(|queued| *queued = queued.saturating_sub(line.len() + 1));
+                if !written {
                     break;
                 }
             }
+            // Nothing more is written: whoever waits for room stops waiting (and then finds the writer gone).
+            queued.send_replace(0);
             let _ = sink.shutdown().await;
         });
         Self {
-            lines: Lines(lines),
+            lines,
             close,
             done,
         }
@@ -262,7 +271,12 @@ async fn next_line(
 async fn pump_from_harness(harness_in: impl AsyncRead + Unpin, relay: Arc<RelayState>) {
     let mut reader = BufReader::new(harness_in);
     let mut line = Vec::new();
-    while let Ok(Some(read)) = next_line(&mut reader, &mut line).await {
+    loop {
+        // A server that stops reading stops the wrapper reading the harness: back-pressure, not memory.
+        relay.to_child.room().await;
+        let Ok(Some(read)) = next_line(&mut reader, &mut line).await else {
+            break;
+        };
         if let Read::TooLong = read {
             eprintln!(
                 "anteroom wrap: dropped a line from the harness longer than {MAX_LINE} bytes"
@@ -315,7 +329,12 @@ async fn pump_from_child(child_out: impl AsyncRead + Unpin, relay: Arc<RelayStat
     let mut line = Vec::new();
     // Each question being worked, by the server's request id: how to tell its task the server withdrew it.
     let mut asking: HashMap<String, Withdraw> = HashMap::new();
-    while let Ok(Some(read)) = next_line(&mut reader, &mut line).await {
+    loop {
+        // A harness that stops reading stops the wrapper reading the server: back-pressure, not memory.
+        relay.to_harness.room().await;
+        let Ok(Some(read)) = next_line(&mut reader, &mut line).await else {
+            break;
+        };
         if let Read::TooLong = read {
             eprintln!("anteroom wrap: dropped a line from the server longer than {MAX_LINE} bytes");
             continue;
@@ -478,4 +497,47 @@ fn route_response(relay: &Arc<RelayState>, id: Value, message: Value, line: Vec<
         call.finish(relay, needs, cancelled).await;
         drop(slot);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncReadExt as _;
+
+    use super::*;
+    use crate::relay_state::QUEUE_BYTES;
+
+    /// Whether `future` completes at its first poll.
+    fn is_ready(future: impl Future<Output = ()>) -> bool {
+        let mut future = std::pin::pin!(future);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        future.as_mut().poll(&mut context).is_ready()
+    }
+
+    /// A peer that stops reading: the writer's queue fills to its bound and the pump feeding it is told to
+    /// wait; when the peer reads again, there is room again.
+    #[tokio::test]
+    async fn a_peer_that_stops_reading_makes_the_pump_wait_not_the_queue_grow() {
+        let (sink, mut peer) = tokio::io::duplex(64 * 1024);
+        let writer = Writer::spawn(sink);
+        let line = vec![b'x'; 1024 * 1024];
+        let mut sent = 0_usize;
+        // What a pump does: wait for room, then send the next line.
+        while is_ready(writer.lines.room()) {
+            writer.lines.send(line.clone()).expect("the writer runs");
+            sent += line.len() + 1;
+            // The writer gets its turn: it takes what the peer's buffer holds, then waits on the peer.
+            tokio::task::yield_now().await;
+            assert!(sent <= QUEUE_BYTES + line.len() + 1, "unbounded: {sent} bytes queued");
+        }
+        assert!(writer.lines.queued() >= QUEUE_BYTES);
+        let reader = tokio::spawn(async move {
+            let mut buffer = vec![0; 1024 * 1024];
+            while peer.read(&mut buffer).await.is_ok_and(|read| read > 0) {}
+        });
+        tokio::time::timeout(Duration::from_secs(30), writer.lines.room())
+            .await
+            .expect("room once the peer reads again");
+        writer.finish().await;
+        reader.abort();
+    }
 }

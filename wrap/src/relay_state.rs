@@ -13,7 +13,7 @@ use std::{
 
 use anteroom_domain::clock::{Clock, SystemClock};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::{
     anteroom::Anteroom,
@@ -28,17 +28,57 @@ pub const MAX_OPEN_QUESTIONS: usize = 16;
 pub const NO_ANSWER: i64 = -32001;
 /// How many answered URL elicitations the wrapper remembers, to consume their completion notices.
 const URL_ELICITATIONS_KEPT: usize = 256;
+/// Bytes a direction may have queued for its writer before the pump that feeds it stops reading: a peer that
+/// stops reading slows the other peer down (its pipe fills) instead of growing the wrapper's memory.
+pub const QUEUE_BYTES: usize = 8 * 1024 * 1024;
+
 /// Where a direction's lines go: its single writer. A line is bytes, so what is not UTF-8 passes unchanged.
+/// Sending never waits (the wrapper's own few messages must not block on a slow peer); what is queued is
+/// counted, and the pump relaying the other peer's lines waits for [`Lines::room`] before it reads the next.
 #[derive(Clone)]
-pub(crate) struct Lines(pub(crate) mpsc::UnboundedSender<Vec<u8>>);
+pub(crate) struct Lines {
+    queue: mpsc::UnboundedSender<Vec<u8>>,
+    /// Bytes queued and not yet written.
+    queued: Arc<watch::Sender<usize>>,
+}
 
 /// The writer of a direction is gone.
 #[derive(Debug)]
 pub(crate) struct Closed;
 
 impl Lines {
+    /// A direction's sending side and its writer's receiving side.
+    pub(crate) fn channel() -> (Self, mpsc::UnboundedReceiver<Vec<u8>>, Arc<watch::Sender<usize>>) {
+        let (queue, pending) = mpsc::unbounded_channel();
+        let queued = Arc::new(watch::Sender::new(0));
+        (
+            Self {
+                queue,
+                queued: Arc::clone(&queued),
+            },
+            pending,
+            queued,
+        )
+    }
+
     pub(crate) fn send(&self, line: impl Into<Vec<u8>>) -> Result<(), Closed> {
-        self.0.send(line.into()).map_err(|_| Closed)
+        let line = line.into();
+        let bytes = line.len() + 1;
+        self.queue.send(line).map_err(|_| Closed)?;
+        self.queued.send_modify(|queued| *queued += bytes);
+        Ok(())
+    }
+
+    /// Waits until what is queued is under [`QUEUE_BYTES`] (at once if the writer is gone).
+    pub(crate) async fn room(&self) {
+        let mut queued = self.queued.subscribe();
+        let _ = queued.wait_for(|bytes| *bytes < QUEUE_BYTES).await;
+    }
+
+    /// Bytes queued and not yet written.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        *self.queued.borrow()
     }
 }
 

@@ -28,7 +28,7 @@ struct Wrapper {
     process: Child,
     stdin: Option<ChildStdin>,
     /// Held open, as a harness holds it: a closed pipe would be a different test.
-    _stdout: Lines<BufReader<ChildStdout>>,
+    stdout: Lines<BufReader<ChildStdout>>,
 }
 
 impl Wrapper {
@@ -48,7 +48,7 @@ impl Wrapper {
         Self {
             process,
             stdin,
-            _stdout: stdout,
+            stdout,
         }
     }
 
@@ -209,6 +209,71 @@ async fn sigterm_reaches_the_wrapped_server() {
         !is_running(&server_pid),
         "the server does not outlive the wrapper"
     );
+}
+
+/// The wrapped server is third-party code: it never sees the session's capability URL or token.
+#[tokio::test]
+async fn the_wrapped_server_does_not_inherit_the_session_credentials() {
+    let mut wrapper = Wrapper::start(
+        "http://127.0.0.1:9/api/v1/s/ars_secret/elicitations",
+        &[
+            "sh",
+            "-c",
+            "printf '%s|%s|%s|%s\\n' \"${ELICITATION_REQUEST_URL:-unset}\" \"${ELICITATION_POLL_URL:-unset}\" \"${ANTEROOM_SESSION_TOKEN:-unset}\" \"${KEPT:-unset}\"",
+        ],
+        &[
+            ("ELICITATION_POLL_URL", "http://127.0.0.1:9/api/v1/s/ars_secret/elicitations"),
+            ("ANTEROOM_SESSION_TOKEN", "ars_secret"),
+            ("KEPT", "kept"),
+        ],
+    );
+    let line = tokio::time::timeout(StdDuration::from_secs(10), wrapper.stdout.next_line())
+        .await
+        .expect("the server's line")
+        .expect("read")
+        .expect("a line");
+    assert_eq!(line, "unset|unset|unset|kept");
+}
+
+/// A kernel figure of process `pid` from `/proc/{pid}/status`, in KiB (`VmRSS`, `VmHWM`).
+fn memory_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("a figure in KiB")
+}
+
+/// A harness that stops reading while the server writes without pause (1 MiB lines, forever): the wrapper's
+/// writer queue stops at its bound and the server is slowed by its full pipe, so the wrapper's memory stays
+/// flat instead of growing with what the server writes.
+#[tokio::test]
+async fn a_harness_that_stops_reading_holds_the_wrapper_to_its_bound() {
+    let script = "line=$(head -c 1048575 /dev/zero | tr '\\0' x); while :; do printf '%s\\n' \"$line\"; done";
+    let wrapper = Wrapper::start(
+        "http://127.0.0.1:9/api/v1/s/ars_token/elicitations",
+        &["sh", "-c", script],
+        &[],
+    );
+    let pid = wrapper.process.id().expect("pid");
+    let mut samples = Vec::new();
+    for _ in 0..15 {
+        tokio::time::sleep(StdDuration::from_millis(200)).await;
+        samples.push(memory_kib(pid, "VmRSS"));
+    }
+    let peak = memory_kib(pid, "VmHWM");
+    // The bound: 8 MiB queued and one line in hand, over the process's own size (about 20 MiB here).
+    assert!(
+        peak < 96 * 1024,
+        "the wrapper grew to {peak} KiB while nobody read (samples {samples:?})"
+    );
+    let (first, last) = (samples[4], samples[14]);
+    assert!(
+        last < first + 4 * 1024,
+        "still growing after the queue filled: {first} KiB then {last} KiB"
+    );
+    drop(wrapper);
 }
 
 /// A server that ignores the end of its input is killed after the grace: the wrapper exits within ~1.5 s of
