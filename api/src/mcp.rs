@@ -4,7 +4,11 @@
 //! Authenticated with an API key (`Authorization: Bearer`); roles apply as on the HTTP API. Answers are recorded
 //! with the key's name as who answered and announced like any other.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+    time::Duration,
+};
 
 use anteroom_domain::{
     access::Role,
@@ -82,12 +86,111 @@ pub fn router(state: &AppState) -> Router<AppState> {
             .with_allowed_hosts(hosts)
             .with_max_request_body_bytes(state.config.body_limit),
     );
+    let owners = Arc::new(SessionOwners::default());
     Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(move |request, next| {
+            bind_session_to_key(Arc::clone(&owners), request, next)
+        }))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_api_key,
         ))
+}
+
+/// The header that names an MCP session (Streamable HTTP).
+const SESSION_HEADER: &str = "mcp-session-id";
+/// MCP sessions open at once; a new one past this is refused until others end or go quiet.
+const SESSIONS_MAX: usize = 10_000;
+
+/// Which API key opened each MCP session, so that no other key can use it. In memory, like the sessions
+/// themselves (`LocalSessionManager`): both end with the process.
+#[derive(Default)]
+struct SessionOwners {
+    by_session: std::sync::Mutex<HashMap<String, (String, std::time::Instant)>>,
+}
+
+impl SessionOwners {
+    /// Who opened `session`, noting that it is in use now.
+    fn owner(&self, session: &str) -> Option<String> {
+        let mut owners = self.by_session.lock().ok()?;
+        let (owner, used) = owners.get_mut(session)?;
+        *used = std::time::Instant::now();
+        Some(owner.clone())
+    }
+
+    /// Records `session` as opened by `owner`; false when the table is full of sessions still in use.
+    fn open(&self, session: String, owner: String) -> bool {
+        let Ok(mut owners) = self.by_session.lock() else {
+            return false;
+        };
+        if owners.len() >= SESSIONS_MAX {
+            // Sessions quiet for longer than their keep-alive are closed by now.
+            let quiet = ASK_TIMEOUT_MAX + Duration::from_secs(60);
+            owners.retain(|_, (_, used)| used.elapsed() < quiet);
+        }
+        if owners.len() >= SESSIONS_MAX {
+            return false;
+        }
+        owners.insert(session, (owner, std::time::Instant::now()));
+        true
+    }
+
+    fn close(&self, session: &str) {
+        if let Ok(mut owners) = self.by_session.lock() {
+            owners.remove(session);
+        }
+    }
+}
+
+/// Middleware: an MCP session answers only the API key that opened it. Another key's request on its id is
+/// refused as if there were no such session (its existence is not another key's business).
+async fn bind_session_to_key(owners: Arc<SessionOwners>, request: Request, next: Next) -> Response {
+    let Some(caller) = request
+        .extensions()
+        .get::<Caller>()
+        .map(|caller| caller.0.id.clone())
+    else {
+        return ApiError::unauthorized("/mcp needs an API key: Authorization: Bearer ark_…")
+            .into_response();
+    };
+    let named = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let ending = request.method() == axum::http::Method::DELETE;
+    if let Some(session) = &named
+        && owners.owner(session).as_deref() != Some(caller.as_str())
+    {
+        return ApiError::not_found(
+            "No such MCP session for this API key: start one with `initialize`.",
+        )
+        .into_response();
+    }
+    let response = next.run(request).await;
+    match (&named, ending) {
+        (Some(session), true) if response.status().is_success() => owners.close(session),
+        (None, _) => {
+            let opened = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
+            if let Some(session) = opened
+                && !owners.open(session.clone(), caller)
+            {
+                tracing::warn!("mcp: too many sessions open; refused a new one");
+                return ApiError::new(
+                    ErrorCode::Unavailable,
+                    "Too many MCP sessions are open; end one (DELETE /mcp) or retry later.",
+                )
+                .into_response();
+            }
+        }
+        _ => {}
+    }
+    response
 }
 
 /// Lets only requests with a valid API key reach the tools, and hands the tools who is calling. A browser's

@@ -208,11 +208,7 @@ impl Writer {
             queued.send_replace(0);
             let _ = sink.shutdown().await;
         });
-        Self {
-            lines,
-            close,
-            done,
-        }
+        Self { lines, close, done }
     }
 
     /// Writes what is queued, closes the sink, and waits (briefly) until it is done.
@@ -527,7 +523,10 @@ mod tests {
             sent += line.len() + 1;
             // The writer gets its turn: it takes what the peer's buffer holds, then waits on the peer.
             tokio::task::yield_now().await;
-            assert!(sent <= QUEUE_BYTES + line.len() + 1, "unbounded: {sent} bytes queued");
+            assert!(
+                sent <= QUEUE_BYTES + line.len() + 1,
+                "unbounded: {sent} bytes queued"
+            );
         }
         assert!(writer.lines.queued() >= QUEUE_BYTES);
         let reader = tokio::spawn(async move {

@@ -48,7 +48,11 @@ pub(crate) struct Closed;
 
 impl Lines {
     /// A direction's sending side and its writer's receiving side.
-    pub(crate) fn channel() -> (Self, mpsc::UnboundedReceiver<Vec<u8>>, Arc<watch::Sender<usize>>) {
+    pub(crate) fn channel() -> (
+        Self,
+        mpsc::UnboundedReceiver<Vec<u8>>,
+        Arc<watch::Sender<usize>>,
+    ) {
         let (queue, pending) = mpsc::unbounded_channel();
         let queued = Arc::new(watch::Sender::new(0));
         (

@@ -311,6 +311,95 @@ async fn mcp_needs_an_api_key() {
     server.stop().await;
 }
 
+/// An MCP session answers only the API key that opened it: another key using its id is told there is no such
+/// session, and may not end it either.
+#[tokio::test]
+async fn an_mcp_session_belongs_to_the_key_that_opened_it() {
+    let Some(server) = TestServer::start(Backend::Sqlite).await else {
+        return;
+    };
+    let post = |key: &str, session: Option<&str>, body: Value| {
+        let mut request = server
+            .http
+            .post(server.url("/mcp"))
+            .bearer_auth(key)
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let opened = post(
+        &server.admin_key,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "binding-test", "version": "1"}}}),
+    )
+    .await
+    .expect("initialize");
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .expect("a session id")
+        .to_owned();
+    let initialized = post(
+        &server.admin_key,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await
+    .expect("initialized");
+    assert!(
+        initialized.status().is_success(),
+        "{}",
+        initialized.status()
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let other = post(&server.responder_key, Some(&session), list.clone())
+        .await
+        .expect("another key");
+    assert_eq!(other.status(), 404);
+    assert_eq!(
+        other.json::<Value>().await.expect("JSON")["error"],
+        "not_found"
+    );
+    let own = post(&server.admin_key, Some(&session), list.clone())
+        .await
+        .expect("its own key");
+    assert_eq!(own.status(), 200);
+    assert!(own.text().await.expect("body").contains("ask_person"));
+    let delete = |key: &str| {
+        server
+            .http
+            .delete(server.url("/mcp"))
+            .bearer_auth(key)
+            .header("mcp-session-id", &session)
+            .send()
+    };
+    assert_eq!(
+        delete(&server.responder_key)
+            .await
+            .expect("DELETE")
+            .status(),
+        404,
+        "another key cannot end it"
+    );
+    assert!(
+        delete(&server.admin_key)
+            .await
+            .expect("DELETE")
+            .status()
+            .is_success()
+    );
+    let after = post(&server.admin_key, Some(&session), list)
+        .await
+        .expect("after the end");
+    assert_eq!(after.status(), 404);
+    server.stop().await;
+}
+
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
     the_queue_is_worked_through_mcp_legacy,
     the_queue_is_worked_through_mcp_modern,

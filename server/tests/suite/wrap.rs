@@ -222,7 +222,10 @@ async fn the_wrapped_server_does_not_inherit_the_session_credentials() {
             "printf '%s|%s|%s|%s\\n' \"${ELICITATION_REQUEST_URL:-unset}\" \"${ELICITATION_POLL_URL:-unset}\" \"${ANTEROOM_SESSION_TOKEN:-unset}\" \"${KEPT:-unset}\"",
         ],
         &[
-            ("ELICITATION_POLL_URL", "http://127.0.0.1:9/api/v1/s/ars_secret/elicitations"),
+            (
+                "ELICITATION_POLL_URL",
+                "http://127.0.0.1:9/api/v1/s/ars_secret/elicitations",
+            ),
             ("ANTEROOM_SESSION_TOKEN", "ars_secret"),
             ("KEPT", "kept"),
         ],
@@ -237,7 +240,8 @@ async fn the_wrapped_server_does_not_inherit_the_session_credentials() {
 
 /// A kernel figure of process `pid` from `/proc/{pid}/status`, in KiB (`VmRSS`, `VmHWM`).
 fn memory_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
     status
         .lines()
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
