@@ -35,8 +35,8 @@ fn round_id(raw: &str) -> ApiResult<RoundId> {
     get,
     path = "/api/v1/rounds/{round_id}",
     tag = "answers",
-    params(("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The round", body = Round), NotFound)
+    params(("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "The round", body = Round), Invalid, NotFound, Unauthorized)
 )]
 async fn read_round(
     State(state): State<AppState>,
@@ -60,8 +60,8 @@ struct RespondBody {
     path = "/api/v1/elicitations/{request_id}/respond",
     tag = "answers",
     request_body = RespondBody,
-    params(("request_id" = String, Path, description = "The producer's request id")),
-    responses((status = 200, description = "Answer recorded (or the same answer replayed)", body = AnswerRecorded), (status = 409, description = "Already answered (details name the winner), or expired", body = ErrorBody), (status = 403, description = "forbidden: viewers cannot answer", body = ErrorBody), Invalid, Unauthorized)
+    params(("request_id" = String, Path, description = "The producer's request id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
+    responses((status = 200, description = "Answer recorded (or the same answer replayed)", body = AnswerRecorded), (status = 409, description = "Already answered (details name the winner), or expired", body = ErrorBody), (status = 403, description = "forbidden: viewers cannot answer", body = ErrorBody), Invalid, NotFound, Unauthorized)
 )]
 async fn respond(
     State(state): State<AppState>,
@@ -141,8 +141,8 @@ struct SubmitBody {
     path = "/api/v1/rounds/{round_id}/responses",
     tag = "answers",
     request_body = SubmitBody,
-    params(("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "Responses recorded for exactly the pending keys", body = RoundAnswered), (status = 409, description = "managed_input_conflict: idempotency key reused or already answered", body = ErrorBody), Forbidden, Invalid, Unauthorized)
+    params(("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "Responses recorded for exactly the pending keys", body = RoundAnswered), (status = 409, description = "managed_input_conflict: idempotency key reused or already answered", body = ErrorBody), Forbidden, Invalid, NotFound, Unauthorized)
 )]
 async fn submit(
     State(state): State<AppState>,

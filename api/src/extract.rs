@@ -9,7 +9,7 @@ use axum::{
     extract::{FromRequest, FromRequestParts, Path, Query, Request},
     http::{HeaderMap, Method, StatusCode, header, request::Parts},
 };
-use serde::de::DeserializeOwned;
+use serde::{Deserialize as _, de::DeserializeOwned};
 use serde_json::Value;
 
 use super::error::ApiError;
@@ -57,6 +57,10 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
             ApiError::validation(format!("The body is not valid JSON: {error}."))
         })?;
         refuse_nul(&value, "body")?;
+        // Every body of this API is an object; serde would also read a struct from an array.
+        if !value.is_object() {
+            return Err(ApiError::validation("The body must be a JSON object."));
+        }
         serde_json::from_value(value).map(ApiJson).map_err(|error| {
             ApiError::validation(format!(
                 "The body does not have the expected shape: {error}."
@@ -161,6 +165,43 @@ impl Caller {
 }
 
 /// The bearer token of a request, if it sent one.
+/// Deserializes an integer field from any JSON number whose value is a whole number (`60`, and `60.0`, which
+/// JSON Schema also calls an integer), so the body is read as its schema says.
+pub fn integral<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    let number = serde_json::Number::deserialize(deserializer)?;
+    let whole = number.as_i64().or_else(|| {
+        number
+            .as_f64()
+            .filter(|value| value.fract() == 0.0 && value.abs() < 9.0e15)
+            .map(
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    reason = "a whole number under 9e15 in magnitude: exact as an i64"
+                )]
+                |value| value as i64,
+            )
+    });
+    whole
+        .and_then(|whole| T::try_from(whole).ok())
+        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not a whole number in range")))
+}
+
+/// [`integral`] for an optional field (`null` or absent is `None`).
+pub fn integral_option<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    let number = Option::<serde_json::Number>::deserialize(deserializer)?;
+    number
+        .map(|number| integral(number).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)?

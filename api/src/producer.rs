@@ -8,10 +8,8 @@ use anteroom_domain::{
     expiry::wire_time,
     ids::{RequestId, RequestKey, RoundId, SessionId},
     outward::{PollAction, outward_answer},
-    round::{
-        AskedThrough, ElicitationRequest, NewRound, OperationKind, Round, RoundStatus,
-        check_server_name,
-    },
+    producer::{BareQuestionDoc, QuestionDoc, parse_question},
+    round::{AskedThrough, NewRound, OperationKind, Round, RoundStatus, check_server_name},
     session::{NewSession, Session},
 };
 use axum::{
@@ -25,7 +23,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    error::{ApiError, ApiResult, ErrorBody, Invalid, NotFound, RateLimited, Unauthorized},
+    error::{
+        ApiError, ApiResult, ErrorBody, Forbidden, Invalid, NotFound, RateLimited, Unauthorized,
+    },
     extract::{ApiJson, ApiPath, ApiQuery, OptionalCaller},
     views::producer_collection,
 };
@@ -61,138 +61,6 @@ pub async fn session_for_token(state: &AppState, token: &str) -> ApiResult<Sessi
         .session_for_token(&credentials::hash(token))
         .await?
         .ok_or_else(unknown)
-}
-
-/// What a pulsemcp create body says.
-struct ProducerQuestion {
-    request: ElicitationRequest,
-    request_id: RequestId,
-    session_hint: Option<String>,
-    tool_name: Option<String>,
-    server: Option<String>,
-    fingerprint: String,
-}
-
-fn meta_text(meta: &Map<String, Value>, key: &str) -> ApiResult<Option<String>> {
-    match meta.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(_) => Err(ApiError::validation(format!(
-            "`_meta[\"{key}\"]` must be a string."
-        ))),
-    }
-}
-
-/// The question a producer posts: the pulsemcp library's body, an MCP `elicitation/create` request's params
-/// (docs/protocol.md). The parser reads it through this type, so the OpenAPI document shows what is parsed;
-/// each field is taken as any JSON first, so that a wrong type gets a sentence naming the field rather than
-/// serde's, and unknown keys are ignored, not refused.
-#[derive(Deserialize, ToSchema)]
-struct QuestionBody {
-    /// `form` (the default) or `url`.
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    mode: Value,
-    /// What the person is asked; at most 10,000 characters.
-    #[serde(default)]
-    #[schema(value_type = String)]
-    message: Value,
-    /// Form mode: a flat JSON Schema object of the answer's fields.
-    #[serde(rename = "requestedSchema", default)]
-    #[schema(value_type = Option<Object>)]
-    requested_schema: Value,
-    /// URL mode: where the person goes (http or https).
-    #[serde(default)]
-    #[schema(value_type = Option<String>)]
-    url: Value,
-    /// URL mode: the asker's id for the elicitation.
-    #[serde(rename = "elicitationId", default)]
-    #[schema(value_type = Option<String>)]
-    elicitation_id: Value,
-    /// `com.pulsemcp/request-id`, `com.pulsemcp/session-id`, `com.pulsemcp/tool-name`,
-    /// `com.pulsemcp/expires-at`, `anteroom/server`.
-    #[serde(rename = "_meta", default)]
-    #[schema(value_type = Option<Object>)]
-    meta: Value,
-}
-
-fn parse_question(body: &Value) -> ApiResult<ProducerQuestion> {
-    if !body.is_object() {
-        return Err(ApiError::validation("The body must be a JSON object."));
-    }
-    let question = QuestionBody::deserialize(body)
-        .map_err(|_| ApiError::validation("The body must be a JSON object."))?;
-    let meta = match question.meta {
-        Value::Null => Map::new(),
-        Value::Object(meta) => meta,
-        _ => return Err(ApiError::validation("`_meta` must be an object.")),
-    };
-    let request_id = meta_text(&meta, "com.pulsemcp/request-id")?.ok_or_else(|| {
-        ApiError::validation(
-            "`_meta[\"com.pulsemcp/request-id\"]` is missing; every question needs its own id.",
-        )
-    })?;
-    let request_id = RequestId::parse(request_id)?;
-    let message = match question.message {
-        Value::String(message) => message,
-        Value::Null => {
-            return Err(ApiError::validation(
-                "`message` is missing; say what you are asking.",
-            ));
-        }
-        _ => return Err(ApiError::validation("`message` must be a string.")),
-    };
-    let mode = match &question.mode {
-        Value::Null => "form",
-        Value::String(mode) => mode.as_str(),
-        _ => return Err(ApiError::validation("`mode` must be \"form\" or \"url\".")),
-    };
-    let request = match mode {
-        "form" => ElicitationRequest::Form {
-            message,
-            requested_schema: match question.requested_schema {
-                schema @ Value::Object(_) => schema,
-                Value::Null => {
-                    return Err(ApiError::validation(
-                        "`requestedSchema` is missing: a form question needs a schema.",
-                    ));
-                }
-                _ => {
-                    return Err(ApiError::validation(
-                        "`requestedSchema` must be a JSON object.",
-                    ));
-                }
-            },
-            meta: Some(meta.clone()),
-        },
-        "url" => {
-            let text = |key: &str, value: Value| match value {
-                Value::String(text) => Ok(text),
-                _ => Err(ApiError::validation(format!(
-                    "`{key}` must be a string for a url question."
-                ))),
-            };
-            ElicitationRequest::Url {
-                message,
-                url: text("url", question.url)?,
-                elicitation_id: text("elicitationId", question.elicitation_id)?,
-                meta: Some(meta.clone()),
-            }
-        }
-        other => {
-            return Err(ApiError::validation(format!(
-                "`mode` {other:?} is not supported; use \"form\" or \"url\"."
-            )));
-        }
-    };
-    Ok(ProducerQuestion {
-        request,
-        request_id,
-        session_hint: meta_text(&meta, "com.pulsemcp/session-id")?,
-        tool_name: meta_text(&meta, "com.pulsemcp/tool-name")?,
-        server: meta_text(&meta, "anteroom/server")?,
-        fingerprint: credentials::hash(&body.to_string()),
-    })
 }
 
 /// The `_meta` of a created question: where to poll it and until when.
@@ -307,6 +175,7 @@ async fn create_question(
     poll_base: &str,
 ) -> ApiResult<Response> {
     let question = parse_question(body)?;
+    let fingerprint = credentials::hash(&body.to_string());
     if let Some(hint) = &question.session_hint
         && hint != session.id.as_str()
     {
@@ -330,7 +199,7 @@ async fn create_question(
         round_index: 0,
         round_limit: 1,
         deadline: None,
-        fingerprint: Some(question.fingerprint.clone()),
+        fingerprint: Some(fingerprint.clone()),
         asked_through,
     };
     let refused = match state.store.create_round(new).await {
@@ -357,7 +226,7 @@ async fn create_question(
         Err(other) => return Err(other.into()),
     };
     if existing.session_id == session.id
-        && existing.fingerprint.as_deref() == Some(question.fingerprint.as_str())
+        && existing.fingerprint.as_deref() == Some(fingerprint.as_str())
     {
         Ok((
             StatusCode::OK,
@@ -504,7 +373,7 @@ fn token_collection(state: &AppState, token: &str, server: Option<&str>) -> Stri
     post,
     path = "/api/v1/s/{token}/elicitations",
     tag = "producer",
-    request_body = QuestionBody,
+    request_body = QuestionDoc,
     params(("token" = String, Path, description = "The session's producer token, from its environment block")),
     responses((status = 201, description = "Question stored; the reply carries `requestId` and the poll URL", body = QuestionCreated), (status = 200, description = "The identical body again (a retry): the existing question", body = QuestionCreated), (status = 403, description = "forbidden: `_meta` names another session", body = ErrorBody), RateLimited, Invalid, Unauthorized)
 )]
@@ -531,9 +400,9 @@ async fn create_by_token(
     post,
     path = "/api/v1/s/{token}/servers/{server}/elicitations",
     tag = "producer",
-    request_body = QuestionBody,
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name")),
-    responses((status = 201, description = "Question stored, naming the asking server", body = QuestionCreated), (status = 200, description = "A retry of the identical body", body = QuestionCreated), Invalid, Unauthorized)
+    request_body = QuestionDoc,
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name", pattern = "^[^/\\u0000-\\u001F\\u007F-\\u009F]{1,128}$")),
+    responses((status = 201, description = "Question stored, naming the asking server", body = QuestionCreated), (status = 200, description = "A retry of the identical body", body = QuestionCreated), RateLimited, Invalid, Forbidden, Unauthorized)
 )]
 async fn create_by_token_for_server(
     State(state): State<AppState>,
@@ -559,7 +428,7 @@ async fn create_by_token_for_server(
     get,
     path = "/api/v1/s/{token}/elicitations/{request_id}",
     tag = "producer",
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("request_id" = String, Path, description = "The producer's request id"), ("wait" = Option<u64>, Query, description = "Long-poll: seconds to wait for an answer, at most 30")),
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("request_id" = String, Path, description = "The producer's request id", pattern = "^[A-Za-z0-9._:-]{1,128}$"), ("wait" = Option<u64>, Query, description = "Long-poll: seconds to wait for an answer, at most 30")),
     responses((status = 200, description = "pending, accept, decline, cancel or expired", body = PollReply), (status = 404, description = "not_found: no such question in this session", body = ErrorBody), Invalid, Unauthorized)
 )]
 async fn poll_by_token(
@@ -574,7 +443,7 @@ async fn poll_by_token(
     get,
     path = "/api/v1/s/{token}/servers/{server}/elicitations/{request_id}",
     tag = "producer",
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name"), ("request_id" = String, Path, description = "The producer's request id")),
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("server" = String, Path, description = "The asking MCP server's name", pattern = "^[^/\\u0000-\\u001F\\u007F-\\u009F]{1,128}$"), ("request_id" = String, Path, description = "The producer's request id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
     responses((status = 200, description = "pending, accept, decline, cancel or expired", body = PollReply), RateLimited, NotFound, Invalid, Unauthorized)
 )]
 async fn poll_by_token_for_server(
@@ -609,8 +478,8 @@ fn admit_bare(state: &AppState, caller: &OptionalCaller) -> ApiResult<()> {
     post,
     path = "/api/v1/elicitations",
     tag = "producer",
-    request_body = QuestionBody,
-    responses((status = 201, description = "Question stored; session from `_meta`", body = QuestionCreated), (status = 403, description = "forbidden: only admin keys register sessions or post into any session", body = ErrorBody), RateLimited, (status = 404, description = "not_found: anonymous call for an unknown session", body = ErrorBody), Invalid, Unauthorized)
+    request_body = BareQuestionDoc,
+    responses((status = 201, description = "Question stored; session from `_meta`", body = QuestionCreated), (status = 200, description = "A retry of the identical body: the existing question", body = QuestionCreated), (status = 403, description = "forbidden: only admin keys register sessions or post into any session", body = ErrorBody), RateLimited, (status = 404, description = "not_found: anonymous call for an unknown session", body = ErrorBody), Invalid, Unauthorized)
 )]
 async fn create_bare(
     State(state): State<AppState>,
@@ -658,7 +527,7 @@ async fn create_bare(
     get,
     path = "/api/v1/elicitations/{request_id}",
     tag = "producer",
-    params(("request_id" = String, Path, description = "The producer's request id")),
+    params(("request_id" = String, Path, description = "The producer's request id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
     responses((status = 200, description = "pending, accept, decline, cancel or expired", body = PollReply), RateLimited, NotFound, Invalid, Unauthorized)
 )]
 async fn poll_bare(

@@ -125,7 +125,7 @@ mod tests {
     async fn a_response_that_never_starts_is_a_503_at_its_budget() {
         let limit = Duration::from_secs(5);
         let app = Router::new()
-            .route("/stuck", get(|| std::future::pending::<&'static str>()))
+            .route("/stuck", get(std::future::pending::<&'static str>))
             .route("/quick", get(|| async { "ok" }))
             .route_layer(axum::middleware::from_fn(
                 move |request: Request, next: Next| async move {

@@ -44,10 +44,14 @@ fn session_id(raw: &str) -> ApiResult<SessionId> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RegisterBody {
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     id: String,
+    #[schema(max_length = 200)]
     title: Option<String>,
+    #[schema(max_length = 100)]
     agent: Option<String>,
     /// Name the MCP server whose configuration the environment block is for.
+    #[schema(pattern = "^[^/\\u0000-\\u001F\\u007F-\\u009F]{1,128}$")]
     server: Option<String>,
 }
 
@@ -96,6 +100,14 @@ async fn register(
     caller.require(|role| role.can_manage(), "register sessions")?;
     check_server(body.server.as_deref())?;
     let id = session_id(&body.id)?;
+    let new = NewSession {
+        id: id.clone(),
+        title: body.title,
+        agent: body.agent,
+    };
+    // Checked before the id is looked up: a body that could not register a session is refused even when
+    // the session exists.
+    new.validate()?;
     match state.store.get_session(&id).await {
         Ok(existing) => {
             let reply = SessionExists {
@@ -108,14 +120,7 @@ async fn register(
         Err(error) if error.is_not_found() => {}
         Err(error) => return Err(error.into()),
     }
-    let session = state
-        .store
-        .register_session(NewSession {
-            id: id.clone(),
-            title: body.title,
-            agent: body.agent,
-        })
-        .await?;
+    let session = state.store.register_session(new).await?;
     let token = issue_token(&state, &id, body.server.as_deref()).await?;
     crate::announce::session_changed(&state, &id);
     let reply = SessionRegistered { token, session };
@@ -145,8 +150,8 @@ async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<
     get,
     path = "/api/v1/sessions/{id}",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "The session", body = Session), NotFound, Unauthorized)
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
+    responses((status = 200, description = "The session", body = Session), Invalid, NotFound, Unauthorized)
 )]
 async fn read(
     State(state): State<AppState>,
@@ -160,8 +165,8 @@ async fn read(
     get,
     path = "/api/v1/sessions/{id}/rounds",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "The session's rounds, newest first", body = RoundList), NotFound, Unauthorized)
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
+    responses((status = 200, description = "The session's rounds, newest first", body = RoundList), Invalid, NotFound, Unauthorized)
 )]
 async fn rounds(
     State(state): State<AppState>,
@@ -176,6 +181,7 @@ async fn rounds(
 #[serde(deny_unknown_fields)]
 struct UpdateBody {
     /// `resume` or `finish`.
+    #[schema(pattern = "^(resume|finish)$")]
     action: String,
 }
 
@@ -183,9 +189,9 @@ struct UpdateBody {
     patch,
     path = "/api/v1/sessions/{id}",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id")),
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
     request_body = UpdateBody,
-    responses((status = 200, description = "Resumed or finished", body = Session), (status = 409, description = "managed_input_state: the session still has open questions", body = ErrorBody), Invalid, Unauthorized)
+    responses((status = 200, description = "Resumed or finished", body = Session), (status = 409, description = "managed_input_state: the session still has open questions", body = ErrorBody), Invalid, NotFound, Unauthorized)
 )]
 async fn update(
     State(state): State<AppState>,
@@ -212,8 +218,8 @@ async fn update(
     post,
     path = "/api/v1/sessions/{id}/cancel",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "Cancelled; open rounds failed `cancelled`", body = Session), Forbidden, NotFound, Unauthorized)
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
+    responses((status = 200, description = "Cancelled; open rounds failed `cancelled`", body = Session), Invalid, Forbidden, NotFound, Unauthorized)
 )]
 async fn cancel(
     State(state): State<AppState>,
@@ -231,8 +237,8 @@ async fn cancel(
     get,
     path = "/api/v1/sessions/{id}/settings",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "What an admin set for the session (the defaults when nothing)", body = SessionSettings), NotFound, Unauthorized)
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
+    responses((status = 200, description = "What an admin set for the session (the defaults when nothing)", body = SessionSettings), Invalid, NotFound, Unauthorized)
 )]
 async fn read_settings(
     State(state): State<AppState>,
@@ -247,7 +253,7 @@ async fn read_settings(
     put,
     path = "/api/v1/sessions/{id}/settings",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id")),
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
     request_body = SessionSettings,
     responses((status = 200, description = "The session's settings, replaced", body = SessionSettings), Invalid, Forbidden, NotFound, Unauthorized)
 )]
@@ -273,8 +279,8 @@ struct RotateQuery {
     post,
     path = "/api/v1/sessions/{id}/token",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id"), ("server" = Option<String>, Query, description = "Write the block for this MCP server's route")),
-    responses((status = 200, description = "A new producer token and environment block; the old token stops working", body = IssuedToken), Forbidden, NotFound, Unauthorized)
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$"), ("server" = Option<String>, Query, description = "Write the block for this MCP server's route", pattern = "^[^/\\u0000-\\u001F\\u007F-\\u009F]{1,128}$")),
+    responses((status = 200, description = "A new producer token and environment block; the old token stops working", body = IssuedToken), Invalid, Forbidden, NotFound, Unauthorized)
 )]
 async fn rotate_token(
     State(state): State<AppState>,
@@ -294,8 +300,8 @@ async fn rotate_token(
     delete,
     path = "/api/v1/sessions/{id}/token",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id")),
-    responses((status = 200, description = "The producer token no longer works", body = TokenRevoked), Forbidden, NotFound, Unauthorized)
+    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
+    responses((status = 200, description = "The producer token no longer works", body = TokenRevoked), Invalid, Forbidden, NotFound, Unauthorized)
 )]
 async fn revoke_token(
     State(state): State<AppState>,

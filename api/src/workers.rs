@@ -48,9 +48,11 @@ struct CreateRound {
     operation_name: String,
     requests: BTreeMap<RequestKey, ElicitationRequest>,
     request_state: Option<String>,
-    #[serde(default)]
+    /// Zero-based, less than `round_limit`.
+    #[serde(default, deserialize_with = "crate::extract::integral")]
     round_index: u32,
-    #[serde(default = "one")]
+    #[serde(default = "one", deserialize_with = "crate::extract::integral")]
+    #[schema(minimum = 1)]
     round_limit: u32,
     deadline: Option<DateTime<Utc>>,
 }
@@ -114,8 +116,8 @@ async fn own_round(state: &AppState, token: &str, round_id: &str) -> ApiResult<R
     get,
     path = "/api/v1/s/{token}/rounds/{round_id}",
     tag = "rounds",
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The round (without its lease token)", body = Round), NotFound)
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "The round (without its lease token)", body = Round), Invalid, NotFound, Unauthorized)
 )]
 async fn read_round(
     State(state): State<AppState>,
@@ -144,8 +146,8 @@ async fn pending_round(
     get,
     path = "/api/v1/s/{token}/rounds/{round_id}/redacted",
     tag = "rounds",
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "Keys, actions and field names, never values", body = RedactedResponses), NotFound)
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "Keys, actions and field names, never values", body = RedactedResponses), Invalid, NotFound, Unauthorized)
 )]
 async fn redacted(
     State(state): State<AppState>,
@@ -162,6 +164,9 @@ fn lease_length(seconds: Option<i64>) -> ApiResult<Duration> {
 #[derive(Debug, Deserialize, ToSchema)]
 struct ClaimBody {
     owner_id: OwnerId,
+    /// 1 to 86,400 (a day); default 60.
+    #[serde(default, deserialize_with = "crate::extract::integral_option")]
+    #[schema(minimum = 1, maximum = 86400)]
     lease_seconds: Option<i64>,
 }
 
@@ -170,8 +175,8 @@ struct ClaimBody {
     path = "/api/v1/s/{token}/rounds/{round_id}/claim",
     tag = "workers",
     request_body = ClaimBody,
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The lease, with the token that proves it", body = LeaseGranted), (status = 409, description = "managed_input_conflict or managed_input_recovery", body = ErrorBody), Invalid, Unauthorized)
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "The lease, with the token that proves it", body = LeaseGranted), (status = 409, description = "managed_input_conflict or managed_input_recovery", body = ErrorBody), Invalid, NotFound, Unauthorized)
 )]
 async fn claim(
     State(state): State<AppState>,
@@ -194,6 +199,9 @@ async fn claim(
 struct WorkerBody {
     owner_id: OwnerId,
     lease_token: String,
+    /// 1 to 86,400 (a day); default 60.
+    #[serde(default, deserialize_with = "crate::extract::integral_option")]
+    #[schema(minimum = 1, maximum = 86400)]
     lease_seconds: Option<i64>,
     code: Option<String>,
     message: Option<String>,
@@ -236,8 +244,8 @@ async fn advance(
     path = "/api/v1/s/{token}/rounds/{round_id}/renew",
     tag = "workers",
     request_body = WorkerBody,
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The extended lease", body = LeaseExtended), (status = 409, description = "managed_input_conflict: expired lease, replaced owner", body = ErrorBody), Invalid, Unauthorized)
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "The extended lease", body = LeaseExtended), (status = 409, description = "managed_input_conflict: expired lease, replaced owner", body = ErrorBody), Invalid, NotFound, Unauthorized)
 )]
 async fn renew(
     State(state): State<AppState>,
@@ -262,8 +270,8 @@ async fn renew(
     path = "/api/v1/s/{token}/rounds/{round_id}/start-delivery",
     tag = "workers",
     request_body = WorkerBody,
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "response_validated -> delivery_started", body = Round), Conflict, Invalid, Unauthorized)
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "response_validated -> delivery_started", body = Round), Conflict, Invalid, NotFound, Unauthorized)
 )]
 async fn start_delivery(
     State(state): State<AppState>,
@@ -278,8 +286,8 @@ async fn start_delivery(
     path = "/api/v1/s/{token}/rounds/{round_id}/delivered",
     tag = "workers",
     request_body = WorkerBody,
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "delivery_started -> delivered", body = Round), Conflict, Invalid, Unauthorized)
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "delivery_started -> delivered", body = Round), Conflict, Invalid, NotFound, Unauthorized)
 )]
 async fn delivered(
     State(state): State<AppState>,
@@ -294,8 +302,8 @@ async fn delivered(
     path = "/api/v1/s/{token}/rounds/{round_id}/resolve",
     tag = "workers",
     request_body = WorkerBody,
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "delivered -> resolved", body = Round), Conflict, Invalid, Unauthorized)
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "delivered -> resolved", body = Round), Conflict, Invalid, NotFound, Unauthorized)
 )]
 async fn resolve(
     State(state): State<AppState>,
@@ -310,8 +318,8 @@ async fn resolve(
     path = "/api/v1/s/{token}/rounds/{round_id}/fail",
     tag = "workers",
     request_body = WorkerBody,
-    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID")),
-    responses((status = 200, description = "The round failed with the given code", body = Round), Conflict, Invalid, Unauthorized)
+    params(("token" = String, Path, description = "The session's producer token, from its environment block"), ("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "The round failed with the given code", body = Round), Conflict, Invalid, NotFound, Unauthorized)
 )]
 async fn fail(
     State(state): State<AppState>,

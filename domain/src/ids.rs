@@ -39,7 +39,7 @@ macro_rules! validated_id {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, utoipa::ToSchema)]
         #[serde(try_from = "String", into = "String")]
-        #[schema(value_type = String)]
+        #[schema(value_type = String, pattern = "^[A-Za-z0-9._:-]{1,128}$")]
         pub struct $name(String);
 
         impl $name {

@@ -37,6 +37,7 @@ pub mod hooks;
 pub mod ids;
 pub mod limits;
 pub mod outward;
+pub mod producer;
 pub mod reach;
 pub mod round;
 pub mod session;

@@ -109,6 +109,7 @@ pub struct SessionSettings {
     /// The Slack channel its questions are posted to, instead of `ANTEROOM_SLACK_CHANNEL`: an ID (`C0123ABCD`)
     /// or a name (`deploys`, `#deploys`). `null`: the default channel.
     #[serde(default)]
+    #[schema(pattern = "^#?[A-Za-z0-9._-]{1,80}$")]
     pub slack_channel: Option<String>,
 }
 

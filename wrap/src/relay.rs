@@ -220,14 +220,14 @@ impl Writer {
 
 /// One line read from a peer: its bytes without the newline, or the fact that it was longer than [`MAX_LINE`]
 /// (skipped whole).
-enum Read {
+pub enum Read {
     Line,
     TooLong,
 }
 
 /// Reads the next line into `line` (a `\r` before the newline is kept: bytes pass as they came); `None` at the
 /// end of the stream.
-async fn next_line(
+pub async fn next_line(
     reader: &mut (impl AsyncBufRead + Unpin),
     line: &mut Vec<u8>,
 ) -> std::io::Result<Option<Read>> {

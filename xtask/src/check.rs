@@ -24,6 +24,9 @@ use crate::{Profile, background::Install, cargo, run, site, step, tools, workspa
 /// uses, since cargo only warns when a `[patch]` stops applying.
 const VENDORED: &[&str] = &["tachys"];
 
+/// Schemathesis's budget in `cargo xtask test`: a smoke run of every operation (`cargo xtask fuzz` runs longer).
+const API_FUZZ_SECONDS: u64 = 20;
+
 pub fn test_everything() -> Result<()> {
     let outcome = every_check();
     print_step_times();
@@ -36,6 +39,9 @@ fn every_check() -> Result<()> {
         tools::ensure_test_tools(&|c| log.run(c))
     });
     let mcp_sdks = Install::start("mcp sdks", |log| tools::ensure_mcp_sdks(&|c| log.run(c)));
+    let schemathesis = Install::start("schemathesis", |log| {
+        tools::ensure_schemathesis(&|c| log.run(c))
+    });
     let end2end = Install::start("end2end npm", |log| {
         tools::ensure_npm_packages(&|c| log.run(c))
     });
@@ -96,6 +102,9 @@ fn every_check() -> Result<()> {
     if !binary.exists() {
         bail!("{} is missing after the test build", binary.display());
     }
+
+    waited("Schemathesis", schemathesis)?;
+    crate::fuzz::api_fuzz(API_FUZZ_SECONDS)?;
 
     step("end-to-end tests (Playwright, Chromium)");
     waited("the end2end npm packages", end2end)?;

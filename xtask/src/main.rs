@@ -10,6 +10,7 @@
 mod assets;
 mod background;
 mod check;
+mod fuzz;
 mod site;
 mod tools;
 
@@ -35,6 +36,9 @@ tasks:
                               release build, then every benchmark figure against its ceiling, as a table
                               (SQLite; --postgres uses ANTEROOM_TEST_POSTGRES_URL or the local test database;
                               ARGS such as --only polls pass through)
+  fuzz [--seconds S] [-- TARGET…]
+                              every cargo-fuzz target of fuzz/ for S seconds (default 60; nightly, installs
+                              cargo-fuzz when missing), then Schemathesis against a live server (target `api`)
   attack [--postgres] [-- ARGS]
                               release build, then replay the security review's attacks against it with
                               bounded loops (scripts/attack.py; ARGS such as --only slowloris pass through)
@@ -58,6 +62,9 @@ fn run_task(args: Vec<String>) -> Result<()> {
             return Ok(());
         }
     };
+    if task == "fuzz" {
+        return fuzz::fuzz(rest);
+    }
     let (flags, passthrough) = match rest.iter().position(|arg| arg == "--") {
         Some(split) => (&rest[..split], &rest[split + 1..]),
         None => (rest, &[][..]),

