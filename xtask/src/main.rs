@@ -39,6 +39,10 @@ tasks:
   fuzz [--seconds S] [-- TARGET…]
                               every cargo-fuzz target of fuzz/ for S seconds (default 60; nightly, installs
                               cargo-fuzz when missing), then Schemathesis against a live server (target `api`)
+  faults [--postgres] [--minutes N] [-- ARGS]
+                              release binary, then producers and responders against it while it is SIGKILLed
+                              and restarted (scripts/faults.py; default 1 minute, 5 kills; ARGS such as
+                              --kills 10 pass through); checks nothing acknowledged was lost or doubled
   attack [--postgres] [-- ARGS]
                               release build, then replay the security review's attacks against it with
                               bounded loops (scripts/attack.py; ARGS such as --only slowloris pass through)
@@ -64,6 +68,9 @@ fn run_task(args: Vec<String>) -> Result<()> {
     };
     if task == "fuzz" {
         return fuzz::fuzz(rest);
+    }
+    if task == "faults" {
+        return faults(rest);
     }
     let (flags, passthrough) = match rest.iter().position(|arg| arg == "--") {
         Some(split) => (&rest[..split], &rest[split + 1..]),
@@ -190,6 +197,44 @@ fn bench(postgres: bool, args: &[String]) -> Result<()> {
         command.args(["--postgres", &postgres_url()]);
     }
     command.args(args);
+    run(&mut command)
+}
+
+/// Builds the release binary, then runs `scripts/faults.py` against it for the given minutes.
+fn faults(args: &[String]) -> Result<()> {
+    let mut postgres = false;
+    let mut minutes = 1_u64;
+    let mut passthrough = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--postgres" => postgres = true,
+            "--minutes" => {
+                minutes = rest
+                    .next()
+                    .and_then(|value| value.parse().ok())
+                    .filter(|minutes| *minutes > 0)
+                    .context("--minutes takes a whole number of minutes")?;
+            }
+            "--" => passthrough.extend(rest.by_ref().cloned()),
+            other => bail!("unknown faults option {other}\n\n{USAGE}"),
+        }
+    }
+    step("release build of the server (no browser bundle: the faults are all API)");
+    run(cargo().args(["build", "--release", "--package", "anteroom-server", "--bin", "anteroom"]))?;
+    step(&format!("faults: {minutes} min"));
+    let root = workspace_root();
+    let mut command = Command::new("python3");
+    command
+        .arg(root.join("scripts/faults.py"))
+        .arg("--binary")
+        .arg(root.join("target/release/anteroom"))
+        .arg("--seconds")
+        .arg((minutes * 60).to_string())
+        .args(&passthrough);
+    if postgres {
+        command.args(["--postgres", &postgres_url()]);
+    }
     run(&mut command)
 }
 

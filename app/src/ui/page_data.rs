@@ -80,9 +80,7 @@ impl PageData {
         id: i64,
         csrf: &str,
     ) -> Result<(), String> {
-        if csrf != viewer.csrf {
-            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
-        }
+        same_sign_in(viewer, csrf)?;
         if !viewer.can_answer() {
             return Err("You have the viewer role: you cannot change standing answers.".to_owned());
         }
@@ -151,9 +149,7 @@ impl PageData {
         after_minutes: i64,
         csrf: &str,
     ) -> Result<(), String> {
-        if csrf != viewer.csrf {
-            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
-        }
+        same_sign_in(viewer, csrf)?;
         let questions = EmailQuestions::parse(questions).ok_or_else(|| {
             "Choose which questions to mail: none, every one, or unanswered ones.".to_owned()
         })?;
@@ -190,9 +186,7 @@ impl PageData {
         time_zone: &str,
         csrf: &str,
     ) -> Result<(), String> {
-        if csrf != viewer.csrf {
-            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
-        }
+        same_sign_in(viewer, csrf)?;
         let quiet = if from.trim().is_empty() && until.trim().is_empty() {
             None
         } else {
@@ -227,9 +221,7 @@ impl PageData {
         id: &str,
         csrf: &str,
     ) -> Result<(), String> {
-        if csrf != viewer.csrf {
-            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
-        }
+        same_sign_in(viewer, csrf)?;
         match self
             .store
             .remove_push_subscription(id, Some(&viewer.principal.id))
@@ -243,9 +235,7 @@ impl PageData {
 
     /// Sets after how many questions a minute the person's pushes and mails are gathered into a digest.
     pub async fn save_digest(&self, viewer: &Viewer, after: u32, csrf: &str) -> Result<(), String> {
-        if csrf != viewer.csrf {
-            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
-        }
+        same_sign_in(viewer, csrf)?;
         if after > DIGEST_AFTER_MAX {
             return Err(format!(
                 "Choose between 0 (never gather) and {DIGEST_AFTER_MAX} questions a minute."
@@ -270,9 +260,7 @@ impl PageData {
         token: &str,
         csrf: &str,
     ) -> Result<String, String> {
-        if csrf != viewer.csrf {
-            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
-        }
+        same_sign_in(viewer, csrf)?;
         match self
             .store
             .link_slack(&hash_secret(token), &viewer.principal.id)
@@ -294,9 +282,7 @@ impl PageData {
         slack_user: &str,
         csrf: &str,
     ) -> Result<(), String> {
-        if csrf != viewer.csrf {
-            return Err("This page is out of date (your sign-in changed). Reload it.".to_owned());
-        }
+        same_sign_in(viewer, csrf)?;
         match self
             .store
             .unlink_slack(slack_user, &viewer.principal.id)
@@ -724,6 +710,15 @@ fn server_field_errors(details: Option<&serde_json::Value>) -> FieldErrors {
             (control_name(key, field), problems)
         })
         .collect()
+}
+
+/// A form's CSRF token must be the signed-in browser's own: a form from before a sign-in change is refused.
+fn same_sign_in(viewer: &Viewer, csrf: &str) -> Result<(), String> {
+    if csrf == viewer.csrf {
+        Ok(())
+    } else {
+        Err("This page is out of date (your sign-in changed). Reload it.".to_owned())
+    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,15 @@ fn role(raw: &str) -> StoreResult<Role> {
     Role::parse(raw).ok_or_else(|| StoreError::Corrupt(format!("user role {raw}")))
 }
 
+/// A `users` row of id, username and role.
+fn user((id, username, role): (String, String, String)) -> StoreResult<User> {
+    Ok(User {
+        id,
+        username,
+        role: self::role(&role)?,
+    })
+}
+
 fn preference(questions: &str, after_minutes: i64) -> StoreResult<EmailPreference> {
     Ok(EmailPreference {
         questions: EmailQuestions::parse(questions)
@@ -129,14 +138,7 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
                 Statement::new(sql::SELECT_USER_BY_EMAIL).bind(email),
             )
             .await?;
-        row.map(|(id, username, role)| {
-            Ok(User {
-                id,
-                username,
-                role: self::role(&role)?,
-            })
-        })
-        .transpose()
+        row.map(user).transpose()
     }
 
     async fn remember_slack_message(
@@ -562,14 +564,7 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
                 Statement::new(sql::SELECT_SLACK_LINKED_USER).bind(slack_user),
             )
             .await?;
-        row.map(|(id, username, role)| {
-            Ok(User {
-                id,
-                username,
-                role: self::role(&role)?,
-            })
-        })
-        .transpose()
+        row.map(user).transpose()
     }
 
     async fn slack_links(&self, user_id: &str) -> StoreResult<Vec<SlackLink>> {

@@ -82,6 +82,22 @@ pub fn ProfilePage() -> impl IntoView {
     }
 }
 
+/// What a form's last submission came to: `done`'s words when it went through (nothing when it has none),
+/// its error otherwise, each announced to assistive technology.
+fn said<T>(
+    result: Option<Result<T, ServerFnError>>,
+    done: impl FnOnce(T) -> Option<String>,
+) -> Option<AnyView> {
+    match result? {
+        Ok(value) => {
+            done(value).map(|text| view! { <p class="notice" role="status">{text}</p> }.into_any())
+        }
+        Err(error) => {
+            Some(view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any())
+        }
+    }
+}
+
 /// The card that takes a link offered in a Slack reply, when the page was opened from one.
 fn slack_offer(
     offered: Option<String>,
@@ -90,16 +106,11 @@ fn slack_offer(
     link: ServerAction<LinkSlack>,
 ) -> impl IntoView {
     let outcome = move || {
-        match link.value().get() {
-        Some(Ok(slack_user)) => Some(
-            view! { <p class="notice" role="status">{format!("Linked: Slack account {slack_user} now answers as you.")}</p> }
-                .into_any(),
-        ),
-        Some(Err(error)) => {
-            Some(view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any())
-        }
-        None => None,
-    }
+        said(link.value().get(), |slack_user| {
+            Some(format!(
+                "Linked: Slack account {slack_user} now answers as you."
+            ))
+        })
     };
     let card = offered.map(|slack_user| {
         view! {
@@ -138,37 +149,16 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
         let selected = chosen == value;
         view! { <option value=value selected=selected>{label}</option> }
     };
-    let saved = move || match save.value().get() {
-        Some(Ok(())) => Some(view! { <p class="notice" role="status">"Saved."</p> }.into_any()),
-        Some(Err(error)) => {
-            Some(view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any())
-        }
-        None => None,
-    };
-    let removed = move || match remove.value().get() {
-        Some(Err(error)) => Some(view! { <p class="error" role="alert">{error.to_string()}</p> }),
-        _ => None,
-    };
-    let digest_saved = move || match digest.value().get() {
-        Some(Ok(())) => {
-            Some(view! { <p class="notice" role="status">"Digest saved."</p> }.into_any())
-        }
-        Some(Err(error)) => {
-            Some(view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any())
-        }
-        None => None,
-    };
+    let saved = move || said(save.value().get(), |()| Some("Saved.".to_owned()));
+    let removed = move || said(remove.value().get(), |_| None);
+    let digest_saved = move || said(digest.value().get(), |()| Some("Digest saved.".to_owned()));
     let browsers = view.browsers.clone();
     let csrf = view.csrf.clone();
     let quiet_csrf = csrf.clone();
-    let quiet_saved = move || match quiet.value().get() {
-        Some(Ok(())) => {
-            Some(view! { <p class="notice" role="status">"Quiet hours saved."</p> }.into_any())
-        }
-        Some(Err(error)) => {
-            Some(view! { <p class="error" role="alert">{error.to_string()}</p> }.into_any())
-        }
-        None => None,
+    let quiet_saved = move || {
+        said(quiet.value().get(), |()| {
+            Some("Quiet hours saved.".to_owned())
+        })
     };
     let remove_csrf = csrf.clone();
     let push_csrf = csrf.clone();
@@ -265,10 +255,7 @@ fn slack_links(
     csrf: String,
     unlink: ServerAction<UnlinkSlack>,
 ) -> impl IntoView {
-    let failed = move || match unlink.value().get() {
-        Some(Err(error)) => Some(view! { <p class="error" role="alert">{error.to_string()}</p> }),
-        _ => None,
-    };
+    let failed = move || said(unlink.value().get(), |_| None);
     let list = (!links.is_empty()).then(|| {
         view! {
             <p>"Slack accounts linked to you by hand:"</p>
