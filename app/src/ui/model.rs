@@ -149,14 +149,13 @@ pub struct Asker {
 }
 
 impl Asker {
-    /// "github-mcp · tool deploy" (or "an unknown server" when the producer did not say).
+    /// "github-mcp · tool deploy", or just "deploy" when the producer named no server (so the banner reads
+    /// "deploy asks", not "an unknown server · tool deploy asks").
     pub fn describe(&self) -> String {
-        format!(
-            "{} · {} {}",
-            self.server.as_deref().unwrap_or("an unknown server"),
-            self.kind,
-            self.name
-        )
+        match &self.server {
+            Some(server) => format!("{server} · {} {}", self.kind, self.name),
+            None => self.name.clone(),
+        }
     }
 }
 
@@ -464,6 +463,21 @@ pub fn clock_time(at_ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_asker_without_a_server_is_named_by_its_tool() {
+        let named = Asker {
+            server: Some("shop".to_owned()),
+            kind: "tool".to_owned(),
+            name: "deploy".to_owned(),
+        };
+        assert_eq!(named.describe(), "shop · tool deploy");
+        let unnamed = Asker {
+            server: None,
+            ..named
+        };
+        assert_eq!(unnamed.describe(), "deploy");
+    }
 
     #[test]
     fn countdowns_read_naturally() {
