@@ -221,7 +221,14 @@ fn faults(args: &[String]) -> Result<()> {
         }
     }
     step("release build of the server (no browser bundle: the faults are all API)");
-    run(cargo().args(["build", "--release", "--package", "anteroom-server", "--bin", "anteroom"]))?;
+    run(cargo().args([
+        "build",
+        "--release",
+        "--package",
+        "anteroom-server",
+        "--bin",
+        "anteroom",
+    ]))?;
     step(&format!("faults: {minutes} min"));
     let root = workspace_root();
     let mut command = Command::new("python3");
