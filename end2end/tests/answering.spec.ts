@@ -47,6 +47,13 @@ test("a question appears live on the queue and the session page, and the answer 
   const history = page.locator(".history-entry").filter({ hasText: "Which environment" });
   await expect(history).toContainText("Accepted");
   await expect(history).toContainText("by rita");
+  // The answer as the person gave it: the form's labels and the choice's words, with the JSON one click away.
+  const answered = history.locator(".history-answer dl");
+  await expect(answered.locator("dt", { hasText: "Replicas" })).toBeVisible();
+  await expect(answered.locator("dd", { hasText: /^3$/ })).toBeVisible();
+  await expect(history.locator(".history-answer details code")).not.toBeVisible();
+  await history.getByText("Show JSON").click();
+  await expect(history.locator(".history-answer details code")).toContainText('"replicas":3');
 });
 
 test("decline and dismiss reach the producer as decline and cancel, with no content", async ({ page, request }) => {

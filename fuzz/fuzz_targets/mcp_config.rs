@@ -7,8 +7,6 @@
 #[allow(dead_code, clippy::all)]
 mod mcp_config;
 
-use std::collections::BTreeMap;
-
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use mcp_config::{Change, Format, rewrite};
@@ -45,5 +43,4 @@ fuzz_target!(|input: Rewrite| {
             assert_eq!(once, twice, "a second run changed the file again");
         }
     }
-    let _ = BTreeMap::<String, String>::new();
 });

@@ -285,8 +285,17 @@ pub struct HistoryEntry {
     pub outcome: Outcome,
     pub answered_by: Option<String>,
     pub answered_ms: Option<i64>,
-    /// The accepted content per request key, as JSON text.
-    pub answers: Vec<(String, String)>,
+    /// The accepted content per request key.
+    pub answers: Vec<ShownAnswer>,
+}
+
+/// One request's accepted content: as the person gave it, field by field, and as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShownAnswer {
+    pub key: String,
+    /// (the form's label, the value as the form showed it), in the form's order.
+    pub fields: Vec<(String, String)>,
+    pub json: String,
 }
 
 /// What a person's answer came to.

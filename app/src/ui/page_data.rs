@@ -8,8 +8,8 @@ use super::{
     model::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
         HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
-        QueueView, RecordedAction, RequestBody, RequestView, SessionPage, SlackLinkRow,
-        StandingView, Viewer, clock_minute, control_name, parse_clock_minute,
+        QueueView, RecordedAction, RequestBody, RequestView, SessionPage, ShownAnswer,
+        SlackLinkRow, StandingView, Viewer, clock_minute, control_name, parse_clock_minute,
     },
     posted_answer::read_answer,
 };
@@ -521,10 +521,24 @@ fn history_entry(round: &Round) -> HistoryEntry {
             .flat_map(|responses| responses.iter())
             .filter_map(|(key, response)| {
                 let content = response.content.as_ref()?;
-                Some((
-                    key.as_str().to_owned(),
-                    serde_json::to_string(content).unwrap_or_default(),
-                ))
+                let form = match round.requests.get(key) {
+                    Some(ElicitationRequest::Form {
+                        requested_schema, ..
+                    }) => FormModel::from_schema(requested_schema, &Limits::default()).ok(),
+                    _ => None,
+                };
+                let fields = match form {
+                    Some(form) => form.shown(content),
+                    None => content
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.to_string()))
+                        .collect(),
+                };
+                Some(ShownAnswer {
+                    key: key.as_str().to_owned(),
+                    fields,
+                    json: serde_json::to_string(content).unwrap_or_default(),
+                })
             })
             .collect(),
     }

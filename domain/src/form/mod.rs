@@ -4,6 +4,7 @@
 pub mod backtracking;
 pub mod examples;
 mod posted;
+mod shown;
 mod validate;
 
 use serde::{Deserialize, Serialize};

@@ -29,7 +29,16 @@ pub fn WebhookLogPage() -> impl IntoView {
                         .get()
                         .map(|result| match result {
                             Err(error) => super::load_error(error).into_any(),
-                            Ok(rows) if rows.is_empty() => view! { <p class="queue-empty">"No webhook has been sent yet."</p> }.into_any(),
+                            Ok(rows) if rows.is_empty() => view! {
+                                <p class="queue-empty">
+                                    "No webhook has been sent yet. Set "
+                                    <code>"ANTEROOM_WEBHOOKS=https://…"</code>
+                                    " (or "
+                                    <code>"slack:https://…"</code>
+                                    ") and restart, and each question's deliveries appear here."
+                                </p>
+                            }
+                            .into_any(),
                             Ok(rows) => delivery_table(rows).into_any(),
                         })
                 }}

@@ -71,8 +71,26 @@ fn queue_view(first: QueueView, fresh: Memo<Option<QueueView>>) -> impl IntoView
     view! {
         <PageTitle text=title />
         <Show when=move || current.with(|queue| queue.items.is_empty())>
-            <p class="queue-empty" data-testid="queue-empty">
-                "No agent is waiting for you. Questions from your agents' MCP servers appear here as they arrive."
+            <div class="queue-empty" data-testid="queue-empty">
+                <p>"No agent has asked anything yet. Questions from your agents' MCP servers appear here as they arrive."</p>
+                <p>
+                    "To connect one: "
+                    <code>"anteroom session create --id my-agent --server NAME"</code>
+                    " prints the environment block its MCP server reads; or run the server under "
+                    <code>"anteroom wrap"</code>
+                    " ("
+                    <code>"anteroom mcp-config wrap"</code>
+                    " rewrites .mcp.json or config.toml), or add Claude Code's or Codex's hooks with "
+                    <code>"anteroom mcp-config hooks"</code>
+                    ". The README's \"Connecting agents\" says how, step by step."
+                </p>
+            </div>
+        </Show>
+        <Show when=move || {
+            current.with(|queue| !queue.items.is_empty() && queue.open_questions() == 0)
+        }>
+            <p class="queue-empty" data-testid="queue-nothing-waiting">
+                "Nothing is waiting for you: every question has been answered or has ended. New ones appear here at once."
             </p>
         </Show>
         {section("Waiting for you", "waiting", current, now_ms)}

@@ -443,14 +443,24 @@ fn history_entry(entry: HistoryEntry) -> impl IntoView {
             {entry
                 .answers
                 .into_iter()
-                .map(|(key, content)| {
+                .map(|answer| {
                     // One request needs no name; several are told apart by their keys.
-                    let key = if single { "Answer".to_owned() } else { key };
+                    let key = if single { "Answer".to_owned() } else { answer.key };
                     view! {
-                        <p class="history-answer">
-                            <span class="muted">{key} ": "</span>
-                            <code>{content}</code>
-                        </p>
+                        <div class="history-answer">
+                            <p class="muted">{key}</p>
+                            <dl>
+                                {answer
+                                    .fields
+                                    .into_iter()
+                                    .map(|(label, value)| view! { <dt>{label}</dt> <dd>{value}</dd> })
+                                    .collect_view()}
+                            </dl>
+                            <details>
+                                <summary>"Show JSON"</summary>
+                                <code>{answer.json}</code>
+                            </details>
+                        </div>
                     }
                 })
                 .collect_view()}
