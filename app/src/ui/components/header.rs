@@ -15,6 +15,10 @@ pub fn AppHeader() -> impl IntoView {
     let (hydrated, set_hydrated) = signal(false);
     Effect::new(move |_| set_hydrated.set(true));
     let (shortcuts_open, set_shortcuts_open) = signal(false);
+    // On a phone the header is one row: the brand, the live state and a menu holding the rest. Until the page
+    // is live (or without JavaScript) the rest simply shows, wrapped.
+    let (menu_open, set_menu_open) = signal(false);
+    let folded = move || (hydrated.get() && !menu_open.get()).to_string();
     let viewer = Resource::new(|| (), |_| load_viewer());
     // The event stream needs a signed-in person; effects run only in the browser.
     Effect::new(move |_| {
@@ -43,6 +47,16 @@ pub fn AppHeader() -> impl IntoView {
                         _ => "Static page",
                     }}
                 </span>
+                <button
+                    type="button"
+                    class="button button-quiet menu-toggle"
+                    aria-expanded=move || menu_open.get().to_string()
+                    aria-controls="header-menu"
+                    on:click=move |_| set_menu_open.update(|open| *open = !*open)
+                >
+                    "Menu"
+                </button>
+                <div id="header-menu" class="header-menu" data-folded=folded>
                 <Suspense>
                     {move || {
                         viewer
@@ -95,6 +109,7 @@ pub fn AppHeader() -> impl IntoView {
                 >
                     "Keyboard shortcuts"
                 </button>
+                </div>
             </nav>
         </header>
         <section
