@@ -8,8 +8,9 @@ holds against what every client was told:
 
   producers   create questions through the unchanged pulsemcp protocol (token route) and poll them, retrying an
               unacknowledged create with the same body (the same request id) until it is acknowledged
-  responders  answer acknowledged questions through the API with a content of their own, retrying an
-              unacknowledged answer with the same content until it is acknowledged
+  responders  answer acknowledged questions with a content of their own, one through `/mcp` (the MCP tool
+              `respond_to_elicitation`, opening a new MCP session when a restart lost its own) and the rest
+              through the API, retrying an unacknowledged answer with the same content until it is acknowledged
   killer      SIGKILLs the server at random moments, --kills times, and starts it again on the same database
 
 Checks at the end (on a freshly started server):
@@ -68,6 +69,7 @@ class Ledger:
     polled: dict[str, dict] = field(default_factory=dict)  # request id -> the producer's final poll reply
     to_answer: collections.deque = field(default_factory=collections.deque)
     retries: collections.Counter = field(default_factory=collections.Counter)
+    through_mcp: int = 0
 
 
 class Server(Instance):
@@ -212,9 +214,72 @@ def producer(servers: list[Server], session: str, ledger: Ledger, stop: threadin
             time.sleep(0.1 + random.random() * 0.2)
 
 
+class McpClient:
+    """Anteroom's own MCP tools over Streamable HTTP (protocol 2025-11-25, with a session), as an orchestrator
+    answers through `/mcp`. A session lost with a killed server is opened again."""
+
+    def __init__(self, server: "Server"):
+        self.server = server
+        self.session: str | None = None
+        self.numbers = 0
+
+    def _post(self, message: dict):
+        body, headers = json_body(message)
+        headers["Authorization"] = f"Bearer {self.server.responder_key}"
+        headers["Accept"] = "application/json, text/event-stream"
+        if self.session:
+            headers["Mcp-Session-Id"] = self.session
+        return request(self.server.port, "POST", "/mcp", body=body, headers=headers, timeout=REQUEST_TIMEOUT_S)
+
+    @staticmethod
+    def _result(reply) -> dict | None:
+        """The JSON-RPC message of a reply, whether sent as JSON or as one server-sent event."""
+        text = reply.body.decode("utf-8", "replace")
+        for line in text.splitlines():
+            if line.startswith("data:"):
+                text = line[5:].strip()
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    def _open(self) -> bool:
+        self.session = None
+        reply = self._post(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "faults", "version": "1"}}}
+        )
+        if reply.status != 200:
+            return False
+        self.session = reply.header("mcp-session-id")
+        return self._post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status in (200, 202)
+
+    def respond(self, request_id: str, n: int):
+        """One try of `respond_to_elicitation`; returns the tool's structured result, or None (not acknowledged)."""
+        if self.session is None and not self._open():
+            return None
+        self.numbers += 1
+        reply = self._post(
+            {"jsonrpc": "2.0", "id": self.numbers, "method": "tools/call", "params": {
+                "name": "respond_to_elicitation",
+                "arguments": {"request_id": request_id, "action_type": "accept", "content": {"n": n}}}}
+        )
+        if reply.status == 404:
+            self.session = None  # the server restarted: its sessions are gone
+            return None
+        message = self._result(reply) if reply.status == 200 else None
+        result = (message or {}).get("result")
+        if not result or result.get("isError"):
+            return None
+        return result
+
+
 def responder(servers: list[Server], ledger: Ledger, stop: threading.Event, number: int) -> None:
     # The other instance than the producers', where there are two: answers cross instances.
     server = servers[(number + 1) % len(servers)]
+    # The first responder answers through `/mcp`, the rest through the API.
+    mcp = McpClient(server) if number == 0 else None
     while not stop.is_set():
         with ledger.lock:
             request_id = ledger.to_answer.popleft() if ledger.to_answer else None
@@ -222,6 +287,19 @@ def responder(servers: list[Server], ledger: Ledger, stop: threading.Event, numb
             time.sleep(0.05)
             continue
         n = random.randrange(1, 1_000_000_000)
+        if mcp is not None:
+            while True:
+                if mcp.respond(request_id, n) is not None:
+                    with ledger.lock:
+                        ledger.answered[request_id] = n
+                        ledger.through_mcp += 1
+                    break
+                with ledger.lock:
+                    ledger.retries["answer over /mcp"] += 1
+                if stop.is_set():
+                    break
+                time.sleep(RETRY_PAUSE_S)
+            continue
         body, headers = json_body({"action_type": "accept", "content": {"n": n}})
         headers["Authorization"] = f"Bearer {server.responder_key}"
         path = f"/api/v1/elicitations/{request_id}/respond"
@@ -432,7 +510,8 @@ def main(argv: list[str]) -> int:
         backend += f" (PostgreSQL itself {postgres_restart[0]})"
     print(
         f"\n{backend}, {instances} instance(s): {len(killed)} SIGKILLs (down {min(killed, default=0):.2f}–{max(killed, default=0):.2f} s each), "
-        f"{len(ledger.created)} questions acknowledged, {len(ledger.answered)} answers acknowledged, "
+        f"{len(ledger.created)} questions acknowledged, {len(ledger.answered)} answers acknowledged "
+        f"({ledger.through_mcp} of them through /mcp), "
         f"retries: {dict(ledger.retries)}\n"
     )
     print("| check | items | result |\n| --- | ---: | --- |")
