@@ -207,6 +207,15 @@ pub const PUSH_SUBSCRIPTIONS_PER_PERSON: usize = 10;
 /// Subscriptions one question is pushed to at most: a bound on one fan-out's work.
 pub const PUSH_RECIPIENTS_MAX: u32 = 2_000;
 
+/// A browser pushed to, with what its person chose: when they are quiet, and their digest count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushRecipient {
+    pub browser: PushSubscription,
+    pub quiet: Option<QuietHours>,
+    /// See [`Digest`].
+    pub digest_after: u32,
+}
+
 /// A browser that turned push on: where its push service takes messages for it, and the keys that encrypt
 /// them for it alone (RFC 8291).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

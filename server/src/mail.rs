@@ -8,16 +8,14 @@ use std::time::Duration as StdDuration;
 use anteroom_domain::{
     access::User,
     expiry::wire_time,
-    ids::RoundId,
     limits::Limits,
     reach::{
-        AnswerToken, DIGEST_ENDPOINT_PREFIX, DIGEST_LISTED_MAX, DIGEST_WINDOW_SECS, Digest,
-        EmailQuestions, QuickAnswer, ReachChannel, first_line, quick_answers,
+        AnswerToken, DIGEST_ENDPOINT_PREFIX, DIGEST_LISTED_MAX, Digest, EmailQuestions,
+        QuickAnswer, ReachChannel, first_line, quick_answers,
     },
     round::{Round, RoundStatus},
     webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookFormat},
 };
-use chrono::Duration;
 use lettre::{
     AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor,
     message::{Mailbox, header::ContentType},
@@ -97,15 +95,7 @@ async fn fan_out(state: &AppState, round: &Round, delivery: &WebhookDelivery) ->
         Ok(recipients) => recipients,
         Err(error) => return failed(format!("cannot read who wants mail: {error}")),
     };
-    let now = state.store.now();
-    let recent = match state
-        .store
-        .recent_deliveries(
-            WebhookFormat::Email,
-            now - Duration::seconds(DIGEST_WINDOW_SECS),
-        )
-        .await
-    {
+    let recent = match crate::reach_digest::sent_lately(state, ReachChannel::Email).await {
         Ok(recent) => recent,
         Err(error) => return failed(format!("cannot count the recent mails: {error}")),
     };
@@ -241,27 +231,19 @@ async fn recipient(
     Ok(Some((user, to)))
 }
 
-/// Questions one digest reads back at most (it lists [`DIGEST_LISTED_MAX`] and counts the rest).
-const DIGEST_READ_MAX: u32 = 500;
-
-/// One mail for the questions held for a person's digest: those still open, listed with their pages.
+/// One mail for the questions held for a person's digest that are still open, listed with their pages.
 async fn mail_digest(state: &AppState, mailer: &Mailer, user_id: &str) -> AttemptOutcome {
-    let held = match state
-        .store
-        .digest_held(user_id, ReachChannel::Email, DIGEST_READ_MAX)
-        .await
-    {
-        Ok(held) => held,
+    let (held, open) = match crate::reach_digest::held(state, user_id, ReachChannel::Email).await {
+        Ok(found) => found,
         Err(error) => return failed(format!("cannot read the held questions: {error}")),
-    };
-    let open = match open_rounds(state, &held).await {
-        Ok(open) => open,
-        Err(error) => return failed(format!("cannot read a held question: {error}")),
     };
     if !open.is_empty() {
         let (user, to) = match recipient(state, user_id).await {
             Ok(Some(found)) => found,
-            Ok(None) => return release(state, user_id, &held).await,
+            Ok(None) => {
+                crate::reach_digest::release(state, user_id, ReachChannel::Email, &held).await;
+                return done();
+            }
             Err(outcome) => return outcome,
         };
         let message = Message::builder()
@@ -279,40 +261,7 @@ async fn mail_digest(state: &AppState, mailer: &Mailer, user_id: &str) -> Attemp
         }
         tracing::info!(user = %user.username, questions = open.len(), "mail: digest mailed");
     }
-    release(state, user_id, &held).await
-}
-
-/// The held questions that are still open, in the order they were held.
-pub async fn open_rounds(
-    state: &AppState,
-    held: &[RoundId],
-) -> Result<Vec<Round>, anteroom_store::StoreError> {
-    let now = state.store.now();
-    let mut open = Vec::new();
-    for id in held {
-        match state.store.get_round(*id).await {
-            Ok(round) if round.status == RoundStatus::Pending && round.deadline > now => {
-                open.push(round);
-            }
-            Ok(_) => {}
-            Err(error) if error.is_not_found() => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(open)
-}
-
-/// Forgets the questions a digest covered; any held since it read them get a digest of their own.
-async fn release(state: &AppState, user_id: &str, held: &[RoundId]) -> AttemptOutcome {
-    if let Err(error) = state
-        .store
-        .release_digest(user_id, ReachChannel::Email, held)
-        .await
-    {
-        // Sent but still held: the next digest may list a question twice; nothing is lost.
-        tracing::warn!(%error, "mail: cannot forget the questions a digest listed");
-    }
-    crate::reach_digest::follow_up(state, user_id, ReachChannel::Email).await;
+    crate::reach_digest::release(state, user_id, ReachChannel::Email, &held).await;
     done()
 }
 

@@ -3,14 +3,64 @@
 //! and the digest's outbox row are written together; the row's key names the window, so one digest goes out
 //! per person, channel and window, however many instances hold for it.
 
+use std::collections::HashMap;
+
 use anteroom_domain::{
     ids::RoundId,
-    reach::{DIGEST_EVENT, Digest, ReachChannel, digest_endpoint},
+    reach::{DIGEST_EVENT, DIGEST_WINDOW_SECS, Digest, ReachChannel, digest_endpoint},
+    round::{Round, RoundStatus},
     webhook::{QueuedDelivery, WebhookFormat},
 };
-use chrono::{DateTime, Utc};
+use anteroom_store::StoreError;
+use chrono::{DateTime, Duration, Utc};
 
 use crate::AppState;
+
+/// Questions one digest reads back at most (a mail lists some of them and counts the rest).
+const DIGEST_READ_MAX: u32 = 500;
+
+/// How many new questions each endpoint of `channel` was sent in the current digest window.
+pub async fn sent_lately(
+    state: &AppState,
+    channel: ReachChannel,
+) -> Result<HashMap<String, u32>, StoreError> {
+    let since = state.store.now() - Duration::seconds(DIGEST_WINDOW_SECS);
+    state.store.recent_deliveries(format(channel), since).await
+}
+
+/// The questions held for a person's digest on `channel`, and those of them still open, in the order held.
+pub async fn held(
+    state: &AppState,
+    user_id: &str,
+    channel: ReachChannel,
+) -> Result<(Vec<RoundId>, Vec<Round>), StoreError> {
+    let held = state
+        .store
+        .digest_held(user_id, channel, DIGEST_READ_MAX)
+        .await?;
+    let now = state.store.now();
+    let mut open = Vec::new();
+    for id in &held {
+        match state.store.get_round(*id).await {
+            Ok(round) if round.status == RoundStatus::Pending && round.deadline > now => {
+                open.push(round);
+            }
+            Ok(_) => {}
+            Err(error) if error.is_not_found() => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok((held, open))
+}
+
+/// Forgets the questions a digest covered (or found closed), then queues the next digest for any held since.
+pub async fn release(state: &AppState, user_id: &str, channel: ReachChannel, held: &[RoundId]) {
+    if let Err(error) = state.store.release_digest(user_id, channel, held).await {
+        // Sent but still held: the next digest may list a question twice; nothing is lost.
+        tracing::warn!(%error, "digest: cannot forget the questions a digest listed");
+    }
+    follow_up(state, user_id, channel).await;
+}
 
 /// Holds `round` for `user_id`'s digest on `channel`, sent at the window's end or at `not_before`,
 /// whichever is later.
@@ -38,7 +88,7 @@ pub async fn hold(
 
 /// After a digest went out: a question held while it was being sent is still held, so it gets the next
 /// window's digest rather than waiting for a burst that may never come.
-pub async fn follow_up(state: &AppState, user_id: &str, channel: ReachChannel) {
+async fn follow_up(state: &AppState, user_id: &str, channel: ReachChannel) {
     let left = match state.store.digest_held(user_id, channel, 1).await {
         Ok(left) => left,
         Err(error) => {

@@ -14,8 +14,8 @@ use crate::{
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
         reach::{
-            AnswerToken, EmailPreference, EmailRecipient, PushSubscription, QuietHours,
-            ReachChannel, SlackLink,
+            AnswerToken, EmailPreference, EmailRecipient, PushRecipient, PushSubscription,
+            QuietHours, ReachChannel, SlackLink,
         },
         round::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
@@ -415,8 +415,9 @@ pub trait ReachStore: Send + Sync {
     /// said it is gone). False when there was none.
     async fn remove_push_subscription(&self, id: &str, user_id: Option<&str>) -> StoreResult<bool>;
 
-    /// The subscriptions of everyone who may answer, at most [`crate::domain::reach::PUSH_RECIPIENTS_MAX`].
-    async fn push_recipients(&self) -> StoreResult<Vec<PushSubscription>>;
+    /// The subscriptions of everyone who may answer, with each person's quiet hours and digest count, at most
+    /// [`crate::domain::reach::PUSH_RECIPIENTS_MAX`].
+    async fn push_recipients(&self) -> StoreResult<Vec<PushRecipient>>;
 
     /// How many question messages of `format` each outbox endpoint was queued since `since`.
     async fn recent_deliveries(
@@ -458,7 +459,8 @@ pub trait ReachStore: Send + Sync {
     /// A person's digest setting (the default for one not found).
     async fn digest_after(&self, user_id: &str) -> StoreResult<u32>;
 
-    /// Stores the hash of a link offered to Slack user `slack_user`, usable until `expires_at`.
+    /// Stores the hash of a link offered to Slack user `slack_user`, usable until `expires_at`; the same
+    /// user's earlier offers, and every expired one, are dropped (one live offer per Slack user).
     async fn offer_slack_link(
         &self,
         token_hash: &str,

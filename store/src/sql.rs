@@ -474,6 +474,11 @@ pub const SET_DIGEST_AFTER: &str = "UPDATE users SET digest_after = $2 WHERE id 
 
 pub const SELECT_DIGEST_AFTER: &str = "SELECT digest_after FROM users WHERE id = $1";
 
+/// Before an offer is made: offers already expired, and the same Slack user's earlier ones, go. So the table
+/// holds at most one live offer per Slack user who clicked in the last 15 minutes.
+pub const DROP_STALE_SLACK_LINK_TOKENS: &str =
+    "DELETE FROM slack_link_tokens WHERE expires_at_ms <= $1 OR slack_user = $2";
+
 pub const INSERT_SLACK_LINK_TOKEN: &str =
     "INSERT INTO slack_link_tokens (token_hash, slack_user, expires_at_ms) VALUES ($1, $2, $3)";
 
@@ -545,7 +550,8 @@ pub const DELETE_OWN_PUSH_SUBSCRIPTION: &str =
 
 pub static SELECT_PUSH_RECIPIENTS: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {} FROM push_subscriptions s JOIN users u ON u.id = s.user_id \
+        "SELECT {}, u.quiet_from_minute, u.quiet_until_minute, u.time_zone, u.digest_after \
+         FROM push_subscriptions s JOIN users u ON u.id = s.user_id \
          WHERE u.role IN ('responder', 'admin') ORDER BY s.created_at_ms, s.id LIMIT $1",
         PUSH_COLUMNS
             .split(", ")

@@ -68,9 +68,14 @@ impl Lines {
     pub(crate) fn send(&self, line: impl Into<Vec<u8>>) -> Result<(), Closed> {
         let line = line.into();
         let bytes = line.len() + 1;
-        self.queue.send(line).map_err(|_| Closed)?;
+        // Counted before it is queued: the writer may write it and take it off the count at once, and a
+        // count added after that would never come off again.
         self.queued.send_modify(|queued| *queued += bytes);
-        Ok(())
+        self.queue.send(line).map_err(|_| {
+            self.queued
+                .send_modify(|queued| *queued = queued.saturating_sub(bytes));
+            Closed
+        })
     }
 
     /// Waits until what is queued is under [`QUEUE_BYTES`] (at once if the writer is gone).

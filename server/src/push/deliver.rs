@@ -9,15 +9,12 @@ use std::{
 use anteroom_domain::{
     ids::RoundId,
     limits::Limits,
-    reach::{
-        AnswerToken, DIGEST_ENDPOINT_PREFIX, DIGEST_WINDOW_SECS, Digest, ReachChannel, first_line,
-        quick_answers,
-    },
+    reach::{AnswerToken, DIGEST_ENDPOINT_PREFIX, Digest, ReachChannel, first_line, quick_answers},
     round::{ResponseAction, Round, RoundStatus},
     webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookFormat},
 };
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::vapid::{Vapid, vapid_authorization};
@@ -72,55 +69,44 @@ async fn fan_out(
     round_id: RoundId,
     delivery: &WebhookDelivery,
 ) -> AttemptOutcome {
-    let browsers = match state.store.push_recipients().await {
-        Ok(browsers) => browsers,
+    let recipients = match state.store.push_recipients().await {
+        Ok(recipients) => recipients,
         Err(error) => return failed(None, format!("cannot read who has push on: {error}")),
     };
     let now = state.store.now();
-    let created = delivery.event == "question.created";
     // A new question waits out each person's quiet hours (closing a notification never needs to), and past
     // their digest count in a minute it waits for their digest instead.
     let mut held: HashMap<&str, DateTime<Utc>> = HashMap::new();
     let mut digested: HashSet<&str> = HashSet::new();
-    if created {
-        let recent = match state
-            .store
-            .recent_deliveries(
-                WebhookFormat::Push,
-                now - Duration::seconds(DIGEST_WINDOW_SECS),
-            )
-            .await
-        {
+    if delivery.event == "question.created" {
+        let recent = match crate::reach_digest::sent_lately(state, ReachChannel::Push).await {
             Ok(recent) => recent,
             Err(error) => return failed(None, format!("cannot count the recent pushes: {error}")),
         };
         // Each browser of a person gets each question: the busiest one says how many reached them.
         let mut sent: HashMap<&str, u32> = HashMap::new();
-        for browser in &browsers {
+        for recipient in &recipients {
             let count = recent
-                .get(&format!("subscription:{}", browser.id))
+                .get(&format!("subscription:{}", recipient.browser.id))
                 .copied()
                 .unwrap_or(0);
-            let most = sent.entry(browser.user_id.as_str()).or_default();
+            let most = sent.entry(recipient.browser.user_id.as_str()).or_default();
             *most = (*most).max(count);
         }
-        for browser in &browsers {
-            let user_id = browser.user_id.as_str();
+        for recipient in &recipients {
+            let user_id = recipient.browser.user_id.as_str();
             if held.contains_key(user_id) {
                 continue;
             }
-            let (quiet, after) = match tokio::try_join!(
-                state.store.quiet_hours(user_id),
-                state.store.digest_after(user_id),
-            ) {
-                Ok(found) => found,
-                Err(error) => {
-                    return failed(None, format!("cannot read the person's settings: {error}"));
-                }
-            };
-            let until = quiet.map_or(now, |quiet| crate::quiet::held_until(&quiet, now));
+            let until = recipient
+                .quiet
+                .as_ref()
+                .map_or(now, |quiet| crate::quiet::held_until(quiet, now));
             held.insert(user_id, until);
-            if (Digest { after }).holds(sent.get(user_id).copied().unwrap_or(0)) {
+            let digest = Digest {
+                after: recipient.digest_after,
+            };
+            if digest.holds(sent.get(user_id).copied().unwrap_or(0)) {
                 if let Err(error) =
                     crate::reach_digest::hold(state, user_id, ReachChannel::Push, round_id, until)
                         .await
@@ -131,8 +117,9 @@ async fn fan_out(
             }
         }
     }
-    let queued: Vec<QueuedDelivery> = browsers
+    let queued: Vec<QueuedDelivery> = recipients
         .iter()
+        .map(|recipient| &recipient.browser)
         .filter(|browser| !digested.contains(browser.user_id.as_str()))
         .map(|browser| QueuedDelivery {
             endpoint: format!("subscription:{}", browser.id),
@@ -297,17 +284,9 @@ async fn push_digest(
     vapid: &Vapid,
     user_id: &str,
 ) -> AttemptOutcome {
-    let held = match state
-        .store
-        .digest_held(user_id, ReachChannel::Push, DIGEST_READ_MAX)
-        .await
-    {
-        Ok(held) => held,
+    let (held, open) = match crate::reach_digest::held(state, user_id, ReachChannel::Push).await {
+        Ok(found) => found,
         Err(error) => return failed(None, format!("cannot read the held questions: {error}")),
-    };
-    let open = match crate::mail::open_rounds(state, &held).await {
-        Ok(open) => open,
-        Err(error) => return failed(None, format!("cannot read a held question: {error}")),
     };
     let may_answer = match state.store.get_user(user_id).await {
         Ok(user) => user.is_some_and(|user| user.role.can_answer()),
@@ -343,19 +322,9 @@ async fn push_digest(
             }
         }
     }
-    if let Err(error) = state
-        .store
-        .release_digest(user_id, ReachChannel::Push, &held)
-        .await
-    {
-        tracing::warn!(%error, "push: cannot forget the questions a digest listed");
-    }
-    crate::reach_digest::follow_up(state, user_id, ReachChannel::Push).await;
+    crate::reach_digest::release(state, user_id, ReachChannel::Push, &held).await;
     done()
 }
-
-/// Questions one digest reads back at most.
-const DIGEST_READ_MAX: u32 = 500;
 
 /// What the push service said.
 enum Sent {

@@ -14,8 +14,8 @@ use crate::{
         reach::{
             AnswerToken, DIGEST_AFTER_DEFAULT, DIGEST_AFTER_MAX, EMAIL_RECIPIENTS_MAX,
             EmailPreference, EmailQuestions, EmailRecipient, PUSH_RECIPIENTS_MAX,
-            PUSH_SUBSCRIPTIONS_PER_PERSON, PushSubscription, QuietHours, ReachChannel,
-            SLACK_LINKS_PER_PERSON, SlackLink,
+            PUSH_SUBSCRIPTIONS_PER_PERSON, PushRecipient, PushSubscription, QuietHours,
+            ReachChannel, SLACK_LINKS_PER_PERSON, SlackLink,
         },
         session::SessionSettings,
         webhook::{QueuedDelivery, WebhookFormat},
@@ -355,14 +355,35 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
         Ok(self.execute(statement).await? == 1)
     }
 
-    async fn push_recipients(&self) -> StoreResult<Vec<PushSubscription>> {
-        self.all::<PushRow>(
+    async fn push_recipients(&self) -> StoreResult<Vec<PushRecipient>> {
+        type RecipientRow = (
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+            i64,
+        );
+        self.all::<RecipientRow>(
             Statement::new(sql::SELECT_PUSH_RECIPIENTS.as_str())
                 .bind(i64::from(PUSH_RECIPIENTS_MAX)),
         )
         .await?
         .into_iter()
-        .map(subscription)
+        .map(
+            |(id, user_id, endpoint, p256dh, auth, device, created, from, until, zone, digest)| {
+                Ok(PushRecipient {
+                    browser: subscription((id, user_id, endpoint, p256dh, auth, device, created))?,
+                    quiet: quiet(from, until, zone),
+                    digest_after: digest_after(digest),
+                })
+            },
+        )
         .collect()
     }
 
@@ -496,14 +517,21 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
         slack_user: &str,
         expires_at: DateTime<Utc>,
     ) -> StoreResult<()> {
-        self.execute(
+        let mut tx = self.begin_write().await?;
+        tx.execute(
+            Statement::new(sql::DROP_STALE_SLACK_LINK_TOKENS)
+                .bind(to_ms(self.clock_now()))
+                .bind(slack_user),
+        )
+        .await?;
+        tx.execute(
             Statement::new(sql::INSERT_SLACK_LINK_TOKEN)
                 .bind(token_hash)
                 .bind(slack_user)
                 .bind(to_ms(expires_at)),
         )
         .await?;
-        Ok(())
+        tx.commit().await
     }
 
     async fn slack_link_offer(&self, token_hash: &str) -> StoreResult<Option<String>> {

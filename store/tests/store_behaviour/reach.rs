@@ -352,6 +352,12 @@ async fn browsers_with_push_are_each_persons_own_and_bounded(h: &Harness) {
         "a viewer's browser is never pushed to"
     );
     assert!(
+        recipients
+            .iter()
+            .all(|recipient| recipient.digest_after == 5 && recipient.quiet.is_none()),
+        "each with its person's settings"
+    );
+    assert!(
         !h.store
             .remove_push_subscription("p-1", Some("u-2"))
             .await
@@ -569,6 +575,21 @@ async fn a_slack_account_is_linked_by_its_offer_once(h: &Harness) {
         h.store.link_slack("hash-1", "u-2").await.expect("again"),
         None,
         "an offer is taken once"
+    );
+    for hash in ["hash-a", "hash-b"] {
+        h.store
+            .offer_slack_link(hash, "U0BEA", expires)
+            .await
+            .expect("offer");
+    }
+    assert_eq!(
+        h.store.slack_link_offer("hash-a").await.expect("peek"),
+        None,
+        "a Slack user's newer offer replaces the older"
+    );
+    assert_eq!(
+        h.store.slack_link_offer("hash-b").await.expect("peek"),
+        Some("U0BEA".to_owned())
     );
     h.store
         .offer_slack_link("hash-2", "U0ADA", expires)
