@@ -422,7 +422,14 @@ class Instance:
 
     def start(self) -> None:
         self.set_up()
-        log_file = open(os.path.join(self.folder, "server.log"), "wb")
+        self.launch()
+
+    # The server's log; an instance started again (scripts/faults.py) appends to it.
+    log_name = "server.log"
+
+    def launch(self, append: bool = False) -> None:
+        """Starts `anteroom serve` on the set-up database and waits for /healthz."""
+        log_file = open(os.path.join(self.folder, self.log_name), "ab" if append else "wb")
         self.process = subprocess.Popen(
             [self.binary, "serve"],
             env=self.env,
@@ -439,12 +446,12 @@ class Instance:
                 raise SetupError(f"the server exited with {self.process.returncode}: {self.log_tail()}")
             if request(self.port, "GET", "/healthz", timeout=2).status == 200:
                 return
-            time.sleep(0.1)
+            time.sleep(0.05)
         raise SetupError(f"the server did not answer /healthz within 60 s: {self.log_tail()}")
 
     def log_tail(self, size: int = 800) -> str:
         try:
-            with open(os.path.join(self.folder, "server.log"), "rb") as handle:
+            with open(os.path.join(self.folder, self.log_name), "rb") as handle:
                 return handle.read()[-size:].decode("utf-8", "replace").strip()
         except OSError:
             return "(no log)"

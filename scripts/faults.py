@@ -98,31 +98,13 @@ class Server(Instance):
         other.log_name = f"server-{other.port}.log"
         return other
 
-    log_name = "server.log"
-
     def kill(self) -> None:
         if self.alive():
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(10)
 
     def restart(self) -> None:
-        log_file = open(os.path.join(self.folder, self.log_name), "ab")
-        self.process = subprocess.Popen(
-            [self.binary, "serve"],
-            env=self.env,
-            cwd=self.folder,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log_file.close()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if request(self.port, "GET", "/healthz", timeout=2).status == 200:
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"the server did not come back within 60 s: {self.log_tail()}")
+        self.launch(append=True)
 
     def get(self, path: str):
         return request(self.port, "GET", path, headers={"Authorization": f"Bearer {self.admin_key}"}, timeout=10)

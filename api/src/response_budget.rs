@@ -48,12 +48,11 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         request.uri().query(),
         state.config.connections.response_timeout,
     );
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    // Kept for the log line a late response writes; a matched path is shared, not copied.
+    let route = request.extensions().get::<MatchedPath>().cloned();
     let method = request.method().clone();
-    answer_within(limit, &route, &method, next.run(request)).await
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    answer_within(limit, route, &method, next.run(request)).await
 }
 
 /// `response`, or a logged 503 if it has not started within `limit`.

@@ -302,7 +302,69 @@ async fn floods_are_rate_limited_but_steady_polling_never_is(db: Backend) {
     server.stop().await;
 }
 
+/// Found by Schemathesis, held here deterministically: a body is read as its documented schema says.
+async fn bodies_are_read_as_their_schema_says(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("s1").await;
+    let post = |path: String, body: Value| {
+        server
+            .http
+            .post(path)
+            .bearer_auth(&server.admin_key)
+            .json(&body)
+            .send()
+    };
+    let sessions = server.url("/api/v1/sessions");
+    // An array is not an object, though serde would read a struct from one.
+    let array = post(sessions.clone(), json!([])).await.expect("POST");
+    assert_eq!(array.status(), 422);
+    let array: Value = array.json().await.expect("JSON");
+    assert_eq!(array["message"], "The body must be a JSON object.");
+    // Registering a session that exists still checks the body.
+    let long = post(sessions, json!({"id": "s1", "title": "t".repeat(201)}))
+        .await
+        .expect("POST");
+    assert_eq!(long.status(), 422);
+    // A whole number written with a fraction of zero is a whole number, as JSON Schema says.
+    let base = format!("{}/api/v1/s/{}", server.base, env.token);
+    let round = post(
+        format!("{base}/rounds"),
+        json!({
+            "logical_operation_id": "op-float", "operation_kind": "tool", "operation_name": "deploy",
+            "requests": {"ok": {"mode": "form", "message": "Sure?", "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}},
+            "round_index": 0.0, "round_limit": 1.0
+        }),
+    )
+    .await
+    .expect("POST rounds");
+    assert_eq!(round.status(), 201);
+    let round: Value = round.json().await.expect("JSON");
+    let claim = format!(
+        "{base}/rounds/{}/claim",
+        round["round_id"].as_str().expect("id")
+    );
+    let fraction = post(
+        claim.clone(),
+        json!({"owner_id": "w1", "lease_seconds": 1.5}),
+    )
+    .await
+    .expect("claim");
+    assert_eq!(
+        fraction.status(),
+        422,
+        "1.5 is not a whole number of seconds"
+    );
+    let whole = post(claim, json!({"owner_id": "w1", "lease_seconds": 60.0}))
+        .await
+        .expect("claim");
+    assert_eq!(whole.status(), 200);
+    server.stop().await;
+}
+
 anteroom_testkit::on_both_backends!(
+    bodies_are_read_as_their_schema_says,
     floods_are_rate_limited_but_steady_polling_never_is,
     malformed_requests_get_json_4xx_and_the_server_keeps_working,
 );
