@@ -43,6 +43,10 @@ tasks:
                               release binary, then producers and responders against it while it is SIGKILLed
                               and restarted (scripts/faults.py; default 1 minute, 5 kills; ARGS such as
                               --kills 10 pass through); checks nothing acknowledged was lost or doubled
+  soak [--postgres] [--minutes N]
+                              release binary, then 10,000 askers, 20 answers/s and 200 page streams against it
+                              for N minutes (default 10; two instances on PostgreSQL), sampling memory, files,
+                              database connections and poll latency every 10 s
   attack [--postgres] [-- ARGS]
                               release build, then replay the security review's attacks against it with
                               bounded loops (scripts/attack.py; ARGS such as --only slowloris pass through)
@@ -71,6 +75,9 @@ fn run_task(args: Vec<String>) -> Result<()> {
     }
     if task == "faults" {
         return faults(rest);
+    }
+    if task == "soak" {
+        return soak(rest);
     }
     let (flags, passthrough) = match rest.iter().position(|arg| arg == "--") {
         Some(split) => (&rest[..split], &rest[split + 1..]),
@@ -202,8 +209,32 @@ fn bench(postgres: bool, args: &[String]) -> Result<()> {
 
 /// Builds the release binary, then runs `scripts/faults.py` against it for the given minutes.
 fn faults(args: &[String]) -> Result<()> {
+    let (minutes, postgres, passthrough) = minutes_and_backend("faults", args, 1)?;
+    release_binary()?;
+    step(&format!("faults: {minutes} min"));
+    let root = workspace_root();
+    let mut command = Command::new("python3");
+    command
+        .arg(root.join("scripts/faults.py"))
+        .arg("--binary")
+        .arg(root.join("target/release/anteroom"))
+        .arg("--seconds")
+        .arg((minutes * 60).to_string())
+        .args(&passthrough);
+    if postgres {
+        command.args(["--postgres", &postgres_url()]);
+    }
+    run(&mut command)
+}
+
+/// `--minutes N` from `args` (or `default`) and whether `--postgres` was given; `--` passes the rest on.
+fn minutes_and_backend(
+    task: &str,
+    args: &[String],
+    default: u64,
+) -> Result<(u64, bool, Vec<String>)> {
     let mut postgres = false;
-    let mut minutes = 1_u64;
+    let mut minutes = default;
     let mut passthrough = Vec::new();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -217,10 +248,15 @@ fn faults(args: &[String]) -> Result<()> {
                     .context("--minutes takes a whole number of minutes")?;
             }
             "--" => passthrough.extend(rest.by_ref().cloned()),
-            other => bail!("unknown faults option {other}\n\n{USAGE}"),
+            other => bail!("unknown {task} option {other}\n\n{USAGE}"),
         }
     }
-    step("release build of the server (no browser bundle: the faults are all API)");
+    Ok((minutes, postgres, passthrough))
+}
+
+/// The release binary without the browser bundle (the faults and the soak are all API and streams).
+fn release_binary() -> Result<()> {
+    step("release build of the server (no browser bundle)");
     run(cargo().args([
         "build",
         "--release",
@@ -228,16 +264,32 @@ fn faults(args: &[String]) -> Result<()> {
         "anteroom-server",
         "--bin",
         "anteroom",
-    ]))?;
-    step(&format!("faults: {minutes} min"));
+    ]))
+}
+
+/// Builds the release binary, then soaks it for the given minutes (the bench's `--soak-minutes`).
+fn soak(args: &[String]) -> Result<()> {
+    let (minutes, postgres, passthrough) = minutes_and_backend("soak", args, 10)?;
+    release_binary()?;
+    step(&format!("soak: {minutes} min"));
     let root = workspace_root();
-    let mut command = Command::new("python3");
+    let mut command = cargo();
     command
-        .arg(root.join("scripts/faults.py"))
+        .args([
+            "bench",
+            "--profile",
+            "release",
+            "--package",
+            "anteroom-server",
+            "--bench",
+            "figures",
+            "--",
+        ])
         .arg("--binary")
         .arg(root.join("target/release/anteroom"))
-        .arg("--seconds")
-        .arg((minutes * 60).to_string())
+        .arg("--site")
+        .arg(root.join("target/site"))
+        .args(["--soak-minutes", &minutes.to_string()])
         .args(&passthrough);
     if postgres {
         command.args(["--postgres", &postgres_url()]);

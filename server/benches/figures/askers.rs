@@ -15,7 +15,7 @@ const ASKERS_RUN: Duration = Duration::from_secs(60);
 const ASKER_CONNECTIONS: usize = 200;
 
 /// CPU time (user + system) a process has used, from `/proc`.
-fn cpu_seconds(pid: u32) -> f64 {
+pub(super) fn cpu_seconds(pid: u32) -> f64 {
     let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {
@@ -31,6 +31,98 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks as f64 / 100.0
 }
 
+/// The release binary over a throwaway database: one instance on SQLite, or two sharing one PostgreSQL schema
+/// (`--postgres`), as a load balancer would put them; and a store on the same database to set up data.
+pub(super) struct Fleet {
+    /// Each instance and its base URL.
+    pub(super) servers: Vec<(tokio::process::Child, String)>,
+    pub(super) store: Arc<dyn Store>,
+    /// The SQLite file, for counting its connections.
+    pub(super) sqlite_file: Option<PathBuf>,
+    pub(super) schema: Option<TestSchema>,
+    _dir: tempfile::TempDir,
+}
+
+impl Fleet {
+    /// Starts the instances; on PostgreSQL each names itself `anteroom-{name}-{i}` to the database, so its
+    /// connections can be counted.
+    pub(super) async fn start(args: &Args, binary: &std::path::Path, name: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let sqlite_file = dir.path().join(format!("{name}.sqlite3"));
+        let (urls, schema) = match &args.postgres {
+            Some(url) => {
+                let schema = TestSchema::create(url).await.expect("PostgreSQL schema");
+                let separator = if url.contains('?') { "&" } else { "?" };
+                let urls = (0..2)
+                    .map(|i| {
+                        format!(
+                            "{url}{separator}options=-c%20search_path%3D{}&application_name=anteroom-{name}-{i}",
+                            schema.name()
+                        )
+                    })
+                    .collect();
+                (urls, Some(schema))
+            }
+            None => (vec![format!("sqlite://{}", sqlite_file.display())], None),
+        };
+        let channel = format!("anteroom_bench_{}", uuid::Uuid::now_v7().simple());
+        let mut servers = Vec::new();
+        for url in &urls {
+            servers.push(
+                start_release_binary_with(
+                    binary,
+                    &args.site,
+                    url,
+                    &[("ANTEROOM_EVENT_CHANNEL", channel.as_str())],
+                )
+                .await,
+            );
+        }
+        let store: Arc<dyn Store> = match &schema {
+            Some(schema) => Arc::new(PostgresStore::from_pool(
+                schema.pool.clone(),
+                StoreOptions::default(),
+            )),
+            None => Arc::new(
+                SqliteStore::connect(&urls[0], StoreOptions::default())
+                    .await
+                    .expect("SQLite"),
+            ),
+        };
+        Self {
+            servers,
+            store,
+            sqlite_file: schema.is_none().then_some(sqlite_file),
+            schema,
+            _dir: dir,
+        }
+    }
+
+    pub(super) fn pids(&self) -> Vec<u32> {
+        self.servers
+            .iter()
+            .map(|(server, _)| server.id().expect("pid"))
+            .collect()
+    }
+
+    /// The instances as `one instance` or `2 instances`.
+    pub(super) fn described(&self) -> String {
+        match self.servers.len() {
+            1 => "one instance".to_owned(),
+            n => format!("{n} instances"),
+        }
+    }
+
+    pub(super) async fn stop(self) {
+        for (mut server, _) in self.servers {
+            let _ = server.kill().await;
+        }
+        if let Some(schema) = self.schema {
+            let _ = schema.drop_schema().await;
+        }
+    }
+}
+
 pub(super) async fn askers(args: &Args) -> Vec<Figure> {
     let Some(binary) = args.binary.as_ref().filter(|binary| binary.exists()) else {
         eprintln!("bench: no --binary given; askers skipped");
@@ -42,49 +134,8 @@ pub(super) async fn askers(args: &Args) -> Vec<Figure> {
         POLL_EVERY.as_secs(),
         ASKERS_RUN.as_secs()
     );
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let (urls, schema) = match &args.postgres {
-        Some(url) => {
-            let schema = TestSchema::create(url).await.expect("PostgreSQL schema");
-            let database_url = format!(
-                "{url}{}options=-c%20search_path%3D{}",
-                if url.contains('?') { "&" } else { "?" },
-                schema.name()
-            );
-            (vec![database_url.clone(), database_url], Some(schema))
-        }
-        None => (
-            vec![format!(
-                "sqlite://{}",
-                dir.path().join("askers.sqlite3").display()
-            )],
-            None,
-        ),
-    };
-    let channel = format!("anteroom_bench_{}", uuid::Uuid::now_v7().simple());
-    let mut servers = Vec::new();
-    for url in &urls {
-        servers.push(
-            start_release_binary_with(
-                binary,
-                &args.site,
-                url,
-                &[("ANTEROOM_EVENT_CHANNEL", channel.as_str())],
-            )
-            .await,
-        );
-    }
-    let store: Arc<dyn Store> = match &schema {
-        Some(schema) => Arc::new(PostgresStore::from_pool(
-            schema.pool.clone(),
-            StoreOptions::default(),
-        )),
-        None => Arc::new(
-            SqliteStore::connect(&urls[0], StoreOptions::default())
-                .await
-                .expect("SQLite"),
-        ),
-    };
+    let fleet = Fleet::start(args, binary, "askers").await;
+    let (servers, store) = (&fleet.servers, &fleet.store);
     let sessions = sessions_with_tokens(store.as_ref(), "asker", ASKER_SESSIONS).await;
     let per_session = ASKERS / ASKER_SESSIONS;
     let mut polls = Vec::new();
@@ -105,10 +156,7 @@ pub(super) async fn askers(args: &Args) -> Vec<Figure> {
         }
     }
 
-    let pids: Vec<u32> = servers
-        .iter()
-        .map(|(server, _)| server.id().expect("pid"))
-        .collect();
+    let pids = fleet.pids();
     let cpu_before: Vec<f64> = pids.iter().map(|pid| cpu_seconds(*pid)).collect();
     let started = Instant::now() + Duration::from_millis(200);
     let failed = Arc::new(AtomicU64::new(0));
@@ -160,20 +208,11 @@ pub(super) async fn askers(args: &Args) -> Vec<Figure> {
         .map(|(pid, before)| (cpu_seconds(*pid) - before) / elapsed * 100.0)
         .collect();
     let rss: Vec<u64> = pids.iter().map(|pid| rss_kib(*pid)).collect();
-    for (mut server, _) in servers {
-        let _ = server.kill().await;
-    }
-    if let Some(schema) = schema {
-        let _ = schema.drop_schema().await;
-    }
+    let instances = fleet.described();
+    fleet.stop().await;
     let failed = failed.load(Ordering::Relaxed);
     let (p50, p99) = (percentile(&samples, 50.0), percentile(&samples, 99.0));
     let served = samples.len() as f64 / elapsed;
-    let instances = if pids.len() == 1 {
-        "one instance".to_owned()
-    } else {
-        format!("{} instances", pids.len())
-    };
     let each = |values: Vec<String>| values.join(" + ");
     vec![Figure::new(
         &format!("{ASKERS} askers polling every 5 s for 60 s, {instances}"),

@@ -68,6 +68,9 @@ pub(super) struct Bench {
     pub(super) state: anteroom_server::AppState,
     pub(super) base: String,
     pub(super) constant: String,
+    /// `GET` waits until a `POST` to the same path wakes it: a long-poll with no database behind it, the
+    /// ceiling the answer latencies compare against.
+    pub(super) parked: String,
     pub(super) store: Arc<dyn Store>,
     pub(super) admin_key: String,
     pub(super) data: Data,
@@ -182,14 +185,36 @@ impl Bench {
             "http://{}/constant",
             constant_listener.local_addr().expect("address")
         );
-        let reply = pending_reply();
-        let router = Router::new().route(
-            "/constant",
-            get(move || {
-                let reply = reply.clone();
-                async move { Json(reply) }
-            }),
+        let parked = format!(
+            "http://{}/parked",
+            constant_listener.local_addr().expect("address")
         );
+        let reply = pending_reply();
+        let parked_reply = reply.clone();
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let woken = wake.clone();
+        let router = Router::new()
+            .route(
+                "/constant",
+                get(move || {
+                    let reply = reply.clone();
+                    async move { Json(reply) }
+                }),
+            )
+            .route(
+                "/parked",
+                get(move || {
+                    let (reply, woken) = (parked_reply.clone(), woken.clone());
+                    async move {
+                        woken.notified().await;
+                        Json(reply)
+                    }
+                })
+                .post(move || {
+                    wake.notify_one();
+                    async { Json(json!({"woken": true})) }
+                }),
+            );
         let (constant_stop, constant_stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
             let _ = axum::serve(constant_listener, router)
@@ -202,6 +227,7 @@ impl Bench {
             state,
             base,
             constant,
+            parked,
             store,
             admin_key: secret,
             data,

@@ -4,7 +4,8 @@
 //!
 //! Arguments: `--binary PATH` (the release `anteroom`, for resident memory), `--site PATH` (the release site,
 //! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite), `--only
-//! NAME` (the figures whose name contains it, from [`FIGURES`] — for profiling).
+//! NAME` (the figures whose name contains it, from [`FIGURES`] — for profiling), `--soak-minutes N` (the soak of
+//! [`soak`] instead of the figures).
 
 #![allow(
     clippy::print_stdout,
@@ -46,12 +47,14 @@ mod live;
 mod load;
 mod process;
 mod scale;
+mod soak;
 
 use askers::*;
 use instance::*;
 use load::*;
 use process::*;
 use scale::*;
+use soak::*;
 
 /// Connections of the load generator.
 const CONNECTIONS: usize = 64;
@@ -67,6 +70,8 @@ struct Args {
     binary: Option<PathBuf>,
     site: PathBuf,
     postgres: Option<String>,
+    /// Run the soak of this many minutes instead of the figures.
+    soak_minutes: Option<u64>,
 }
 
 /// The figures `--only` can pick, in the order they run.
@@ -83,6 +88,7 @@ fn args() -> Result<Args, String> {
         binary: None,
         site: PathBuf::from("target/site"),
         postgres: None,
+        soak_minutes: None,
     };
     let mut raw = std::env::args().skip(1);
     while let Some(arg) = raw.next() {
@@ -91,6 +97,18 @@ fn args() -> Result<Args, String> {
             "--binary" => args.binary = Some(PathBuf::from(value()?)),
             "--site" => args.site = PathBuf::from(value()?),
             "--postgres" => args.postgres = Some(value()?),
+            "--soak-minutes" => {
+                let minutes = value()?;
+                args.soak_minutes = Some(
+                    minutes
+                        .parse()
+                        .ok()
+                        .filter(|minutes| *minutes > 0)
+                        .ok_or_else(|| {
+                            format!("--soak-minutes {minutes} is not a whole number of minutes")
+                        })?,
+                );
+            }
             "--only" => {
                 let only = value()?;
                 if !FIGURES.iter().any(|name| name.contains(only.as_str())) {
@@ -158,6 +176,9 @@ fn main() {
 }
 
 async fn run(args: &Args) -> Vec<Figure> {
+    if let Some(minutes) = args.soak_minutes {
+        return soak(args, minutes).await;
+    }
     let mut figures = Vec::new();
     let backend = if args.postgres.is_some() {
         "PostgreSQL"
