@@ -53,7 +53,7 @@ async function turnOn(button, status) {
   }
 }
 
-// A quiet-hours form with no time zone yet starts with this browser's.
+// A time-zone field left empty starts with this browser's zone.
 for (const input of document.querySelectorAll("input[data-fill-time-zone]")) {
   if (!input.value) input.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
 }

@@ -1,41 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { ask, createSession, live, poll, signIn, waitForAnswer } from "./support";
-
-const everyField = {
-  type: "object",
-  properties: {
-    name: { type: "string", title: "Name", minLength: 2, maxLength: 40, default: "Ada" },
-    email: { type: "string", format: "email", title: "Email", default: "ada@example.com" },
-    site: { type: "string", format: "uri", title: "Website", default: "https://example.com" },
-    day: { type: "string", format: "date", title: "Day", default: "2026-03-01" },
-    at: { type: "string", format: "date-time", title: "When", default: "2026-03-01T09:30:00Z" },
-    age: { type: "integer", title: "Age", minimum: 18, maximum: 99, default: 30 },
-    ratio: { type: "number", title: "Ratio", default: 0.5 },
-    agree: { type: "boolean", title: "I agree", default: true },
-    env: {
-      type: "string",
-      title: "Environment",
-      enum: ["dev", "prod"],
-      enumNames: ["Development", "Production"],
-      default: "prod",
-    },
-    size: {
-      type: "string",
-      title: "Size",
-      oneOf: [
-        { const: "s", title: "Small" },
-        { const: "m", title: "Medium" },
-        { const: "l", title: "Large" },
-        { const: "xl", title: "Extra large" },
-        { const: "xxl", title: "Huge" },
-      ],
-      default: "m",
-    },
-    tags: { type: "array", title: "Tags", items: { type: "string", enum: ["red", "green", "blue"] }, default: ["green"] },
-    extra: { type: "object", title: "Extra", default: { k: 1 } },
-  },
-  required: ["name", "age"],
-};
+import { ask, createSession, everyField, live, poll, signIn, waitForAnswer } from "./support";
 
 test("every field type renders as a native control with its default", async ({ page, request }) => {
   const session = await createSession(request, "Every field");

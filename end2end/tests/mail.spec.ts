@@ -101,19 +101,19 @@ test("a mailed question's link asks to confirm, answers once, and refuses a seco
     await page.locator('input[name="quiet_from"]').fill("22:00");
     await page.locator('input[name="quiet_until"]').fill("07:00");
     await zone.fill("Mars/Olympus_Mons");
-    await page.getByRole("button", { name: "Save quiet hours" }).click();
+    await page.getByRole("button", { name: "Save time zone and quiet hours" }).click();
     await expect(page.getByRole("alert")).toContainText("does not know the time zone Mars/Olympus_Mons");
     await zone.fill("Europe/Paris");
-    await page.getByRole("button", { name: "Save quiet hours" }).click();
-    await expect(page.getByRole("status").filter({ hasText: "Quiet hours saved." })).toBeVisible();
+    await page.getByRole("button", { name: "Save time zone and quiet hours" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Time zone and quiet hours saved." })).toBeVisible();
     await page.reload();
     await expect(page.locator('input[name="quiet_from"]')).toHaveValue("22:00");
     await expect(zone).toHaveValue("Europe/Paris");
     await live(page);
     await page.locator('input[name="quiet_from"]').fill("");
     await page.locator('input[name="quiet_until"]').fill("");
-    await page.getByRole("button", { name: "Save quiet hours" }).click();
-    await expect(page.getByRole("status").filter({ hasText: "Quiet hours saved." })).toBeVisible();
+    await page.getByRole("button", { name: "Save time zone and quiet hours" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Time zone and quiet hours saved." })).toBeVisible();
 
     // The digest count: kept, and one past its bound refused.
     const digest = page.locator('input[name="digest_after"]');

@@ -382,6 +382,13 @@ pub trait ReachStore: Send + Sync {
     /// A person's quiet hours, if they set some.
     async fn quiet_hours(&self, user_id: &str) -> StoreResult<Option<QuietHours>>;
 
+    /// Sets or clears the time zone a person reads times in (quiet hours count in it too); false when no such
+    /// person exists. The caller checks the name.
+    async fn set_time_zone(&self, user_id: &str, time_zone: Option<&str>) -> StoreResult<bool>;
+
+    /// The time zone a person chose, if any (otherwise their browser's).
+    async fn time_zone(&self, user_id: &str) -> StoreResult<Option<String>>;
+
     /// The people questions are mailed to: an e-mail, a preference other than off, and a role that
     /// answers. At most [`crate::domain::reach::EMAIL_RECIPIENTS_MAX`].
     async fn email_recipients(&self) -> StoreResult<Vec<EmailRecipient>>;

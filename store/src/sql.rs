@@ -429,8 +429,13 @@ pub const SET_EMAIL_PREFERENCE: &str =
 pub const SELECT_EMAIL_PREFERENCE: &str =
     "SELECT email_questions, email_after_minutes FROM users WHERE id = $1";
 
+/// Clearing the quiet hours keeps the person's time zone: it is also the zone their pages show times in.
 pub const SET_QUIET_HOURS: &str = "UPDATE users SET quiet_from_minute = $2, quiet_until_minute = $3, \
-     time_zone = $4 WHERE id = $1";
+     time_zone = COALESCE($4, time_zone) WHERE id = $1";
+
+pub const SET_TIME_ZONE: &str = "UPDATE users SET time_zone = $2 WHERE id = $1";
+
+pub const SELECT_TIME_ZONE: &str = "SELECT time_zone FROM users WHERE id = $1";
 
 pub const SELECT_QUIET_HOURS: &str =
     "SELECT quiet_from_minute, quiet_until_minute, time_zone FROM users WHERE id = $1";

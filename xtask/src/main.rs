@@ -35,7 +35,8 @@ tasks:
   bench [--postgres] [-- ARGS]
                               release build, then every benchmark figure against its ceiling, as a table
                               (SQLite; --postgres uses ANTEROOM_TEST_POSTGRES_URL or the local test database;
-                              ARGS such as --only polls pass through)
+                              ARGS such as --only polls pass through), then Lighthouse on the queue and a
+                              session page (--only lighthouse: Lighthouse alone)
   fuzz [--seconds S] [-- TARGET…]
                               every cargo-fuzz target of fuzz/ for S seconds (default 60; nightly, installs
                               cargo-fuzz when missing), then Schemathesis against a live server (target `api`)
@@ -178,33 +179,52 @@ fn run_server(profile: Profile, args: &[String]) -> Result<()> {
 }
 
 /// Builds the release site and binary, then runs the figures benchmark against them, passing `args` (such as
-/// `--only polls`) through to it.
+/// `--only polls`) through to it, then Lighthouse on two pages (`--only lighthouse` runs Lighthouse alone).
 fn bench(postgres: bool, args: &[String]) -> Result<()> {
     site::build(Profile::Release)?;
-    step("benchmarks (release)");
     let root = workspace_root();
-    let mut command = cargo();
-    // The release profile, so the bench reuses what `site::build` just compiled.
-    command
-        .args([
-            "bench",
-            "--profile",
-            "release",
-            "--package",
-            "anteroom-server",
-            "--bench",
-            "figures",
-            "--",
-        ])
-        .arg("--binary")
-        .arg(root.join("target/release/anteroom"))
-        .arg("--site")
-        .arg(root.join("target/site"));
-    if postgres {
-        command.args(["--postgres", &postgres_url()]);
+    let only = args
+        .iter()
+        .position(|arg| arg == "--only")
+        .and_then(|at| args.get(at + 1));
+    if only.is_none_or(|only| only != "lighthouse") {
+        step("benchmarks (release)");
+        let mut command = cargo();
+        // The release profile, so the bench reuses what `site::build` just compiled.
+        command
+            .args([
+                "bench",
+                "--profile",
+                "release",
+                "--package",
+                "anteroom-server",
+                "--bench",
+                "figures",
+                "--",
+            ])
+            .arg("--binary")
+            .arg(root.join("target/release/anteroom"))
+            .arg("--site")
+            .arg(root.join("target/site"));
+        if postgres {
+            command.args(["--postgres", &postgres_url()]);
+        }
+        command.args(args);
+        run(&mut command)?;
     }
-    command.args(args);
-    run(&mut command)
+    if only.is_none_or(|only| only == "lighthouse") {
+        step("Lighthouse (release, Chromium, offline)");
+        tools::ensure_npm_packages(&|command| run(command))?;
+        tools::ensure_chromium(&|command| run(command))?;
+        run(Command::new("node")
+            .arg("lighthouse.mjs")
+            .arg("--binary")
+            .arg(root.join("target/release/anteroom"))
+            .arg("--site")
+            .arg(root.join("target/site"))
+            .current_dir(root.join("end2end")))?;
+    }
+    Ok(())
 }
 
 /// Builds the release binary, then runs `scripts/faults.py` against it for the given minutes.

@@ -17,6 +17,9 @@ pub struct Viewer {
     pub principal: Principal,
     /// The token every form post must carry (CSRF), bound to the browser session.
     pub csrf: String,
+    /// The time zone the person reads times in, when they chose one (otherwise their browser's).
+    #[serde(default)]
+    pub time_zone: Option<String>,
 }
 
 impl Viewer {
@@ -469,6 +472,142 @@ pub fn clock_time(at_ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// How long ago (or how soon) `at_ms` is at `now_ms`, as a person says it: "just now", "4 min ago", "in 9 min",
+/// "3 h ago", "2 d ago".
+pub fn relative_time(at_ms: i64, now_ms: i64) -> String {
+    let seconds = now_ms.saturating_sub(at_ms) / 1000;
+    let span = seconds.unsigned_abs();
+    if span < 45 {
+        return "just now".to_owned();
+    }
+    let minutes = (span + 30) / 60;
+    let amount = if minutes < 60 {
+        format!("{minutes} min")
+    } else if minutes < 24 * 60 {
+        format!("{} h", (minutes + 30) / 60)
+    } else {
+        format!("{} d", (minutes + 12 * 60) / (24 * 60))
+    };
+    if seconds >= 0 {
+        format!("{amount} ago")
+    } else {
+        format!("in {amount}")
+    }
+}
+
+/// `at_ms` in the time zone `zone` (an IANA name): "2026-03-01 18:30 Asia/Tokyo"; in UTC, as
+/// [`clock_time`], without a zone or with one this side does not know. The server (jiff) and the browser
+/// (`Intl`) write it the same way, so a page hydrates without a difference.
+pub fn zoned_time(at_ms: i64, zone: Option<&str>) -> String {
+    match zone.and_then(|zone| local_parts(at_ms, zone).map(|parts| (zone, parts))) {
+        Some((zone, [year, month, day, hour, minute])) => {
+            format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} {zone}")
+        }
+        None => clock_time(at_ms),
+    }
+}
+
+/// Year, month, day, hour and minute of `at_ms` in `zone`.
+#[cfg(feature = "ssr")]
+fn local_parts(at_ms: i64, zone: &str) -> Option<[i64; 5]> {
+    let zone = jiff::tz::TimeZone::get(zone).ok()?;
+    let at = jiff::Timestamp::from_millisecond(at_ms)
+        .ok()?
+        .to_zoned(zone);
+    Some([
+        i64::from(at.year()),
+        i64::from(at.month()),
+        i64::from(at.day()),
+        i64::from(at.hour()),
+        i64::from(at.minute()),
+    ])
+}
+
+#[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+fn local_parts(at_ms: i64, zone: &str) -> Option<[i64; 5]> {
+    browser_zone::local_parts(at_ms, zone)
+}
+
+#[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+fn local_parts(_at_ms: i64, _zone: &str) -> Option<[i64; 5]> {
+    None
+}
+
+/// The browser's own time zone (`None` on the server, which cannot know it).
+pub fn browser_time_zone() -> Option<String> {
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        browser_zone::own()
+    }
+    #[cfg(not(all(feature = "hydrate", not(feature = "ssr"))))]
+    {
+        None
+    }
+}
+
+/// The browser's `Intl`: a zone it does not know throws, which is caught rather than left to panic.
+#[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+mod browser_zone {
+    use wasm_bindgen::{JsCast, JsValue, prelude::wasm_bindgen};
+
+    #[wasm_bindgen]
+    extern "C" {
+        #[wasm_bindgen(catch, js_namespace = Intl, js_name = DateTimeFormat)]
+        fn date_time_format(locales: &JsValue, options: &JsValue) -> Result<JsValue, JsValue>;
+    }
+
+    fn format(options: &[(&str, &str)]) -> Option<js_sys::Intl::DateTimeFormat> {
+        let object = js_sys::Object::new();
+        for (key, value) in options {
+            js_sys::Reflect::set(&object, &JsValue::from_str(key), &JsValue::from_str(value))
+                .ok()?;
+        }
+        let locales = js_sys::Array::of1(&JsValue::from_str("en-US"));
+        date_time_format(&locales, &object)
+            .ok()
+            .map(JsCast::unchecked_into)
+    }
+
+    pub(super) fn local_parts(at_ms: i64, zone: &str) -> Option<[i64; 5]> {
+        let format = format(&[
+            ("timeZone", zone),
+            ("year", "numeric"),
+            ("month", "numeric"),
+            ("day", "numeric"),
+            ("hour", "numeric"),
+            ("minute", "numeric"),
+            ("hourCycle", "h23"),
+        ])?;
+        let date = js_sys::Date::new(&JsValue::from_f64(at_ms as f64));
+        let mut parts = [0_i64; 5];
+        for part in format.format_to_parts(&date).iter() {
+            let kind = js_sys::Reflect::get(&part, &JsValue::from_str("type"))
+                .ok()?
+                .as_string()?;
+            let value = js_sys::Reflect::get(&part, &JsValue::from_str("value"))
+                .ok()?
+                .as_string()?;
+            let slot = match kind.as_str() {
+                "year" => 0,
+                "month" => 1,
+                "day" => 2,
+                "hour" => 3,
+                "minute" => 4,
+                _ => continue,
+            };
+            parts[slot] = value.parse().ok()?;
+        }
+        Some(parts)
+    }
+
+    pub(super) fn own() -> Option<String> {
+        let options = format(&[])?.resolved_options();
+        js_sys::Reflect::get(&options, &JsValue::from_str("timeZone"))
+            .ok()?
+            .as_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,6 +625,39 @@ mod tests {
             ..named
         };
         assert_eq!(unnamed.describe(), "deploy");
+    }
+
+    #[test]
+    fn relative_times_read_naturally_both_ways() {
+        let minute = 60_000;
+        assert_eq!(relative_time(0, 44_000), "just now");
+        assert_eq!(relative_time(44_000, 0), "just now");
+        assert_eq!(relative_time(0, 2 * minute), "2 min ago");
+        assert_eq!(relative_time(9 * minute, 0), "in 9 min");
+        assert_eq!(relative_time(0, 59 * minute), "59 min ago");
+        assert_eq!(relative_time(0, 60 * minute), "1 h ago");
+        assert_eq!(relative_time(0, 150 * minute), "3 h ago");
+        assert_eq!(relative_time(0, 36 * 60 * minute), "2 d ago");
+        assert_eq!(relative_time(i64::MAX, i64::MIN), "in 106751991167 d");
+    }
+
+    #[test]
+    fn a_zoned_time_is_written_in_the_zone_or_in_utc() {
+        // 2026-03-01 09:30 UTC.
+        let at = 1_772_357_400_000;
+        assert_eq!(zoned_time(at, None), "2026-03-01 09:30 UTC");
+        assert_eq!(zoned_time(at, Some("Not/AZone")), "2026-03-01 09:30 UTC");
+        #[cfg(feature = "ssr")]
+        {
+            assert_eq!(
+                zoned_time(at, Some("Asia/Tokyo")),
+                "2026-03-01 18:30 Asia/Tokyo"
+            );
+            assert_eq!(
+                zoned_time(at, Some("America/New_York")),
+                "2026-03-01 04:30 America/New_York"
+            );
+        }
     }
 
     #[test]

@@ -103,6 +103,7 @@ impl PageData {
         let preference = self.store.email_preference(id).await?;
         let browsers = self.store.push_subscriptions(id).await?;
         let quiet = self.store.quiet_hours(id).await?;
+        let time_zone = self.store.time_zone(id).await?;
         let digest_after = self.store.digest_after(id).await?;
         let slack_links = self.store.slack_links(id).await?;
         Ok(ProfileView {
@@ -122,7 +123,7 @@ impl PageData {
                 .as_ref()
                 .map(|q| clock_minute(q.until_minute))
                 .unwrap_or_default(),
-            time_zone: quiet.map(|q| q.time_zone).unwrap_or_default(),
+            time_zone: time_zone.unwrap_or_default(),
             username: viewer.principal.name.clone(),
             role: viewer.principal.role.as_str().to_owned(),
             email,
@@ -177,7 +178,8 @@ impl PageData {
             .map_err(said)
     }
 
-    /// Sets the person's quiet hours (both times empty: none).
+    /// Sets the person's time zone (empty: the browser's) and quiet hours (both times empty: none), which
+    /// count in that zone.
     pub async fn save_quiet(
         &self,
         viewer: &Viewer,
@@ -187,6 +189,12 @@ impl PageData {
         csrf: &str,
     ) -> Result<(), String> {
         same_sign_in(viewer, csrf)?;
+        let time_zone = time_zone.trim();
+        if !time_zone.is_empty() && jiff::tz::TimeZone::get(time_zone).is_err() {
+            return Err(format!(
+                "This server does not know the time zone {time_zone}."
+            ));
+        }
         let quiet = if from.trim().is_empty() && until.trim().is_empty() {
             None
         } else {
@@ -197,16 +205,18 @@ impl PageData {
                         .to_owned(),
                 );
             };
-            let quiet = QuietHours::new(from, until, time_zone)
-                .map_err(|error| error.message().to_owned())?;
-            if jiff::tz::TimeZone::get(&quiet.time_zone).is_err() {
-                return Err(format!(
-                    "This server does not know the time zone {}.",
-                    quiet.time_zone
-                ));
-            }
-            Some(quiet)
+            Some(
+                QuietHours::new(from, until, time_zone)
+                    .map_err(|error| error.message().to_owned())?,
+            )
         };
+        self.store
+            .set_time_zone(
+                &viewer.principal.id,
+                (!time_zone.is_empty()).then_some(time_zone),
+            )
+            .await
+            .map_err(said)?;
         self.store
             .set_quiet_hours(&viewer.principal.id, quiet.as_ref())
             .await

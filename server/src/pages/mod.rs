@@ -145,9 +145,19 @@ async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer>
         }
     };
     let csrf = session.get::<String>(CSRF_KEY).await.ok().flatten()?;
+    // The pages write times in it; without it they still render (in the browser's zone, or UTC).
+    let time_zone = state
+        .store
+        .time_zone(&user_id)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot read the signed-in user's time zone");
+            None
+        });
     Some(Viewer {
         principal: Principal::person(&user),
         csrf,
+        time_zone,
     })
 }
 

@@ -413,6 +413,24 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
         Ok(row.and_then(|(from, until, zone)| quiet(from, until, zone)))
     }
 
+    async fn set_time_zone(&self, user_id: &str, time_zone: Option<&str>) -> StoreResult<bool> {
+        let updated = self
+            .execute(
+                Statement::new(sql::SET_TIME_ZONE)
+                    .bind(user_id)
+                    .bind(time_zone.map(str::to_owned)),
+            )
+            .await?;
+        Ok(updated == 1)
+    }
+
+    async fn time_zone(&self, user_id: &str) -> StoreResult<Option<String>> {
+        let row = self
+            .optional::<(Option<String>,)>(Statement::new(sql::SELECT_TIME_ZONE).bind(user_id))
+            .await?;
+        Ok(row.and_then(|(zone,)| zone))
+    }
+
     async fn recent_deliveries(
         &self,
         format: WebhookFormat,

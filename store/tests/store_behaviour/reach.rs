@@ -417,12 +417,58 @@ async fn quiet_hours_are_kept_and_cleared_and_reach_the_mail_list(h: &Harness) {
     assert_eq!(recipients[0].quiet, Some(night));
     assert!(h.store.set_quiet_hours("u-1", None).await.expect("clear"));
     assert_eq!(h.store.quiet_hours("u-1").await.expect("read"), None);
+    // The zone stays: it is also the one the person's pages show times in.
+    assert_eq!(
+        h.store.time_zone("u-1").await.expect("zone").as_deref(),
+        Some("Europe/Paris")
+    );
     assert!(
         !h.store
             .set_quiet_hours("u-none", None)
             .await
             .expect("nobody")
     );
+}
+
+async fn a_time_zone_is_set_cleared_and_shared_with_quiet_hours(h: &Harness) {
+    let user = User {
+        id: "u-1".to_owned(),
+        username: "ada".to_owned(),
+        role: Role::Responder,
+    };
+    h.store.create_user(&user, "hash").await.expect("user");
+    assert_eq!(h.store.time_zone("u-1").await.expect("read"), None);
+    assert!(
+        h.store
+            .set_time_zone("u-1", Some("Asia/Tokyo"))
+            .await
+            .expect("set")
+    );
+    assert_eq!(
+        h.store.time_zone("u-1").await.expect("read").as_deref(),
+        Some("Asia/Tokyo")
+    );
+    // Quiet hours set later count in their own zone, which becomes the person's zone.
+    let night = QuietHours::new(22 * 60, 7 * 60, "Europe/Paris").expect("quiet");
+    assert!(
+        h.store
+            .set_quiet_hours("u-1", Some(&night))
+            .await
+            .expect("quiet")
+    );
+    assert_eq!(
+        h.store.time_zone("u-1").await.expect("read").as_deref(),
+        Some("Europe/Paris")
+    );
+    assert!(h.store.set_time_zone("u-1", None).await.expect("clear"));
+    assert_eq!(h.store.time_zone("u-1").await.expect("read"), None);
+    assert!(
+        !h.store
+            .set_time_zone("u-none", Some("UTC"))
+            .await
+            .expect("nobody")
+    );
+    assert_eq!(h.store.time_zone("u-none").await.expect("nobody"), None);
 }
 
 async fn an_instance_key_is_made_once(h: &Harness) {
@@ -698,6 +744,7 @@ crate::on_both_backends!(
     browsers_with_push_are_each_persons_own_and_bounded,
     an_instance_key_is_made_once,
     quiet_hours_are_kept_and_cleared_and_reach_the_mail_list,
+    a_time_zone_is_set_cleared_and_shared_with_quiet_hours,
     a_person_is_found_by_their_email_and_an_address_is_one_persons,
     a_questions_first_slack_message_is_remembered,
     only_answering_people_who_asked_for_mail_get_it,

@@ -5,4 +5,5 @@ pub mod countdown;
 pub mod fields;
 pub mod header;
 pub mod message;
+pub mod moment;
 pub mod page_title;

@@ -6,7 +6,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::ui::{
     components::page_title::PageTitle,
-    model::{ProfileView, clock_time},
+    model::{ProfileView, zoned_time},
     server_fns::{
         LinkSlack, RemoveBrowser, SaveDigest, SaveEmail, SaveQuiet, UnlinkSlack, load_profile,
         slack_link_offer,
@@ -153,11 +153,13 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
     let removed = move || said(remove.value().get(), |_| None);
     let digest_saved = move || said(digest.value().get(), |()| Some("Digest saved.".to_owned()));
     let browsers = view.browsers.clone();
+    // Times in the person's zone (empty: none chosen, so UTC here).
+    let zone = (!view.time_zone.is_empty()).then(|| view.time_zone.clone());
     let csrf = view.csrf.clone();
     let quiet_csrf = csrf.clone();
     let quiet_saved = move || {
         said(quiet.value().get(), |()| {
-            Some("Quiet hours saved.".to_owned())
+            Some("Time zone and quiet hours saved.".to_owned())
         })
     };
     let remove_csrf = csrf.clone();
@@ -189,7 +191,7 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
         </ActionForm>
         {saved}
         <p class="muted">"Slack knows you by this address too: a click on a Slack button answers as you."</p>
-        {slack_links(view.slack_links.clone(), links_csrf, unlink)}
+        {slack_links(view.slack_links.clone(), links_csrf, unlink, zone.clone())}
         <h2>"Digest"</h2>
         <ActionForm action=digest attr:class="digest-settings">
             <input type="hidden" name="csrf" value=digest_csrf />
@@ -201,17 +203,19 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
             <button type="submit">"Save digest"</button>
         </ActionForm>
         {digest_saved}
-        <h2>"Quiet hours"</h2>
-        <p class="muted">"While it is quiet where you are, pushes and mails to you wait until it ends; none is dropped."</p>
+        <h2>"Time zone and quiet hours"</h2>
+        <p class="muted">
+            "Pages show times in your time zone (left empty: this browser's). While it is quiet where you are, pushes and mails to you wait until it ends; none is dropped."
+        </p>
         <ActionForm action=quiet attr:class="quiet-settings">
             <input type="hidden" name="csrf" value=quiet_csrf />
-            <label>"From " <input type="time" name="quiet_from" value=view.quiet_from.clone() /></label>
-            <label>" until " <input type="time" name="quiet_until" value=view.quiet_until.clone() /></label>
             <label>
-                " in the time zone "
+                "Time zone "
                 <input type="text" name="time_zone" value=view.time_zone.clone() placeholder="Europe/Paris" data-fill-time-zone="" />
             </label>
-            <button type="submit">"Save quiet hours"</button>
+            <label>" Quiet from " <input type="time" name="quiet_from" value=view.quiet_from.clone() /></label>
+            <label>" until " <input type="time" name="quiet_until" value=view.quiet_until.clone() /></label>
+            <button type="submit">"Save time zone and quiet hours"</button>
         </ActionForm>
         {quiet_saved}
         <h2>"Push to this browser or phone"</h2>
@@ -232,7 +236,7 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
                             view! {
                                 <li>
                                     <span>{browser.device}</span>
-                                    <span class="muted">{format!(" since {}", clock_time(browser.created_ms))}</span>
+                                    <span class="muted">{format!(" since {}", zoned_time(browser.created_ms, zone.as_deref()))}</span>
                                     <ActionForm action=remove attr:class="inline">
                                         <input type="hidden" name="id" value=browser.id />
                                         <input type="hidden" name="csrf" value=csrf />
@@ -254,6 +258,7 @@ fn slack_links(
     links: Vec<crate::ui::model::SlackLinkRow>,
     csrf: String,
     unlink: ServerAction<UnlinkSlack>,
+    zone: Option<String>,
 ) -> impl IntoView {
     let failed = move || said(unlink.value().get(), |_| None);
     let list = (!links.is_empty()).then(|| {
@@ -267,7 +272,7 @@ fn slack_links(
                         view! {
                             <li>
                                 <span>{link.slack_user.clone()}</span>
-                                <span class="muted">{format!(" since {}", clock_time(link.linked_ms))}</span>
+                                <span class="muted">{format!(" since {}", zoned_time(link.linked_ms, zone.as_deref()))}</span>
                                 <ActionForm action=unlink attr:class="inline">
                                     <input type="hidden" name="slack_user" value=link.slack_user />
                                     <input type="hidden" name="csrf" value=csrf />

@@ -10,7 +10,10 @@ use crate::{
         session::{LostElicitation, LostReason},
     },
     ui::{
-        components::banner::{BannerContext, Refusal, RoundBanner},
+        components::{
+            banner::{BannerContext, Refusal, RoundBanner},
+            moment::Moment,
+        },
         model::{
             AnswerNotice, HistoryEntry, Outcome, RecordedAction, SessionPage as Page, clock_time,
         },
@@ -267,13 +270,18 @@ fn history_section(current: Memo<Page>) -> impl IntoView {
     <section class="history" aria-labelledby="history-heading">
         <h2 id="history-heading">"History"</h2>
         {move || {
-            let entries = current.with(|page| page.history.clone());
+            let (entries, now_ms, zone) = current.with(|page| {
+                (page.history.clone(), page.now_ms, page.viewer.time_zone.clone())
+            });
             if entries.is_empty() {
                 view! { <p class="muted">"No questions yet."</p> }.into_any()
             } else {
                 view! {
                     <ol class="history-list">
-                        {entries.into_iter().map(history_entry).collect_view()}
+                        {entries
+                            .into_iter()
+                            .map(|entry| history_entry(entry, now_ms, zone.clone()))
+                            .collect_view()}
                     </ol>
                 }
                     .into_any()
@@ -401,7 +409,7 @@ fn lost_banner(lost: LostElicitation) -> impl IntoView {
     }
 }
 
-fn history_entry(entry: HistoryEntry) -> impl IntoView {
+fn history_entry(entry: HistoryEntry, now_ms: i64, zone: Option<String>) -> impl IntoView {
     let single = entry.messages.len() == 1;
     let lost_note = match &entry.outcome {
         Outcome::Undelivered { message, .. } => Some(message.clone()),
@@ -426,8 +434,11 @@ fn history_entry(entry: HistoryEntry) -> impl IntoView {
         Outcome::Failed { code, .. } => ("failed", format!("Closed without an answer ({code})")),
     };
     let by = entry.answered_by.clone().map(|by| {
-        let when = entry.answered_ms.map(clock_time).unwrap_or_default();
-        view! { <span class="history-by">" by " <strong>{by}</strong> " at " {when}</span> }
+        let zone = zone.clone();
+        let when = entry.answered_ms.map(|at_ms| {
+            view! { <Moment at_ms server_now_ms=now_ms zone=zone.clone() /> }
+        });
+        view! { <span class="history-by">" by " <strong>{by}</strong> " " {when}</span> }
     });
     view! {
         <li class="history-entry" data-outcome=state data-round-id=entry.round_id.clone()>
@@ -438,7 +449,11 @@ fn history_entry(entry: HistoryEntry) -> impl IntoView {
             <p class="history-question">
                 {entry.messages.join(" / ")}
             </p>
-            <p class="muted">{entry.asker.describe()} " · asked " {clock_time(entry.asked_ms)}</p>
+            <p class="muted">
+                {entry.asker.describe()}
+                " · asked "
+                <Moment at_ms=entry.asked_ms server_now_ms=now_ms zone=zone.clone() />
+            </p>
             {lost_note.map(|note| view! { <p class="history-lost" data-testid="history-undelivered">{note}</p> })}
             {entry
                 .answers
