@@ -4,7 +4,7 @@ import { ask, createSession, live, signIn, waitForAnswer } from "./support";
 
 test.skip(!process.env.ANTEROOM_SCREENSHOTS, "set ANTEROOM_SCREENSHOTS=1 to regenerate docs/*.png");
 
-test("README pictures: the attention queue and a session page with an open banner", async ({ page, request }) => {
+test("README pictures: the attention queue, a session page with an open banner, on a phone and in the dark", async ({ page, request }) => {
   await page.setViewportSize({ width: 960, height: 900 });
   const shop = await createSession(request, "Release the web shop");
   const earlier = await ask(request, shop, "Run the database migration now?", {
@@ -46,4 +46,15 @@ test("README pictures: the attention queue and a session page with an open banne
   await page.goto("/");
   await live(page);
   await page.screenshot({ path: "../docs/home.png" });
+
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.goto(`/sessions/${shop.id}`);
+  await live(page);
+  await page.screenshot({ path: "../docs/dark.png" });
+
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.setViewportSize({ width: 375, height: 812 });
+  await page.goto(`/sessions/${shop.id}`);
+  await live(page);
+  await page.screenshot({ path: "../docs/phone.png" });
 });

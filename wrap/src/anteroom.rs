@@ -46,6 +46,16 @@ pub enum AnteroomError {
 }
 
 impl AnteroomError {
+    /// Whether a write may have been done although its reply said nothing: the reply was lost, or Anteroom
+    /// was away or busy. The round itself can tell.
+    fn outcome_unknown(&self) -> bool {
+        match self {
+            Self::NotReached(_) | Self::Unreachable(_) => true,
+            Self::Refused { status, .. } => matches!(status, 429 | 502 | 503 | 504),
+            Self::NotACapabilityUrl | Self::Unreadable { .. } | Self::Stopping => false,
+        }
+    }
+
     /// Whether sending the same request again is safe and may succeed.
     fn may_retry(&self, retry_timeouts: bool) -> bool {
         match self {
@@ -233,7 +243,8 @@ impl Anteroom {
         format!("{}{path}", self.session_base)
     }
 
-    /// Opens a round in the session.
+    /// Opens a round in the session. A create whose reply was lost is not sent again: it cannot be told from one
+    /// never made (docs/wrap.md says what that leaves).
     pub async fn ask(&self, ask: &Ask) -> Result<RoundState, AnteroomError> {
         if self.stopping.load(Ordering::Acquire) {
             return Err(AnteroomError::Stopping);
@@ -360,7 +371,11 @@ impl Anteroom {
         self.read(round).await
     }
 
-    /// One step of the delivery: `start-delivery`, `delivered` or `resolve`.
+    /// One step of the delivery: `start-delivery`, `delivered` or `resolve`. When a step's reply is lost (an
+    /// Anteroom killed after it committed, a connection reset), the round is read: a step already done is
+    /// taken as done, and one not yet done is sent again, at most [`STEP_TRIES`] times. Only this worker's
+    /// lease can move the round, so nobody else did it meanwhile. Without this, the answer could reach the
+    /// harness while the round stayed `delivery_started`, and the recovery job would then report it lost.
     pub async fn step(
         &self,
         round: RoundId,
@@ -368,15 +383,30 @@ impl Anteroom {
         step: DeliveryStep,
     ) -> Result<RoundState, AnteroomError> {
         let body = json!({"owner_id": self.owner, "lease_token": lease.lease_token});
-        let state = self
-            .send(
-                step.what(),
-                self.http
-                    .post(self.url(&format!("/rounds/{round}/{}", step.path())))
-                    .json(&body),
-                false,
-            )
-            .await?;
+        let mut tries = 0;
+        let state = loop {
+            tries += 1;
+            let sent = self
+                .send(
+                    step.what(),
+                    self.http
+                        .post(self.url(&format!("/rounds/{round}/{}", step.path())))
+                        .json(&body),
+                    false,
+                )
+                .await;
+            match sent {
+                Ok(state) => break state,
+                Err(error) if tries < STEP_TRIES && error.outcome_unknown() => {
+                    match self.read(round).await {
+                        Ok(state) if step.done_in(state.status) => break state,
+                        Ok(state) if state.status == step.starts_from() => {}
+                        _ => return Err(error),
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        };
         match step {
             DeliveryStep::Start => {
                 if let Some(held) = self.held().get_mut(&round) {
@@ -421,7 +451,31 @@ pub enum DeliveryStep {
     Resolve,
 }
 
+/// How many times a delivery step is sent at most when its replies are lost ([`Anteroom::step`]).
+const STEP_TRIES: u32 = 4;
+
 impl DeliveryStep {
+    /// The status the round must have for this step.
+    fn starts_from(self) -> RoundStatus {
+        match self {
+            Self::Start => RoundStatus::ResponseValidated,
+            Self::Delivered => RoundStatus::DeliveryStarted,
+            Self::Resolve => RoundStatus::Delivered,
+        }
+    }
+
+    /// Whether a round in `status` has had this step.
+    fn done_in(self, status: RoundStatus) -> bool {
+        match self {
+            Self::Start => matches!(
+                status,
+                RoundStatus::DeliveryStarted | RoundStatus::Delivered | RoundStatus::Resolved
+            ),
+            Self::Delivered => matches!(status, RoundStatus::Delivered | RoundStatus::Resolved),
+            Self::Resolve => status == RoundStatus::Resolved,
+        }
+    }
+
     fn path(self) -> &'static str {
         match self {
             Self::Start => "start-delivery",

@@ -189,28 +189,7 @@ fn bench(postgres: bool, args: &[String]) -> Result<()> {
         .and_then(|at| args.get(at + 1));
     if only.is_none_or(|only| only != "lighthouse") {
         step("benchmarks (release)");
-        let mut command = cargo();
-        // The release profile, so the bench reuses what `site::build` just compiled.
-        command
-            .args([
-                "bench",
-                "--profile",
-                "release",
-                "--package",
-                "anteroom-server",
-                "--bench",
-                "figures",
-                "--",
-            ])
-            .arg("--binary")
-            .arg(root.join("target/release/anteroom"))
-            .arg("--site")
-            .arg(root.join("target/site"));
-        if postgres {
-            command.args(["--postgres", &postgres_url()]);
-        }
-        command.args(args);
-        run(&mut command)?;
+        run(figures_bench(postgres).args(args))?;
     }
     if only.is_none_or(|only| only == "lighthouse") {
         step("Lighthouse (release, Chromium, offline)");
@@ -292,6 +271,14 @@ fn soak(args: &[String]) -> Result<()> {
     let (minutes, postgres, passthrough) = minutes_and_backend("soak", args, 10)?;
     release_binary()?;
     step(&format!("soak: {minutes} min"));
+    run(figures_bench(postgres)
+        .args(["--soak-minutes", &minutes.to_string()])
+        .args(&passthrough))
+}
+
+/// `cargo bench` of the figures against the release binary and site (on PostgreSQL with `postgres`), in the
+/// release profile, so it reuses what the release build just compiled.
+fn figures_bench(postgres: bool) -> Command {
     let root = workspace_root();
     let mut command = cargo();
     command
@@ -308,13 +295,11 @@ fn soak(args: &[String]) -> Result<()> {
         .arg("--binary")
         .arg(root.join("target/release/anteroom"))
         .arg("--site")
-        .arg(root.join("target/site"))
-        .args(["--soak-minutes", &minutes.to_string()])
-        .args(&passthrough);
+        .arg(root.join("target/site"));
     if postgres {
         command.args(["--postgres", &postgres_url()]);
     }
-    run(&mut command)
+    command
 }
 
 /// Builds the release binary, then replays the attacks of `scripts/attack.py` against it.

@@ -1,7 +1,13 @@
 //! The wrapper's Anteroom client against a real Anteroom over HTTP, on SQLite and PostgreSQL: a question it asks
 //! reaches a person, and their answer comes back through the lease's steps; an unanswered one ends honestly.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+};
 
 use anteroom_domain::{
     ids::{OwnerId, RequestKey},
@@ -134,7 +140,109 @@ async fn a_wrong_token_is_refused_with_what_anteroom_said(db: Backend) {
     server.stop().await;
 }
 
+/// A proxy in front of Anteroom that forwards every request, but loses the reply the first time a step ending in
+/// `lost_step` is posted: the step reaches Anteroom and commits, and the reply is cut off after its status line,
+/// as when a server is killed right after committing. Returns the proxy's base and how many such posts it saw.
+async fn lossy_proxy(target: String, lost_step: &'static str) -> (String, Arc<AtomicUsize>) {
+    use axum::{body::Body, extract::Request, response::Response};
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counted = seen.clone();
+    let client = reqwest::Client::new();
+    let forward = move |request: Request| {
+        let (client, target, counted) = (client.clone(), target.clone(), counted.clone());
+        async move {
+            let (parts, body) = request.into_parts();
+            let bytes = axum::body::to_bytes(body, 1 << 20)
+                .await
+                .unwrap_or_default();
+            let path = parts
+                .uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_owned();
+            let lose = parts.method == "POST"
+                && parts.uri.path().ends_with(lost_step)
+                && counted.fetch_add(1, Ordering::SeqCst) == 0;
+            let reply = client
+                .request(parts.method, format!("{target}{path}"))
+                .header("content-type", "application/json")
+                .body(bytes)
+                .send()
+                .await
+                .expect("Anteroom behind the proxy");
+            let status = reply.status();
+            let body = if lose {
+                // Committed upstream; the reply breaks off.
+                Body::from_stream(futures::stream::once(async {
+                    Err::<Vec<u8>, _>(std::io::Error::other("the server went away"))
+                }))
+            } else {
+                Body::from(reply.bytes().await.unwrap_or_default())
+            };
+            Response::builder()
+                .status(status)
+                .header("content-type", "application/json")
+                .body(body)
+                .expect("response")
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("port");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, axum::Router::new().fallback(forward)).await;
+    });
+    (base, seen)
+}
+
+async fn a_step_whose_reply_is_lost_is_found_done_and_not_reported_lost(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("s1").await;
+    let (proxy, seen) = lossy_proxy(server.base.clone(), "/delivered").await;
+    let through_proxy = env.request_url.replacen(&server.base, &proxy, 1);
+    let anteroom = Anteroom::new(&through_proxy, OwnerId::parse("wrap-test").expect("owner"))
+        .expect("capability URL");
+    let round = anteroom.ask(&ask(600)).await.expect("asked");
+    let lease = anteroom.claim(round.round_id, 60).await.expect("claimed");
+    let answer = server
+        .respond(
+            &server.responder_key,
+            &round.round_id.to_string(),
+            json!({"action_type": "accept", "content": {"env": "prod"}}),
+        )
+        .await;
+    assert_eq!(answer.status(), 200);
+    anteroom.wait(round.round_id).await.expect("waited");
+    anteroom
+        .step(round.round_id, &lease, DeliveryStep::Start)
+        .await
+        .expect("started");
+
+    // `delivered` commits but its reply is lost: the round says it was done, so it is not sent again…
+    let delivered = anteroom
+        .step(round.round_id, &lease, DeliveryStep::Delivered)
+        .await
+        .expect("found delivered");
+    assert_eq!(delivered.status, RoundStatus::Delivered);
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "the step was not sent twice"
+    );
+    // …and the round resolves, rather than staying `delivery_started` for the recovery job to call lost.
+    let resolved = anteroom
+        .step(round.round_id, &lease, DeliveryStep::Resolve)
+        .await
+        .expect("resolved");
+    assert_eq!(resolved.status, RoundStatus::Resolved);
+    server.stop().await;
+}
+
 on_both_backends!(
+    a_step_whose_reply_is_lost_is_found_done_and_not_reported_lost,
     an_answer_comes_back_through_the_leases_steps,
     an_unanswered_question_ends_expired_not_declined,
     a_wrong_token_is_refused_with_what_anteroom_said,
