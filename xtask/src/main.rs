@@ -193,7 +193,7 @@ fn bench(postgres: bool, args: &[String]) -> Result<()> {
     }
     if only.is_none_or(|only| only == "lighthouse") {
         step("Lighthouse (release, Chromium, offline)");
-        tools::ensure_npm_packages(&|command| run(command))?;
+        tools::ensure_lighthouse(&|command| run(command))?;
         tools::ensure_chromium(&|command| run(command))?;
         run(Command::new("node")
             .arg("lighthouse.mjs")
@@ -201,7 +201,7 @@ fn bench(postgres: bool, args: &[String]) -> Result<()> {
             .arg(root.join("target/release/anteroom"))
             .arg("--site")
             .arg(root.join("target/site"))
-            .current_dir(root.join("end2end")))?;
+            .current_dir(tools::lighthouse_dir()))?;
     }
     Ok(())
 }

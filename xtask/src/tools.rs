@@ -37,7 +37,21 @@ fn end2end_dir() -> PathBuf {
 
 /// Installs end2end/'s npm packages (Playwright, binaryen's wasm-opt, esbuild) from its lockfile when missing.
 pub fn ensure_npm_packages(run: Runner) -> Result<()> {
-    let dir = end2end_dir();
+    npm_ci(run, &end2end_dir())
+}
+
+/// Where `cargo xtask bench` runs Lighthouse from: a package of its own, so the test run does not install it.
+pub fn lighthouse_dir() -> PathBuf {
+    end2end_dir().join("lighthouse")
+}
+
+/// Installs Lighthouse from its lockfile when missing.
+pub fn ensure_lighthouse(run: Runner) -> Result<()> {
+    npm_ci(run, &lighthouse_dir())
+}
+
+/// `npm ci` in `dir` unless its packages are already those of its lockfile.
+fn npm_ci(run: Runner, dir: &std::path::Path) -> Result<()> {
     let marker = dir.join("node_modules/.package-lock.json");
     if is_newer_or_equal(&marker, &dir.join("package-lock.json")) {
         return Ok(());
@@ -45,7 +59,7 @@ pub fn ensure_npm_packages(run: Runner) -> Result<()> {
     run(Command::new("npm")
         .args(["ci", "--no-audit", "--no-fund"])
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
-        .current_dir(&dir))
+        .current_dir(dir))
 }
 
 fn mcp_sdk_dir() -> PathBuf {

@@ -436,6 +436,9 @@ pub struct DeliveryRow {
     pub last_status: Option<i64>,
     pub last_error: Option<String>,
     pub created_ms: i64,
+    /// When it was queued, in the reader's time zone (written on the server, as the page shows it).
+    #[serde(default)]
+    pub queued_at: String,
 }
 
 /// How long until `deadline_ms`, for a countdown: "4 min 05 s", "2 h 10 min", or "due now".

@@ -138,6 +138,10 @@ pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
             last_status: delivery.last_status,
             last_error: delivery.last_error,
             created_ms: delivery.created_at.timestamp_millis(),
+            queued_at: crate::ui::model::zoned_time(
+                delivery.created_at.timestamp_millis(),
+                viewer.time_zone.as_deref(),
+            ),
         })
         .collect())
 }

@@ -5,10 +5,7 @@ use leptos::prelude::*;
 
 use crate::{
     domain::webhook::{DELIVERY_LOG_SHOWN, MAX_ATTEMPTS},
-    ui::{
-        model::{DeliveryRow, clock_time},
-        server_fns::load_deliveries,
-    },
+    ui::{model::DeliveryRow, server_fns::load_deliveries},
 };
 
 #[component]
@@ -75,7 +72,7 @@ fn delivery_table(rows: Vec<DeliveryRow>) -> impl IntoView {
                             let status = row.status.clone();
                             view! {
                                 <tr data-status=status>
-                                    <td>{clock_time(row.created_ms)}</td>
+                                    <td>{row.queued_at}</td>
                                     <td>{row.event}</td>
                                     <td><code>{row.endpoint}</code></td>
                                     <td>{row.status}</td>

@@ -16,6 +16,7 @@ use crate::{
         },
         model::{
             AnswerNotice, HistoryEntry, Outcome, RecordedAction, SessionPage as Page, clock_time,
+            zoned_time,
         },
         pages::not_found::NotFoundPage,
         server_fns::{RevokeStanding, load_session},
@@ -156,7 +157,12 @@ fn session_view(
                 </p>
             </header>
             {move || notice.get().map(notice_view)}
-            {move || current.with(|page| page.lost.clone()).map(lost_banner)}
+            {move || {
+                current.with(|page| {
+                    let zone = page.viewer.time_zone.clone();
+                    page.lost.clone().map(|lost| lost_banner(lost, zone))
+                })
+            }}
             <section class="banners" aria-label="Open questions">
                 <For
                     each=active
@@ -222,7 +228,9 @@ fn standing_section(current: Memo<Page>, csrf: String, can_answer: bool) -> impl
                         key=|rule| rule.id
                         children=move |rule| {
                             let csrf = csrf.get_value();
-                            let session_id = current.with_untracked(|page| page.session_id.clone());
+                            let (session_id, zone) = current.with_untracked(|page| {
+                                (page.session_id.clone(), page.viewer.time_zone.clone())
+                            });
                             view! {
                                 <li class="standing-rule" data-rule-id=rule.id>
                                     <p>
@@ -236,7 +244,7 @@ fn standing_section(current: Memo<Page>, csrf: String, can_answer: bool) -> impl
                                         {format!(
                                             "by {} · until {} · answered {} time{}",
                                             rule.created_by,
-                                            clock_time(rule.until_ms),
+                                            zoned_time(rule.until_ms, zone.as_deref()),
                                             rule.uses,
                                             if rule.uses == 1 { "" } else { "s" },
                                         )}
@@ -363,7 +371,7 @@ fn notice_view(notice: AnswerNotice) -> impl IntoView {
     }
 }
 
-fn lost_banner(lost: LostElicitation) -> impl IntoView {
+fn lost_banner(lost: LostElicitation, zone: Option<String>) -> impl IntoView {
     let (reason, heading, explanation) = match lost.reason {
         LostReason::Expired => (
             "expired",
@@ -403,7 +411,7 @@ fn lost_banner(lost: LostElicitation) -> impl IntoView {
             {lost.detail.map(|detail| view! { <p class="lost-detail" data-testid="lost-detail">{detail}</p> })}
             <blockquote class="lost-summary">{lost.summary}</blockquote>
             <p class="muted">
-                "Request " <code>{lost.request_id.as_str().to_owned()}</code> " · " {clock_time(lost.at.timestamp_millis())}
+                "Request " <code>{lost.request_id.as_str().to_owned()}</code> " · " {zoned_time(lost.at.timestamp_millis(), zone.as_deref())}
             </p>
         </section>
     }

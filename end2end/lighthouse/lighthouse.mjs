@@ -3,7 +3,7 @@
 // server is on loopback and the pages load nothing from elsewhere). Prints one Markdown row per page and form
 // factor, and exits 1 when accessibility or best practices is below 100 or performance below 95.
 //
-//   node lighthouse.mjs --binary ../target/release/anteroom --site ../target/site
+//   node lighthouse.mjs --binary ../../target/release/anteroom --site ../../target/site  (from end2end/lighthouse/)
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
