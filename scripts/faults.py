@@ -194,6 +194,21 @@ def until_acknowledged(send, ok, ledger: Ledger, kind: str, stop: threading.Even
         time.sleep(RETRY_PAUSE_S)
 
 
+def accept_through_api(server: "Server", request_id: str, content: dict, final: tuple[int, ...], ledger: Ledger,
+                       kind: str, stop: threading.Event):
+    """Accepts with `content` through the respond route, the same body until a reply in `final` (or the stop)."""
+    body, headers = json_body({"action_type": "accept", "content": content})
+    headers["Authorization"] = f"Bearer {server.responder_key}"
+    path = f"/api/v1/elicitations/{request_id}/respond"
+    return until_acknowledged(
+        lambda: request(server.port, "PATCH", path, body=body, headers=headers, timeout=REQUEST_TIMEOUT_S),
+        lambda reply: reply.status in final,
+        ledger,
+        kind,
+        stop,
+    )
+
+
 def producer(servers: list[Server], session: str, ledger: Ledger, stop: threading.Event, number: int) -> None:
     server = servers[number % len(servers)]
     token = server.session_tokens[session]
@@ -410,17 +425,8 @@ def responder(servers: list[Server], ledger: Ledger, stop: threading.Event, numb
                     break
                 time.sleep(RETRY_PAUSE_S)
             continue
-        body, headers = json_body({"action_type": "accept", "content": {"n": n}})
-        headers["Authorization"] = f"Bearer {server.responder_key}"
-        path = f"/api/v1/elicitations/{request_id}/respond"
-        reply = until_acknowledged(
-            lambda: request(server.port, "PATCH", path, body=body, headers=headers, timeout=REQUEST_TIMEOUT_S),
-            # 200: recorded, or the same answer replayed after an unacknowledged try.
-            lambda reply: reply.status == 200,
-            ledger,
-            "answer",
-            stop,
-        )
+        # 200: recorded, or the same answer replayed after an unacknowledged try.
+        reply = accept_through_api(server, request_id, {"n": n}, (200,), ledger, "answer", stop)
         if reply.status == 200:
             with ledger.lock:
                 ledger.answered[request_id] = n
@@ -584,16 +590,9 @@ def wrap_responder(servers: list[Server], ledger: Ledger, stop: threading.Event,
                 if stored.get("status") != "pending" or known:
                     continue
                 env = f"env-{random.getrandbits(48):x}"
-                body, headers = json_body({"action_type": "accept", "content": {"env": env}})
-                headers["Authorization"] = f"Bearer {server.responder_key}"
-                path = f"/api/v1/elicitations/{request_id}/respond"
-                answered = until_acknowledged(
-                    lambda: request(server.port, "PATCH", path, body=body, headers=headers, timeout=REQUEST_TIMEOUT_S),
-                    # 409: it ended meanwhile (its wrapper was killed, or stopped and failed it): nothing acknowledged.
-                    lambda reply: reply.status in (200, 409),
-                    ledger,
-                    "answer to a wrapper",
-                    stop,
+                # 409: it ended meanwhile (its wrapper was killed, or stopped and failed it): nothing acknowledged.
+                answered = accept_through_api(
+                    server, request_id, {"env": env}, (200, 409), ledger, "answer to a wrapper", stop
                 )
                 if answered.status == 200:
                     with ledger.lock:

@@ -211,6 +211,10 @@ pub trait AccountStore: Send + Sync {
 
     async fn get_user(&self, id: &str) -> StoreResult<Option<User>>;
 
+    /// A person and the time zone their pages show times in, in one reading (each signed-in request needs
+    /// both).
+    async fn get_user_and_zone(&self, id: &str) -> StoreResult<Option<(User, Option<String>)>>;
+
     async fn count_users(&self) -> StoreResult<i64>;
 
     /// Stores a one-time sign-in link (its hash) that works until `expires_at`.

@@ -412,6 +412,9 @@ pub const SELECT_USER_BY_NAME: &str =
 
 pub const SELECT_USER_BY_ID: &str = "SELECT id, username, role FROM users WHERE id = $1";
 
+pub const SELECT_USER_AND_ZONE_BY_ID: &str =
+    "SELECT id, username, role, time_zone FROM users WHERE id = $1";
+
 pub const SET_USER_EMAIL: &str = "UPDATE users SET email = $2 WHERE id = $1";
 
 pub const SELECT_USER_EMAIL: &str = "SELECT email FROM users WHERE id = $1";

@@ -41,13 +41,7 @@ pub fn fuzz(args: &[String]) -> Result<()> {
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
-            "--seconds" => {
-                seconds = rest
-                    .next()
-                    .and_then(|value| value.parse().ok())
-                    .filter(|seconds| *seconds > 0)
-                    .context("--seconds takes a whole number of seconds")?;
-            }
+            "--seconds" => seconds = crate::positive(rest.next(), "--seconds", "seconds")?,
             "--" => only.extend(rest.by_ref().cloned()),
             other => bail!("unknown fuzz option {other}: use --seconds S [-- TARGET…]"),
         }
@@ -132,12 +126,13 @@ fn nightly_cargo_fuzz() -> Command {
     command
 }
 
+/// Whether `command` runs and exits successfully (its output is not shown).
+fn succeeds(command: &mut Command) -> bool {
+    command.output().is_ok_and(|output| output.status.success())
+}
+
 fn ensure_cargo_fuzz() -> Result<()> {
-    let nightly = Command::new("rustup")
-        .args(["run", "nightly", "rustc", "--version"])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !nightly {
+    if !succeeds(Command::new("rustup").args(["run", "nightly", "rustc", "--version"])) {
         step("installing the nightly toolchain (for cargo fuzz)");
         run(Command::new("rustup").args([
             "toolchain",
@@ -147,11 +142,7 @@ fn ensure_cargo_fuzz() -> Result<()> {
             "minimal",
         ]))?;
     }
-    let installed = Command::new("cargo")
-        .args(["fuzz", "--version"])
-        .output()
-        .is_ok_and(|output| output.status.success());
-    if !installed {
+    if !succeeds(Command::new("cargo").args(["fuzz", "--version"])) {
         step("installing cargo-fuzz");
         run(Command::new("cargo").args([
             "install",

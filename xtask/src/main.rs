@@ -226,6 +226,14 @@ fn faults(args: &[String]) -> Result<()> {
     run(&mut command)
 }
 
+/// An option's value as a whole number above zero, or what is wrong with it.
+pub fn positive(value: Option<&String>, option: &str, unit: &str) -> Result<u64> {
+    value
+        .and_then(|value| value.parse().ok())
+        .filter(|value| *value > 0)
+        .with_context(|| format!("{option} takes a whole number of {unit}"))
+}
+
 /// `--minutes N` from `args` (or `default`) and whether `--postgres` was given; `--` passes the rest on.
 fn minutes_and_backend(
     task: &str,
@@ -239,13 +247,7 @@ fn minutes_and_backend(
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--postgres" => postgres = true,
-            "--minutes" => {
-                minutes = rest
-                    .next()
-                    .and_then(|value| value.parse().ok())
-                    .filter(|minutes| *minutes > 0)
-                    .context("--minutes takes a whole number of minutes")?;
-            }
+            "--minutes" => minutes = positive(rest.next(), "--minutes", "minutes")?,
             "--" => passthrough.extend(rest.by_ref().cloned()),
             other => bail!("unknown {task} option {other}\n\n{USAGE}"),
         }

@@ -137,7 +137,8 @@ pub async fn attach_viewer(
 
 async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer> {
     let user_id = session.get::<String>(USER_KEY).await.ok().flatten()?;
-    let user = match state.store.get_user(&user_id).await {
+    // The person and the zone their pages write times in, in one reading: this runs on every signed-in request.
+    let (user, time_zone) = match state.store.get_user_and_zone(&user_id).await {
         Ok(user) => user?,
         Err(error) => {
             tracing::warn!(%error, "cannot read the signed-in user");
@@ -145,15 +146,6 @@ async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer>
         }
     };
     let csrf = session.get::<String>(CSRF_KEY).await.ok().flatten()?;
-    // The pages write times in it; without it they still render (in the browser's zone, or UTC).
-    let time_zone = state
-        .store
-        .time_zone(&user_id)
-        .await
-        .unwrap_or_else(|error| {
-            tracing::warn!(%error, "cannot read the signed-in user's time zone");
-            None
-        });
     Some(Viewer {
         principal: Principal::person(&user),
         csrf,

@@ -85,6 +85,23 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
         .transpose()
     }
 
+    async fn get_user_and_zone(&self, id: &str) -> StoreResult<Option<(User, Option<String>)>> {
+        let row = self
+            .optional::<(String, String, String, Option<String>)>(
+                Statement::new(sql::SELECT_USER_AND_ZONE_BY_ID).bind(id),
+            )
+            .await?;
+        row.map(|(id, username, user_role, zone)| {
+            let user = User {
+                id,
+                username,
+                role: role(&user_role, "user")?,
+            };
+            Ok((user, zone))
+        })
+        .transpose()
+    }
+
     async fn get_user(&self, id: &str) -> StoreResult<Option<User>> {
         let row = self
             .optional::<(String, String, String)>(Statement::new(sql::SELECT_USER_BY_ID).bind(id))

@@ -448,6 +448,21 @@ async fn a_time_zone_is_set_cleared_and_shared_with_quiet_hours(h: &Harness) {
         h.store.time_zone("u-1").await.expect("read").as_deref(),
         Some("Asia/Tokyo")
     );
+    // Each signed-in request reads the person and the zone together.
+    let (read, zone) = h
+        .store
+        .get_user_and_zone("u-1")
+        .await
+        .expect("read")
+        .expect("the user");
+    assert_eq!((read, zone.as_deref()), (user.clone(), Some("Asia/Tokyo")));
+    assert!(
+        h.store
+            .get_user_and_zone("u-none")
+            .await
+            .expect("nobody")
+            .is_none()
+    );
     // Quiet hours set later count in their own zone, which becomes the person's zone.
     let night = QuietHours::new(22 * 60, 7 * 60, "Europe/Paris").expect("quiet");
     assert!(
