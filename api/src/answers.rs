@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use anteroom_domain::{
+    access::Principal,
     ids::{IdempotencyKey, RequestId, RequestKey, RoundId},
+    responders::describe,
     round::{ElicitationResponse, ResponseAction, Round, Submission},
 };
 use axum::{Json, extract::State};
@@ -79,7 +81,8 @@ async fn respond(
         content: body.content,
         reason: body.reason,
     };
-    let (round, submission) = answer_one(&state, &round, response, caller.label()).await?;
+    let (round, submission) =
+        answer_one(&state, &round, response, &caller.0, caller.label()).await?;
     Ok(Json(AnswerRecorded {
         request_id: round.request_id,
         round_id: round.round_id,
@@ -91,15 +94,38 @@ async fn respond(
     }))
 }
 
-/// Answers a single-request round the way `PATCH …/respond` and the MCP tool both do: its only request, an
-/// idempotency key derived from the answer (the same answer again is a replay, whichever way it came), first answer
-/// wins, recorded under `answered_by` and announced.
+/// Refuses `who` a question that is not theirs to answer: the one rule (docs/teams.md), asked of the store.
+pub async fn check_may_answer(state: &AppState, who: &Principal, round: &Round) -> ApiResult<()> {
+    if state.store.may_answer(who, round).await? {
+        return Ok(());
+    }
+    let scope = state.store.answer_scope(round).await?;
+    Err(ApiError::forbidden(if who.role.can_answer() {
+        format!(
+            "This question is for {}; {} may not answer it.",
+            describe(&scope),
+            who.label()
+        )
+    } else {
+        format!(
+            "{} has the {} role, which may not answer questions.",
+            who.label(),
+            who.role.as_str()
+        )
+    }))
+}
+
+/// Answers a single-request round the way `PATCH …/respond`, the MCP tool, Slack and answer links do: only if
+/// `who` may answer it, its only request, an idempotency key derived from the answer (the same answer again is a
+/// replay, whichever way it came), first answer wins, recorded under `answered_by` and announced.
 pub async fn answer_one(
     state: &AppState,
     round: &Round,
     response: ElicitationResponse,
+    who: &Principal,
     answered_by: String,
 ) -> ApiResult<(Round, Submission)> {
+    check_may_answer(state, who, round).await?;
     let key: RequestKey = match round.requests.keys().collect::<Vec<_>>().as_slice() {
         [only] => (*only).clone(),
         _ => {
@@ -151,10 +177,12 @@ async fn submit(
     ApiJson(body): ApiJson<SubmitBody>,
 ) -> ApiResult<Json<RoundAnswered>> {
     caller.require(|role| role.can_answer(), "answer questions")?;
+    let round = state.store.get_round(round_id(&id)?).await?;
+    check_may_answer(&state, &caller.0, &round).await?;
     let (round, submission) = state
         .store
-        .submit_responses(
-            round_id(&id)?,
+        .submit_responses_to(
+            &round,
             body.responses,
             body.idempotency_key,
             Some(caller.label()),

@@ -25,6 +25,7 @@ pub mod sessions;
 pub mod standing;
 pub mod state;
 pub mod stream;
+pub mod teams;
 pub mod views;
 pub mod workers;
 
@@ -52,6 +53,7 @@ orchestrators answer. Errors are `{\"error\", \"message\", \"details\"?}` with t
         (name = "workers", description = "Worker leases, compare-and-set (docs/lifecycle.md#worker-leases)"),
         (name = "sessions", description = "Session management (docs/api.md#sessions)"),
         (name = "answers", description = "Answering questions (docs/api.md#answers)"),
+        (name = "teams", description = "Groups, and who answers a question (docs/teams.md)"),
         (name = "events", description = "Live events (docs/api.md#events)"),
         (name = "gate", description = "Gate health (docs/api.md#the-gate)"),
     )
@@ -69,6 +71,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .merge(workers::routes())
         .merge(sessions::routes())
         .merge(answers::routes())
+        .merge(teams::routes())
         .merge(stream::routes())
         .merge(gate::routes())
 }

@@ -416,7 +416,8 @@ impl AnteroomMcp {
             reason: args.reason,
         };
         let (round, submission) =
-            crate::answers::answer_one(&self.state, &round, response, caller.label()).await?;
+            crate::answers::answer_one(&self.state, &round, response, &caller.0, caller.label())
+                .await?;
         let text = format!(
             "Recorded {} for {} (by {}).",
             action.as_str(),

@@ -265,7 +265,10 @@ async fn write_settings(
 ) -> ApiResult<Json<SessionSettings>> {
     caller.require(|role| role.can_manage(), "change session settings")?;
     let id = session_id(&id)?;
-    Ok(Json(state.store.set_session_settings(&id, &body).await?))
+    let settings = state.store.set_session_settings(&id, &body).await?;
+    // Who answers may have changed: the pages show it.
+    crate::announce::session_changed(&state, &id);
+    Ok(Json(settings))
 }
 
 #[derive(Debug, Default, Deserialize)]

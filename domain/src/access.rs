@@ -35,6 +35,15 @@ pub struct User {
     pub role: Role,
 }
 
+/// A signed-in person as each of their requests reads them: who they are, the time zone their pages write
+/// times in (when they chose one), and the groups they answer with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedIn {
+    pub user: User,
+    pub time_zone: Option<String>,
+    pub groups: Vec<String>,
+}
+
 /// The one normalisation of a typed username, for looking it up, limiting attempts on it and storing it:
 /// surrounding whitespace is not part of a name.
 pub fn normalise_username(raw: &str) -> &str {

@@ -39,6 +39,7 @@ pub mod limits;
 pub mod outward;
 pub mod producer;
 pub mod reach;
+pub mod responders;
 pub mod round;
 pub mod session;
 pub mod standing;

@@ -1,11 +1,14 @@
 //! Sessions: one agent run a person may have to attend to, and how rounds move it (docs/lifecycle.md#sessions).
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
     ManagedInputError,
     ids::{RequestId, SessionId},
+    responders::{Responder, check_lists},
 };
 
 /// Where an agent run stands.
@@ -111,14 +114,31 @@ pub struct SessionSettings {
     #[serde(default)]
     #[schema(pattern = "^#?[A-Za-z0-9._-]{1,80}$")]
     pub slack_channel: Option<String>,
+    /// Who answers this session's questions (`user:NAME`, `group:NAME`, `key:NAME`); empty: everyone whose
+    /// role answers (docs/teams.md).
+    #[serde(default)]
+    #[schema(value_type = Vec<String>, example = json!(["group:platform-oncall", "user:rita"]))]
+    pub responders: Vec<Responder>,
+    /// Per MCP server: who answers that server's questions instead of `responders`.
+    #[serde(default)]
+    #[schema(value_type = BTreeMap<String, Vec<String>>)]
+    pub server_responders: BTreeMap<String, Vec<Responder>>,
 }
 
 /// The longest Slack channel name Slack allows.
 const SLACK_CHANNEL_CHARS: usize = 80;
 
 impl SessionSettings {
+    /// Who answers a question from `server` here: that server's list if it has one, else the session's.
+    pub fn responders_for(&self, server: Option<&str>) -> &[Responder] {
+        server
+            .and_then(|server| self.server_responders.get(server))
+            .unwrap_or(&self.responders)
+    }
+
     /// Refuses a channel that is neither a Slack ID nor a channel name, so nothing else reaches Slack's API.
     pub fn validate(&self) -> Result<(), ManagedInputError> {
+        check_lists(&self.responders, &self.server_responders)?;
         let Some(channel) = &self.slack_channel else {
             return Ok(());
         };
@@ -319,12 +339,14 @@ mod tests {
         ] {
             let settings = SessionSettings {
                 slack_channel: good.map(str::to_owned),
+                ..SessionSettings::default()
             };
             assert!(settings.validate().is_ok(), "{good:?}");
         }
         for bad in ["", "#", "<!channel>", "two words", "dé", &"a".repeat(81)] {
             let settings = SessionSettings {
                 slack_channel: Some(bad.to_owned()),
+                ..SessionSettings::default()
             };
             assert!(settings.validate().is_err(), "{bad}");
         }

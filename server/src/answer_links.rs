@@ -5,6 +5,7 @@
 //! worker) gets JSON.
 
 use anteroom_domain::{
+    access::Principal,
     limits::Limits,
     reach::{AnswerToken, QuickAnswer, quick_answers},
     round::{Round, RoundStatus, Submission},
@@ -294,7 +295,15 @@ async fn answer_with(state: &AppState, token: &AnswerToken) -> Result<Outcome, O
     };
     let (round, answer) = resolve(state, token).await?;
     let by = token.channel.credit(&person.username);
-    match answer_one(state, &round, answer.response, by).await {
+    match answer_one(
+        state,
+        &round,
+        answer.response,
+        &Principal::person(&person),
+        by,
+    )
+    .await
+    {
         Ok((round, Submission::Recorded)) => Ok(Outcome {
             status: StatusCode::OK,
             code: "answered",

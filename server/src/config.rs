@@ -37,6 +37,9 @@ pub enum Command {
     /// Manage the people who sign in to the web app.
     #[command(subcommand)]
     User(UserCommand),
+    /// Manage groups of people who answer together (docs/teams.md).
+    #[command(subcommand)]
+    Group(GroupCommand),
     /// Ask a person a question, like an MCP server would, and print the answer as JSON.
     ///
     /// Reads ELICITATION_REQUEST_URL, ELICITATION_POLL_URL, ELICITATION_SESSION_ID and ELICITATION_TTL_MS
@@ -270,6 +273,31 @@ pub enum UserCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    /// Add a group (if it is new) and the people named to it.
+    Add {
+        /// The group's name: 1 to 64 letters, digits, '.', '_', '-', '@'.
+        name: String,
+        /// Usernames to add to it.
+        members: Vec<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Take the people named out of a group, or with nobody named remove the group.
+    Remove {
+        name: String,
+        members: Vec<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Print every group and its members, one group a line.
+    List {
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum SessionCommand {
     /// Register a session and print its environment block as KEY=VALUE lines.
     Create {
@@ -285,6 +313,10 @@ pub enum SessionCommand {
         /// Post this session's questions to this Slack channel (ID or name) instead of ANTEROOM_SLACK_CHANNEL.
         #[arg(long)]
         slack_channel: Option<String>,
+        /// Who answers its questions, comma-separated: user:NAME, group:NAME, key:NAME (default: every
+        /// responder).
+        #[arg(long, value_delimiter = ',')]
+        responders: Vec<String>,
         #[command(flatten)]
         public: PublicArgs,
         #[command(flatten)]

@@ -6,7 +6,7 @@
 use std::time::Duration as StdDuration;
 
 use anteroom_domain::{
-    access::User,
+    access::{Principal, User},
     expiry::wire_time,
     limits::Limits,
     reach::{
@@ -99,11 +99,25 @@ async fn fan_out(state: &AppState, round: &Round, delivery: &WebhookDelivery) ->
         Ok(recent) => recent,
         Err(error) => return failed(format!("cannot count the recent mails: {error}")),
     };
+    let scope = match state.store.answer_scope(round).await {
+        Ok(scope) => scope,
+        Err(error) => return failed(format!("cannot read who answers the question: {error}")),
+    };
     let mut queued = Vec::new();
     for recipient in &recipients {
         let Some(due) = recipient.preference.send_at(round.created_at) else {
             continue;
         };
+        // Only the people who may answer it are asked (docs/teams.md).
+        match state
+            .store
+            .may_answer_in(&Principal::person(&recipient.user), &scope)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(error) => return failed(format!("cannot read the person's groups: {error}")),
+        }
         // Quiet hours hold the mail until they end; it is never dropped for them.
         let quiet = |at| {
             recipient
@@ -161,6 +175,16 @@ async fn mail_one(
         Ok(None) => return done(),
         Err(outcome) => return outcome,
     };
+    // Handed to someone else since the mail was queued: not theirs to answer any more.
+    match state
+        .store
+        .may_answer(&Principal::person(&user), round)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return done(),
+        Err(error) => return failed(format!("cannot read who answers the question: {error}")),
+    }
     let quick = quick_answers(round, &Limits::default()).unwrap_or_default();
     let links: Vec<(String, String)> = quick
         .iter()

@@ -46,12 +46,13 @@ async fn main() -> ExitCode {
             agent,
             server,
             slack_channel,
+            responders,
             public,
             database,
         })) => commands::session::create(
             (id, title, agent),
             server,
-            slack_channel,
+            (slack_channel, responders),
             &public,
             &database,
         )
@@ -72,6 +73,7 @@ async fn main() -> ExitCode {
         })) => commands::user::set_email(&username, email.as_deref(), &database)
             .await
             .map(|()| 0),
+        Some(Command::Group(command)) => commands::group::run(command).await.map(|()| 0),
         Some(Command::Ask(args)) => ask::run(args).await,
         Some(Command::Wrap(args)) => {
             // Exit at once: the runtime would otherwise wait on its blocking read of a stdin the harness may

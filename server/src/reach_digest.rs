@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use anteroom_domain::{
+    access::Principal,
     ids::RoundId,
     reach::{DIGEST_EVENT, DIGEST_WINDOW_SECS, Digest, ReachChannel, digest_endpoint},
     round::{Round, RoundStatus},
@@ -39,10 +40,19 @@ pub async fn held(
         .digest_held(user_id, channel, DIGEST_READ_MAX)
         .await?;
     let now = state.store.now();
+    // A digest lists only what the person may still answer (docs/teams.md).
+    let person = match state.store.get_user(user_id).await? {
+        Some(user) => Principal::person(&user),
+        None => return Ok((held, Vec::new())),
+    };
     let mut open = Vec::new();
     for id in &held {
         match state.store.get_round(*id).await {
-            Ok(round) if round.status == RoundStatus::Pending && round.deadline > now => {
+            Ok(round)
+                if round.status == RoundStatus::Pending
+                    && round.deadline > now
+                    && state.store.may_answer(&person, &round).await? =>
+            {
                 open.push(round);
             }
             Ok(_) => {}

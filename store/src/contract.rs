@@ -10,13 +10,15 @@ use chrono::{DateTime, Duration, Utc};
 use crate::{
     AttentionItem, Backend, PollProbe, QueueEntry, StoreResult,
     domain::{
-        access::{ApiKey, User},
+        access::Principal,
+        access::{ApiKey, SignedIn, User},
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
         reach::{
             AnswerToken, EmailPreference, EmailRecipient, PushRecipient, PushSubscription,
             QuietHours, ReachChannel, SlackLink,
         },
+        responders::{Group, Responder, TeamView, may_answer, scope_of},
         round::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
         },
@@ -211,9 +213,9 @@ pub trait AccountStore: Send + Sync {
 
     async fn get_user(&self, id: &str) -> StoreResult<Option<User>>;
 
-    /// A person and the time zone their pages show times in, in one reading (each signed-in request needs
-    /// both).
-    async fn get_user_and_zone(&self, id: &str) -> StoreResult<Option<(User, Option<String>)>>;
+    /// A person, the time zone their pages show times in and their groups, in one statement (each signed-in
+    /// request needs all three).
+    async fn signed_in(&self, id: &str) -> StoreResult<Option<SignedIn>>;
 
     async fn count_users(&self) -> StoreResult<i64>;
 
@@ -507,6 +509,88 @@ pub trait ReachStore: Send + Sync {
     ) -> StoreResult<SessionSettings>;
 }
 
+/// Teams: groups of people, who answers a session's questions, and questions handed to someone
+/// (docs/teams.md). [`TeamStore::may_answer`] is the one decision every way of answering asks.
+#[async_trait::async_trait]
+pub trait TeamStore: Send + Sync {
+    /// Adds an empty group; a taken name is a `managed_input_conflict`.
+    async fn create_group(&self, name: &str) -> StoreResult<Group>;
+
+    /// Removes a group (its members stay people); false when there was none.
+    async fn delete_group(&self, name: &str) -> StoreResult<bool>;
+
+    /// Adds the person `username` to `group`; an unknown person or group is `not_found`. Adding a member twice
+    /// changes nothing.
+    async fn add_group_member(&self, group: &str, username: &str) -> StoreResult<Group>;
+
+    /// Takes the person `username` out of `group`; false when they were not in it.
+    async fn remove_group_member(&self, group: &str, username: &str) -> StoreResult<bool>;
+
+    /// Every group with its members, by name.
+    async fn list_groups(&self) -> StoreResult<Vec<Group>>;
+
+    /// The groups a person is in, by name.
+    async fn user_groups(&self, user_id: &str) -> StoreResult<Vec<String>>;
+
+    /// Hands a pending question to one person, group or key (`None`: back to its session's responders).
+    async fn assign_round(
+        &self,
+        round: RoundId,
+        assignee: Option<&Responder>,
+        assigned_by: &str,
+    ) -> StoreResult<()>;
+
+    /// Whom an admin handed `round` to, if anyone.
+    async fn round_assignee(&self, round: RoundId) -> StoreResult<Option<Responder>>;
+
+    /// Who answers `round`: the assignee, else its server's or its session's responders; empty for everyone
+    /// whose role answers.
+    async fn answer_scope(&self, round: &Round) -> StoreResult<Vec<Responder>> {
+        let assigned = self.round_assignee(round.round_id).await?;
+        if assigned.is_some() {
+            return Ok(scope_of(
+                assigned.as_ref(),
+                &SessionSettings::default(),
+                None,
+            ));
+        }
+        let settings = self.team_settings(&round.session_id).await?;
+        Ok(scope_of(None, &settings, round.server.as_deref()))
+    }
+
+    /// Who answers each open question, for a whole queue at once.
+    async fn team_view(&self) -> StoreResult<TeamView>;
+
+    /// A session's responder lists (the defaults for a session without settings, known or not).
+    async fn team_settings(&self, session: &SessionId) -> StoreResult<SessionSettings>;
+
+    /// Whether `who` may answer `round`: the rule of [`may_answer`] over [`TeamStore::answer_scope`].
+    async fn may_answer(&self, who: &Principal, round: &Round) -> StoreResult<bool> {
+        if !who.role.can_answer() {
+            return Ok(false);
+        }
+        if who.role.can_manage() {
+            return Ok(true);
+        }
+        let scope = self.answer_scope(round).await?;
+        self.may_answer_in(who, &scope).await
+    }
+
+    /// [`TeamStore::may_answer`] for a question whose scope the caller read already (one reading for a
+    /// question's many recipients), reading the person's groups only when the scope names someone.
+    async fn may_answer_in(&self, who: &Principal, scope: &[Responder]) -> StoreResult<bool> {
+        let groups = match who.kind {
+            crate::domain::access::PrincipalKind::Person
+                if !scope.is_empty() && who.role == crate::domain::access::Role::Responder =>
+            {
+                self.user_groups(&who.id).await?
+            }
+            _ => Vec::new(),
+        };
+        Ok(may_answer(who, &groups, scope))
+    }
+}
+
 /// The whole store on one database.
 #[async_trait::async_trait]
 pub trait Store:
@@ -514,6 +598,7 @@ pub trait Store:
     + RoundStore
     + StandingAnswerStore
     + ReachStore
+    + TeamStore
     + WorkerStore
     + AccountStore
     + OutboxStore

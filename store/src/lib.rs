@@ -30,7 +30,7 @@ use chrono::{DateTime, Utc};
 
 pub use contract::{
     AccountStore, AgentSessionStore, GateStore, OutboxStore, ReachStore, RoundStore,
-    StandingAnswerStore, Store, SweepStore, WorkerStore,
+    StandingAnswerStore, Store, SweepStore, TeamStore, WorkerStore,
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};

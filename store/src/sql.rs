@@ -412,8 +412,10 @@ pub const SELECT_USER_BY_NAME: &str =
 
 pub const SELECT_USER_BY_ID: &str = "SELECT id, username, role FROM users WHERE id = $1";
 
-pub const SELECT_USER_AND_ZONE_BY_ID: &str =
-    "SELECT id, username, role, time_zone FROM users WHERE id = $1";
+/// A person, their zone, and one row per group they are in (at most the group limit).
+pub const SELECT_SIGNED_IN: &str = "SELECT u.id, u.username, u.role, u.time_zone, m.group_name \
+     FROM users u LEFT JOIN group_members m ON m.user_id = u.id WHERE u.id = $1 \
+     ORDER BY m.group_name LIMIT 1000";
 
 pub const SET_USER_EMAIL: &str = "UPDATE users SET email = $2 WHERE id = $1";
 
@@ -514,12 +516,12 @@ pub const SELECT_SLACK_LINKED_USER: &str = "SELECT users.id, users.username, use
 pub const DELETE_SLACK_LINK: &str =
     "DELETE FROM slack_links WHERE slack_user = $1 AND user_id = $2";
 
-pub const SELECT_SESSION_SETTINGS: &str =
-    "SELECT slack_channel FROM session_settings WHERE session_id = $1";
+pub const SELECT_SESSION_SETTINGS: &str = "SELECT slack_channel, responders, server_responders \
+     FROM session_settings WHERE session_id = $1";
 
 pub const UPSERT_SESSION_SETTINGS: &str = "INSERT INTO session_settings (session_id, slack_channel, \
-     updated_at_ms) VALUES ($1, $2, $3) ON CONFLICT (session_id) DO UPDATE SET slack_channel = $2, \
-     updated_at_ms = $3";
+     updated_at_ms, responders, server_responders) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id) \
+     DO UPDATE SET slack_channel = $2, updated_at_ms = $3, responders = $4, server_responders = $5";
 
 pub const PURGE_ANSWER_TOKENS: &str = "DELETE FROM answer_tokens WHERE expires_at_ms < $1";
 
@@ -645,3 +647,44 @@ pub static USE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
          RETURNING {STANDING_ANSWER_FIELDS}"
     )
 });
+
+pub const INSERT_GROUP: &str = "INSERT INTO responder_groups (name, created_at_ms) VALUES ($1, $2)";
+
+pub const COUNT_GROUPS: &str = "SELECT COUNT(*) FROM responder_groups";
+
+pub const DELETE_GROUP: &str = "DELETE FROM responder_groups WHERE name = $1";
+
+pub const SELECT_GROUP: &str = "SELECT name FROM responder_groups WHERE name = $1";
+
+pub const COUNT_GROUP_MEMBERS: &str = "SELECT COUNT(*) FROM group_members WHERE group_name = $1";
+
+pub const INSERT_GROUP_MEMBER: &str = "INSERT INTO group_members (group_name, user_id) \
+     SELECT $1, id FROM users WHERE username = $2 ON CONFLICT (group_name, user_id) DO NOTHING";
+
+pub const DELETE_GROUP_MEMBER: &str = "DELETE FROM group_members WHERE group_name = $1 \
+     AND user_id IN (SELECT id FROM users WHERE username = $2)";
+
+/// Every group, with one row per member (a group without members has a NULL username).
+pub const SELECT_GROUPS: &str = "SELECT g.name, u.username FROM responder_groups g \
+     LEFT JOIN group_members m ON m.group_name = g.name LEFT JOIN users u ON u.id = m.user_id \
+     ORDER BY g.name, u.username";
+
+pub const SELECT_USER_GROUPS: &str =
+    "SELECT group_name FROM group_members WHERE user_id = $1 ORDER BY group_name";
+
+pub const UPSERT_ROUND_ASSIGNMENT: &str = "INSERT INTO round_assignments (round_id, assignee, \
+     assigned_by, assigned_at_ms) VALUES ($1, $2, $3, $4) ON CONFLICT (round_id) DO UPDATE SET \
+     assignee = $2, assigned_by = $3, assigned_at_ms = $4";
+
+pub const DELETE_ROUND_ASSIGNMENT: &str = "DELETE FROM round_assignments WHERE round_id = $1";
+
+pub const SELECT_ROUND_ASSIGNEE: &str =
+    "SELECT assignee FROM round_assignments WHERE round_id = $1";
+
+/// The assignees of pending questions (what the queue needs to say who answers each).
+pub const SELECT_OPEN_ASSIGNMENTS: &str = "SELECT a.round_id, a.assignee FROM round_assignments a \
+     JOIN rounds r ON r.round_id = a.round_id WHERE r.status = 'pending' LIMIT $1";
+
+/// Every session's responder lists that names someone (few: sessions an admin configured).
+pub const SELECT_TEAM_SETTINGS: &str = "SELECT session_id, responders, server_responders \
+     FROM session_settings WHERE responders IS NOT NULL OR server_responders IS NOT NULL LIMIT $1";

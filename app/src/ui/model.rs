@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::{
     access::Principal,
     form::{FieldErrors, FormModel, posted_value},
+    responders::{Responder, may_answer},
     round::ResponseAction,
     session::{LostElicitation, SessionStatus},
 };
@@ -20,11 +21,21 @@ pub struct Viewer {
     /// The time zone the person reads times in, when they chose one (otherwise their browser's).
     #[serde(default)]
     pub time_zone: Option<String>,
+    /// The groups the person answers with (docs/teams.md).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 impl Viewer {
+    /// Whether the person's role answers questions at all.
     pub fn can_answer(&self) -> bool {
         self.principal.role.can_answer()
+    }
+
+    /// Whether the person may answer a question whose responders are `scope` (the rule of
+    /// [`anteroom_domain::responders::may_answer`]; the server applies it again to every answer).
+    pub fn may_answer(&self, scope: &[Responder]) -> bool {
+        may_answer(&self.principal, &self.groups, scope)
     }
 }
 
@@ -34,6 +45,10 @@ pub struct QueueView {
     /// The server's clock when the view was made, in epoch milliseconds (countdowns start from it).
     pub now_ms: i64,
     pub items: Vec<QueueItem>,
+    /// Who asked for this view (set per request; the view the live stream sends to every page has none, and
+    /// the page keeps the one it loaded with).
+    #[serde(default)]
+    pub viewer: Option<Viewer>,
 }
 
 impl QueueView {
@@ -67,6 +82,9 @@ pub struct QuestionPreview {
     pub deadline_ms: i64,
     /// The deadline is the asking server's own: it stops waiting then.
     pub askers_deadline: bool,
+    /// Who answers it (empty: every responder).
+    #[serde(default)]
+    pub responders: Vec<Responder>,
 }
 
 /// When the asking server last polled for its answer.
@@ -220,6 +238,9 @@ pub struct ActiveRound {
     pub askers_deadline: bool,
     /// When the asker last polled (askers that poll; a worker-driven round has none).
     pub asker_seen: Option<AskerSeenView>,
+    /// Who answers it (empty: every responder); the page says "for platform-oncall".
+    #[serde(default)]
+    pub responders: Vec<Responder>,
     pub requests: Vec<RequestView>,
     /// Its answer may stand for questions like it (one form question, nothing secret).
     #[serde(default)]

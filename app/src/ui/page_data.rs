@@ -23,6 +23,7 @@ use crate::{
         reach::{
             DIGEST_AFTER_MAX, EMAIL_AFTER_MINUTES_MAX, EmailPreference, EmailQuestions, QuietHours,
         },
+        responders::{TeamView, describe},
         round::{
             ElicitationRequest, FailureCode, ResponseAction, Round, RoundOutcome, RoundStatus,
             Submission,
@@ -338,9 +339,14 @@ fn asker(round: &Round) -> Asker {
 
 /// The attention queue, with each waiting session's oldest question.
 async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
-    let items = store
-        .attention_queue(QUEUE_LIMIT)
-        .await?
+    let queue = store.attention_queue(QUEUE_LIMIT).await?;
+    // Who answers each question, for the whole queue in two readings (none when nothing waits).
+    let team = if queue.iter().any(|item| item.oldest_open.is_some()) {
+        store.team_view().await?
+    } else {
+        TeamView::default()
+    };
+    let items = queue
         .into_iter()
         .map(|AttentionItem { entry, oldest_open }| {
             let question = oldest_open.as_ref().map(|round| QuestionPreview {
@@ -355,6 +361,7 @@ async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
                 asked_ms: ms(round.created_at),
                 deadline_ms: ms(round.deadline),
                 askers_deadline: round.deadline_is_askers(),
+                responders: team.scope(round),
             });
             QueueItem {
                 session_id: entry.session.id.as_str().to_owned(),
@@ -371,6 +378,7 @@ async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
     Ok(QueueView {
         now_ms: ms(store.now()),
         items,
+        viewer: None,
     })
 }
 
@@ -394,6 +402,11 @@ async fn session_page(
     let paged = before.is_some();
     let rounds = store.list_rounds_page(&id, before, HISTORY_PAGE).await?;
     let open = store.open_rounds(&id, OPEN_ROUNDS_SHOWN).await?;
+    let team = if open.is_empty() {
+        TeamView::default()
+    } else {
+        store.team_view().await?
+    };
     let active: Vec<ActiveRound> = open
         .iter()
         .map(|round| ActiveRound {
@@ -407,6 +420,7 @@ async fn session_page(
                 last_poll_ms: ms(seen.last_poll_at),
                 interval_ms: seen.interval_ms,
             }),
+            responders: team.scope(round),
             requests: request_views(round),
             can_stand: QuestionMatch::of(round).is_ok(),
         })
@@ -588,6 +602,17 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
         && round.idempotency_key.as_ref() != Some(&idempotency_key)
     {
         return settled_notice(&round);
+    }
+    match store.may_answer(&viewer.principal, &round).await {
+        Ok(true) => {}
+        Ok(false) => {
+            let scope = store.answer_scope(&round).await.unwrap_or_default();
+            return closed(&format!(
+                "This question is for {}; you may not answer it.",
+                describe(&scope)
+            ));
+        }
+        Err(error) => return unavailable(&post, &error),
     }
     let responses = match read_answer(
         &request_views(&round),

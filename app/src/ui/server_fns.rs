@@ -75,8 +75,10 @@ fn unavailable(error: crate::store::StoreError) -> ServerFnError {
 /// The attention queue.
 #[server(prefix = "/fn", endpoint = "queue", output = TextJson)]
 pub async fn load_queue() -> Result<QueueView, ServerFnError> {
-    let (services, _viewer) = signed_in()?;
-    services.queue().await.map_err(unavailable)
+    let (services, viewer) = signed_in()?;
+    let mut queue = services.queue().await.map_err(unavailable)?;
+    queue.viewer = Some(viewer);
+    Ok(queue)
 }
 
 /// A session page (its history from after round `older` when given); `None` when there is no such session.

@@ -8,6 +8,7 @@ use anteroom_store::{Store, StoreOptions};
 
 pub mod apikey;
 pub mod env;
+pub mod group;
 pub mod hook;
 pub mod mcp_config;
 pub mod serve;

@@ -7,6 +7,7 @@
 
 use anteroom_domain::{
     ids::SessionId,
+    responders::Responder,
     session::{NewSession, SessionSettings},
 };
 use anteroom_server::{
@@ -19,14 +20,18 @@ use anteroom_store::StoreOptions;
 
 use super::{expiry_policy, open_store};
 
-/// Registers session `(id, title, agent)`, with its own Slack channel if given.
+/// Registers session `(id, title, agent)`, with its own Slack channel and responders if given.
 pub async fn create(
     (id, title, agent): (String, Option<String>, Option<String>),
     server: Option<String>,
-    slack_channel: Option<String>,
+    (slack_channel, responders): (Option<String>, Vec<String>),
     public: &PublicArgs,
     database: &DatabaseArgs,
 ) -> anyhow::Result<()> {
+    let responders = responders
+        .iter()
+        .map(|raw| Responder::parse(raw.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
     let store = open_store(database, StoreOptions::default()).await?;
     let id = SessionId::parse(id)?;
     store
@@ -36,10 +41,13 @@ pub async fn create(
             agent,
         })
         .await?;
-    if slack_channel.is_some() {
-        store
-            .set_session_settings(&id, &SessionSettings { slack_channel })
-            .await?;
+    if slack_channel.is_some() || !responders.is_empty() {
+        let settings = SessionSettings {
+            slack_channel,
+            responders,
+            ..SessionSettings::default()
+        };
+        store.set_session_settings(&id, &settings).await?;
     }
     for (key, value) in issue_block(store.as_ref(), &id, server.as_deref(), public).await? {
         println!("{key}={value}");

@@ -137,8 +137,8 @@ pub async fn attach_viewer(
 
 async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer> {
     let user_id = session.get::<String>(USER_KEY).await.ok().flatten()?;
-    // The person and the zone their pages write times in, in one reading: this runs on every signed-in request.
-    let (user, time_zone) = match state.store.get_user_and_zone(&user_id).await {
+    // The person, their zone and their groups in one reading: this runs on every signed-in request.
+    let signed_in = match state.store.signed_in(&user_id).await {
         Ok(user) => user?,
         Err(error) => {
             tracing::warn!(%error, "cannot read the signed-in user");
@@ -147,9 +147,10 @@ async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer>
     };
     let csrf = session.get::<String>(CSRF_KEY).await.ok().flatten()?;
     Some(Viewer {
-        principal: Principal::person(&user),
+        principal: Principal::person(&signed_in.user),
         csrf,
-        time_zone,
+        time_zone: signed_in.time_zone,
+        groups: signed_in.groups,
     })
 }
 

@@ -7,6 +7,7 @@ use std::{
 };
 
 use anteroom_domain::{
+    access::Principal,
     ids::RoundId,
     limits::Limits,
     reach::{AnswerToken, DIGEST_ENDPOINT_PREFIX, Digest, ReachChannel, first_line, quick_answers},
@@ -190,10 +191,20 @@ async fn push_one(
         if round.status != RoundStatus::Pending {
             return done();
         }
-        match state.store.get_user(&browser.user_id).await {
-            Ok(Some(user)) if user.role.can_answer() => {}
-            Ok(_) => return done(),
+        // Only the people who may answer it are asked (docs/teams.md).
+        let user = match state.store.get_user(&browser.user_id).await {
+            Ok(Some(user)) => user,
+            Ok(None) => return done(),
             Err(error) => return failed(None, format!("cannot read the person: {error}")),
+        };
+        match state
+            .store
+            .may_answer(&Principal::person(&user), &round)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return done(),
+            Err(error) => return failed(None, format!("cannot read who answers it: {error}")),
         }
         let answers = quick_answers(&round, &Limits::default()).unwrap_or_default();
         let tokens: Vec<String> = answers

@@ -11,7 +11,7 @@ use std::{
 };
 
 use anteroom_domain::{
-    access::User,
+    access::{Principal, User},
     ids::RoundId,
     limits::Limits,
     reach::{SLACK_LINK_MINUTES, is_slack_user_id, quick_answers},
@@ -333,7 +333,15 @@ impl Click {
                 .await;
         };
         let by = format!("{} via Slack", person.username);
-        match answer_one(state, &round, quick.response, by).await {
+        match answer_one(
+            state,
+            &round,
+            quick.response,
+            &Principal::person(&person),
+            by,
+        )
+        .await
+        {
             Ok((_, Submission::Recorded)) => {
                 tracing::info!(round = %round_id, by = %person.username, answer = %quick.label, "slack: answered from a click");
                 refresh(state, client, &round_id).await;

@@ -404,7 +404,66 @@ async fn a_burst_of_questions_reaches_a_person_as_one_digest(db: Backend) {
     server.stop().await;
 }
 
+async fn only_a_questions_responders_are_mailed_and_their_links_follow_the_rule(db: Backend) {
+    let sink = SmtpSink::start().await;
+    let Some(server) = start(db, &sink).await else {
+        return;
+    };
+    let env = server.session("s-team-mail").await;
+    let set = server
+        .http
+        .put(server.url("/api/v1/sessions/s-team-mail/settings"))
+        .bearer_auth(&server.admin_key)
+        .json(&json!({"responders": ["user:rita"]}))
+        .send()
+        .await
+        .expect("PUT settings");
+    assert_eq!(set.status(), StatusCode::OK);
+    // sam asked for mail about unanswered questions after ten minutes; only rita may answer this session's.
+    let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s-team-mail"));
+    ask(&client, "req-team-mail", "Deploy where?").await;
+    webhooks::run(server.state.clone()).await;
+    server.clock.advance(Duration::minutes(11));
+    webhooks::run(server.state.clone()).await;
+    assert!(
+        mails_to(&sink, "sam@").await.is_empty(),
+        "sam may not answer it"
+    );
+    let mails = mails_to(&sink, "rita@example.com").await;
+    assert_eq!(mails.len(), 1);
+
+    // Handed to sam after the mail went out: rita's link records nothing.
+    let rounds = server
+        .get_json("/api/v1/sessions/s-team-mail/rounds", &server.admin_key)
+        .await;
+    let round_id = rounds["rounds"][0]["round_id"].as_str().expect("round id");
+    let assigned = server
+        .http
+        .put(server.url(&format!("/api/v1/rounds/{round_id}/assignee")))
+        .bearer_auth(&server.admin_key)
+        .json(&json!({"assignee": "user:sam"}))
+        .send()
+        .await
+        .expect("PUT assignee");
+    assert_eq!(assigned.status(), StatusCode::OK);
+    let posted = server
+        .http
+        .post(link(&mails[0].text(), "prod"))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(posted.status(), StatusCode::FORBIDDEN);
+    let html = posted.text().await.expect("html");
+    assert!(html.contains("This question is for sam"), "{html}");
+    assert_eq!(
+        client.poll("req-team-mail").await.expect("poll"),
+        Outcome::Pending
+    );
+    server.stop().await;
+}
+
 on_both_backends!(
+    only_a_questions_responders_are_mailed_and_their_links_follow_the_rule,
     a_burst_of_questions_reaches_a_person_as_one_digest,
     quiet_hours_hold_a_mail_until_they_end,
     a_question_is_answered_from_its_email,

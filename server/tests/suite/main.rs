@@ -22,6 +22,7 @@ mod mcp;
 mod processes;
 mod push;
 mod slack;
+mod teams;
 mod web;
 mod webhooks;
 mod wrap;

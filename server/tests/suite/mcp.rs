@@ -187,6 +187,45 @@ async fn a_viewer_may_read_but_not_answer(db: Backend) {
     server.stop().await;
 }
 
+async fn a_key_not_named_by_the_session_may_not_answer(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let (producer, request_id) = requests::ask(&server, "s-team", "mcp-team").await;
+    let set = server
+        .http
+        .put(server.url("/api/v1/sessions/s-team/settings"))
+        .bearer_auth(&server.admin_key)
+        .json(&json!({"responders": ["user:rita"]}))
+        .send()
+        .await
+        .expect("PUT settings");
+    assert!(set.status().is_success());
+    let mut agent = Agent::start(
+        &server,
+        &server.responder_key,
+        "modern",
+        json!([
+            {"tool": "respond_to_elicitation", "arguments": {"request_id": request_id, "action_type": "decline"}}
+        ]),
+    );
+    agent.next().await;
+    let refused = agent.next().await;
+    let (refused, failed) = outcome(&refused);
+    assert!(failed);
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("This question is for rita")),
+        "{refused}"
+    );
+    assert_eq!(
+        producer.poll(&request_id).await.expect("poll"),
+        Outcome::Pending
+    );
+    server.stop().await;
+}
+
 async fn ask_person_is_answered_in_the_browser(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
@@ -404,6 +443,7 @@ anteroom_testkit::on_both_backends_with_mcp_sdks!(
     the_queue_is_worked_through_mcp_legacy,
     the_queue_is_worked_through_mcp_modern,
     a_viewer_may_read_but_not_answer,
+    a_key_not_named_by_the_session_may_not_answer,
     ask_person_is_answered_in_the_browser,
     ask_person_abandoned_ends_its_question,
 );

@@ -6,7 +6,7 @@ use super::{SqlStore, conflict_on_unique};
 use crate::{
     AccountStore, StoreError, StoreResult,
     dialect::{Dialect, Statement},
-    domain::access::{ApiKey, Role, User},
+    domain::access::{ApiKey, Role, SignedIn, User},
     records::{from_ms, to_ms},
     sql,
 };
@@ -85,21 +85,28 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
         .transpose()
     }
 
-    async fn get_user_and_zone(&self, id: &str) -> StoreResult<Option<(User, Option<String>)>> {
-        let row = self
-            .optional::<(String, String, String, Option<String>)>(
-                Statement::new(sql::SELECT_USER_AND_ZONE_BY_ID).bind(id),
+    async fn signed_in(&self, id: &str) -> StoreResult<Option<SignedIn>> {
+        // One row per group (one with no group for a person in none).
+        let rows = self
+            .all::<(String, String, String, Option<String>, Option<String>)>(
+                Statement::new(sql::SELECT_SIGNED_IN).bind(id),
             )
             .await?;
-        row.map(|(id, username, user_role, zone)| {
-            let user = User {
-                id,
-                username,
-                role: role(&user_role, "user")?,
-            };
-            Ok((user, zone))
-        })
-        .transpose()
+        let groups = rows.iter().filter_map(|row| row.4.clone()).collect();
+        rows.into_iter()
+            .next()
+            .map(|(id, username, user_role, time_zone, _)| {
+                Ok(SignedIn {
+                    user: User {
+                        id,
+                        username,
+                        role: role(&user_role, "user")?,
+                    },
+                    time_zone,
+                    groups,
+                })
+            })
+            .transpose()
     }
 
     async fn get_user(&self, id: &str) -> StoreResult<Option<User>> {

@@ -14,6 +14,7 @@ mod rows;
 mod sessions;
 pub(crate) mod standing;
 mod sweeps;
+mod teams;
 #[cfg(feature = "testing")]
 mod testing;
 mod transitions;

@@ -633,13 +633,8 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
     }
 
     async fn session_settings(&self, session: &SessionId) -> StoreResult<SessionSettings> {
-        let row = self
-            .optional::<(Option<String>,)>(
-                Statement::new(sql::SELECT_SESSION_SETTINGS).bind(session.to_string()),
-            )
-            .await?;
-        match row {
-            Some((slack_channel,)) => Ok(SessionSettings { slack_channel }),
+        match self.stored_settings(session).await? {
+            Some(settings) => Ok(settings),
             None => {
                 // Nothing set: the defaults, for a session that exists.
                 self.get_session(session).await?;
@@ -654,20 +649,24 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
         settings: &SessionSettings,
     ) -> StoreResult<SessionSettings> {
         settings.validate()?;
-        let channel = settings
-            .slack_channel
-            .as_deref()
-            .map(|channel| channel.trim_start_matches('#').to_owned());
+        let settings = SessionSettings {
+            slack_channel: settings
+                .slack_channel
+                .as_deref()
+                .map(|channel| channel.trim_start_matches('#').to_owned()),
+            ..settings.clone()
+        };
         self.get_session(session).await?;
+        let (responders, server_responders) = super::teams::lists_stored(&settings)?;
         self.execute(
             Statement::new(sql::UPSERT_SESSION_SETTINGS)
                 .bind(session.to_string())
-                .bind(channel.clone())
-                .bind(to_ms(self.clock_now())),
+                .bind(settings.slack_channel.clone())
+                .bind(to_ms(self.clock_now()))
+                .bind(responders)
+                .bind(server_responders),
         )
         .await?;
-        Ok(SessionSettings {
-            slack_channel: channel,
-        })
+        Ok(settings)
     }
 }

@@ -21,5 +21,6 @@ mod sessions;
 mod standing;
 #[path = "../support/mod.rs"]
 mod support;
+mod teams;
 mod webhooks;
 mod workers;

@@ -449,20 +449,17 @@ async fn a_time_zone_is_set_cleared_and_shared_with_quiet_hours(h: &Harness) {
         Some("Asia/Tokyo")
     );
     // Each signed-in request reads the person and the zone together.
-    let (read, zone) = h
+    let read = h
         .store
-        .get_user_and_zone("u-1")
+        .signed_in("u-1")
         .await
         .expect("read")
         .expect("the user");
-    assert_eq!((read, zone.as_deref()), (user.clone(), Some("Asia/Tokyo")));
-    assert!(
-        h.store
-            .get_user_and_zone("u-none")
-            .await
-            .expect("nobody")
-            .is_none()
+    assert_eq!(
+        (read.user, read.time_zone.as_deref(), read.groups),
+        (user.clone(), Some("Asia/Tokyo"), Vec::<String>::new())
     );
+    assert!(h.store.signed_in("u-none").await.expect("nobody").is_none());
     // Quiet hours set later count in their own zone, which becomes the person's zone.
     let night = QuietHours::new(22 * 60, 7 * 60, "Europe/Paris").expect("quiet");
     assert!(
@@ -719,6 +716,7 @@ async fn a_session_keeps_its_own_slack_channel(h: &Harness) {
             &session.id,
             &SessionSettings {
                 slack_channel: Some("#deploys".to_owned()),
+                ..SessionSettings::default()
             },
         )
         .await
@@ -734,6 +732,7 @@ async fn a_session_keeps_its_own_slack_channel(h: &Harness) {
             &session.id,
             &SessionSettings {
                 slack_channel: Some("<!channel>".to_owned()),
+                ..SessionSettings::default()
             },
         )
         .await;

@@ -6,12 +6,14 @@ use web_sys::SubmitEvent;
 
 use super::{countdown::Countdown, fields::FieldControl, message::MessageText};
 use crate::{
-    domain::{form::FieldErrors, hooks::PERMISSION_KEY, round::ResponseAction},
+    domain::{
+        form::FieldErrors, hooks::PERMISSION_KEY, responders::describe, round::ResponseAction,
+    },
     ui::{
         browser::{BrowserPatterns, Live, focus_first_invalid, form_pairs},
         model::{
             ActiveRound, AnswerNotice, AnswerPost, AskerSeenView, RequestBody, RequestView,
-            STANDING_CONTROL, control_name,
+            STANDING_CONTROL, Viewer, control_name,
         },
         posted_answer::{choice_name, control_problems, read_answer},
         server_fns::post_answer,
@@ -23,7 +25,8 @@ use crate::{
 pub struct BannerContext {
     pub session_id: String,
     pub csrf: String,
-    pub can_answer: bool,
+    /// Who is looking: whether they may answer follows from each round's responders.
+    pub viewer: Viewer,
     pub server_now_ms: i64,
     /// Where an answer's outcome is shown once the banner is gone.
     pub page_notice: RwSignal<Option<AnswerNotice>>,
@@ -68,10 +71,17 @@ pub fn RoundBanner(
     let BannerContext {
         session_id,
         csrf,
-        can_answer,
+        viewer,
         server_now_ms,
         page_notice,
     } = context;
+    let can_answer = viewer.may_answer(&round.responders);
+    let for_whom = describe(&round.responders);
+    let why_not = if !viewer.can_answer() {
+        "You have the viewer role: you can see this question but not answer it.".to_owned()
+    } else {
+        format!("This question is for {for_whom}: you can see it but not answer it.")
+    };
     let heading_id = format!("round-{}-heading", round.round_id);
     let labelled_by = heading_id.clone();
     let answer_session = session_id.clone();
@@ -124,6 +134,8 @@ pub fn RoundBanner(
                     askers=round.askers_deadline
                 />
             </header>
+            {(!for_whom.is_empty())
+                .then(|| view! { <p class="banner-for">"for " {for_whom.clone()}</p> })}
             <AskerPresence seen=seen deadline_ms=round.deadline_ms server_now_ms=server_now_ms />
             <form
                 method="post"
@@ -155,14 +167,7 @@ pub fn RoundBanner(
                         }
                     })}
                 {action_buttons(several, permission, can_answer, form.sending)}
-                {(!can_answer)
-                    .then(|| {
-                        view! {
-                            <p class="banner-note">
-                                "You have the viewer role: you can see this question but not answer it."
-                            </p>
-                        }
-                    })}
+                {(!can_answer).then(|| view! { <p class="banner-note">{why_not}</p> })}
             </form>
         </section>
     }

@@ -2,13 +2,14 @@
 
 use crate::ui::components::page_title::PageTitle;
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
 use crate::{
-    domain::session::LostReason,
+    domain::{responders::describe, session::LostReason},
     ui::{
         browser::Live,
         components::countdown::Countdown,
-        model::{QueueItem, QueueView},
+        model::{QueueItem, QueueView, Viewer},
         server_fns::load_queue,
     },
 };
@@ -63,6 +64,13 @@ fn part(item: &QueueItem) -> &'static str {
 /// The queue, updated in place: rows are keyed by what they show, so focus (j/k) survives updates.
 fn queue_view(first: QueueView, fresh: Memo<Option<QueueView>>) -> impl IntoView {
     let now_ms = first.now_ms;
+    // "Mine" (the default) leaves out questions the person may not answer; "All" shows every one.
+    let query = use_query_map();
+    let all = Memo::new(move |_| query.with(|query| query.get("show").as_deref() == Some("all")));
+    let shown = Shown {
+        viewer: StoredValue::new(first.viewer.clone()),
+        all,
+    };
     let current = Memo::new(move |_| fresh.get().unwrap_or_else(|| first.clone()));
     let title = move || match current.with(QueueView::open_questions) {
         0 => "Anteroom".to_owned(),
@@ -93,9 +101,56 @@ fn queue_view(first: QueueView, fresh: Memo<Option<QueueView>>) -> impl IntoView
                 "Nothing is waiting for you: every question has been answered or has ended. New ones appear here at once."
             </p>
         </Show>
-        {section("Waiting for you", "waiting", current, now_ms)}
-        {section("Questions nobody answered", "lost", current, now_ms)}
-        {section("Other sessions", "other", current, now_ms)}
+        <nav class="queue-filter" aria-label="Which questions">
+            <a href="/" aria-current=move || (!all.get()).then_some("page")>"Mine"</a>
+            <a href="/?show=all" aria-current=move || all.get().then_some("page")>"All"</a>
+        </nav>
+        {move || {
+            let others = current
+                .with(|queue| {
+                    queue.items.iter().filter(|item| !shown.shows(item)).map(|item| item.open_rounds).sum::<u32>()
+                });
+            (others > 0)
+                .then(|| {
+                    let count = if others == 1 {
+                        "1 question waits for others".to_owned()
+                    } else {
+                        format!("{others} questions wait for others")
+                    };
+                    view! {
+                        <p class="queue-others" data-testid="queue-others">
+                            {count}
+                            ": "
+                            <a href="/?show=all">"show all"</a>
+                            "."
+                        </p>
+                    }
+                })
+        }}
+        {section("Waiting for you", "waiting", current, now_ms, shown)}
+        {section("Questions nobody answered", "lost", current, now_ms, shown)}
+        {section("Other sessions", "other", current, now_ms, shown)}
+    }
+}
+
+/// Which queue entries the page shows: all, or the person's own.
+#[derive(Clone, Copy)]
+struct Shown {
+    viewer: StoredValue<Option<Viewer>>,
+    all: Memo<bool>,
+}
+
+impl Shown {
+    /// An entry whose question the person may not answer is left out of "Mine".
+    fn shows(&self, item: &QueueItem) -> bool {
+        self.all.get()
+            || item.question.as_ref().is_none_or(|question| {
+                self.viewer.with_value(|viewer| {
+                    viewer
+                        .as_ref()
+                        .is_none_or(|viewer| viewer.may_answer(&question.responders))
+                })
+            })
     }
 }
 
@@ -104,13 +159,14 @@ fn section(
     kind: &'static str,
     current: Memo<QueueView>,
     now_ms: i64,
+    shown: Shown,
 ) -> impl IntoView {
     let items = Memo::new(move |_| {
         current.with(|queue| {
             queue
                 .items
                 .iter()
-                .filter(|item| part(item) == kind)
+                .filter(|item| part(item) == kind && shown.shows(item))
                 .cloned()
                 .collect::<Vec<_>>()
         })
@@ -160,6 +216,8 @@ fn queue_item(item: QueueItem, now_ms: i64) -> impl IntoView {
                 <span class="queue-meta">
                     {question.asker.describe()}
                     {more}
+                    {(!question.responders.is_empty())
+                        .then(|| format!(" · for {}", describe(&question.responders)))}
                     " · "
                     <Countdown
                         deadline_ms=question.deadline_ms

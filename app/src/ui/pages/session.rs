@@ -108,7 +108,7 @@ fn session_view(
     let context = BannerContext {
         session_id: first.session_id.clone(),
         csrf: first.viewer.csrf.clone(),
-        can_answer: first.viewer.can_answer(),
+        viewer: first.viewer.clone(),
         server_now_ms: first.now_ms,
         page_notice: notice,
     };

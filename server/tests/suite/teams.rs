@@ -1,0 +1,413 @@
+//! A team's queue over real HTTP, on SQLite and PostgreSQL: groups managed by admins, a session's responders
+//! and a question handed to someone, and the one rule of who may answer applied by every caller (the API's two
+//! answer routes and the page here; `/mcp` in `mcp.rs`; links in `mail.rs`).
+
+use anteroom_domain::access::Role;
+use anteroom_testkit::{
+    Backend, TestServer,
+    browser::{browser, page, person, sign_in},
+    on_both_backends,
+    pulsemcp::Outcome,
+    requests::{self, json_of},
+};
+use reqwest::{StatusCode, header};
+use serde_json::{Value, json};
+
+/// The value of the first `name="…" value="…"` input in `html`.
+fn input_value(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html.find(&marker).map(|at| at + marker.len()).expect(name);
+    html[start..].split('"').next().expect("value").to_owned()
+}
+
+/// A request whose reply has no body: its status.
+async fn status_of(server: &TestServer, method: reqwest::Method, path: &str, key: &str) -> u16 {
+    server
+        .http
+        .request(method, server.url(path))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("request")
+        .status()
+        .as_u16()
+}
+
+async fn send(
+    server: &TestServer,
+    method: reqwest::Method,
+    path: &str,
+    key: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = server
+        .http
+        .request(method, server.url(path))
+        .bearer_auth(key);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    json_of(request.send().await.expect("request")).await
+}
+
+async fn groups_are_managed_by_admins_only(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    let post = reqwest::Method::POST;
+    let (status, _) = send(
+        &server,
+        post.clone(),
+        "/api/v1/groups",
+        &server.responder_key,
+        Some(json!({"name": "oncall"})),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, body) = send(
+        &server,
+        post.clone(),
+        "/api/v1/groups",
+        &server.admin_key,
+        Some(json!({"name": "oncall", "members": ["rita"]})),
+    )
+    .await;
+    assert_eq!(
+        (status, &body),
+        (201, &json!({"name": "oncall", "members": ["rita"]}))
+    );
+    let (status, body) = send(
+        &server,
+        post.clone(),
+        "/api/v1/groups",
+        &server.admin_key,
+        Some(json!({"name": "oncall"})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("managed_input_conflict"))
+    );
+    for hostile in [
+        json!({"name": "<script>"}),
+        json!({"name": ""}),
+        json!({"name": "x".repeat(65)}),
+        json!({"name": "ok", "extra": 1}),
+    ] {
+        let (status, body) = send(
+            &server,
+            post.clone(),
+            "/api/v1/groups",
+            &server.admin_key,
+            Some(hostile.clone()),
+        )
+        .await;
+        assert!((400..500).contains(&status), "{hostile} → {status} {body}");
+        assert!(body["error"].is_string(), "{body}");
+    }
+    let put = reqwest::Method::PUT;
+    let (status, _) = send(
+        &server,
+        put.clone(),
+        "/api/v1/groups/oncall/members/nobody",
+        &server.admin_key,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = send(
+        &server,
+        put.clone(),
+        "/api/v1/groups/nowhere/members/rita",
+        &server.admin_key,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let listed = server.get_json("/api/v1/groups", &server.viewer_key).await;
+    assert_eq!(
+        listed,
+        json!({"groups": [{"name": "oncall", "members": ["rita"]}]})
+    );
+    let delete = reqwest::Method::DELETE;
+    let status = status_of(
+        &server,
+        delete.clone(),
+        "/api/v1/groups/oncall/members/rita",
+        &server.responder_key,
+    )
+    .await;
+    assert_eq!(status, 403);
+    let status = status_of(
+        &server,
+        delete.clone(),
+        "/api/v1/groups/oncall/members/rita",
+        &server.admin_key,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let status = status_of(
+        &server,
+        delete.clone(),
+        "/api/v1/groups/oncall",
+        &server.admin_key,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let status = status_of(&server, delete, "/api/v1/groups/oncall", &server.admin_key).await;
+    assert_eq!(status, 404);
+    server.stop().await;
+}
+
+async fn only_a_sessions_responders_answer_its_questions(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    person(&server, "sam", Role::Responder).await;
+    let (producer, request_id) = requests::ask(&server, "team-s", "team-q1").await;
+    let put = reqwest::Method::PUT;
+    let (status, _) = send(
+        &server,
+        reqwest::Method::POST,
+        "/api/v1/groups",
+        &server.admin_key,
+        Some(json!({"name": "oncall", "members": ["rita"]})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let settings = json!({"responders": ["group:oncall"]});
+    let (status, _) = send(
+        &server,
+        put.clone(),
+        "/api/v1/sessions/team-s/settings",
+        &server.responder_key,
+        Some(settings.clone()),
+    )
+    .await;
+    assert_eq!(status, 403, "a responder cannot widen their own rights");
+    for hostile in [
+        json!({"responders": ["everyone"]}),
+        json!({"responders": ["group:a b"]}),
+        json!({"responders": (0..21).map(|i| format!("user:u{i}")).collect::<Vec<_>>()}),
+    ] {
+        let (status, body) = send(
+            &server,
+            put.clone(),
+            "/api/v1/sessions/team-s/settings",
+            &server.admin_key,
+            Some(hostile.clone()),
+        )
+        .await;
+        assert_eq!(status, 422, "{hostile} → {body}");
+    }
+    let (status, body) = send(
+        &server,
+        put.clone(),
+        "/api/v1/sessions/team-s/settings",
+        &server.admin_key,
+        Some(settings),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["responders"]),
+        (200, &json!(["group:oncall"]))
+    );
+
+    // The API key "responder" is not named: both answer routes refuse it, and nothing is recorded.
+    let refused = server
+        .respond(
+            &server.responder_key,
+            &request_id,
+            json!({"action_type": "decline"}),
+        )
+        .await;
+    let (status, body) = json_of(refused).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("for oncall")),
+        "{body}"
+    );
+    let rounds = server
+        .get_json("/api/v1/sessions/team-s/rounds", &server.admin_key)
+        .await;
+    let round_id = rounds["rounds"][0]["round_id"]
+        .as_str()
+        .expect("round id")
+        .to_owned();
+    let field = format!(
+        "{}/env",
+        rounds["rounds"][0]["requests"]
+            .as_object()
+            .and_then(|requests| requests.keys().next())
+            .expect("a request")
+    );
+    let (status, _) = send(
+        &server,
+        reqwest::Method::POST,
+        &format!("/api/v1/rounds/{round_id}/responses"),
+        &server.responder_key,
+        Some(json!({"responses": {"q": {"action": "decline"}}, "idempotency_key": "k1"})),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        producer.poll(&request_id).await.expect("poll"),
+        Outcome::Pending
+    );
+
+    // On the page: sam sees whose it is and cannot answer it, even by a hand-made post; "Mine" leaves it out.
+    let sam = sign_in(&server, "sam").await;
+    let (_, html) = page(&server, "/sessions/team-s", &sam).await;
+    assert!(html.contains("for oncall"), "{html}");
+    assert!(
+        html.contains("This question is for oncall: you can see it but not answer it."),
+        "{html}"
+    );
+    let (_, mine) = page(&server, "/", &sam).await;
+    assert!(!mine.contains("queue-question"), "{mine}");
+    assert!(mine.contains("1 question waits for others"), "{mine}");
+    let (_, all) = page(&server, "/?show=all", &sam).await;
+    assert!(
+        all.contains("queue-question") && all.contains(" · for oncall"),
+        "{all}"
+    );
+    let post = |cookie: &str, html: &str, attempt: &str| {
+        browser()
+            .post(server.url("/sessions/team-s/answer"))
+            .header(header::COOKIE, cookie)
+            .form(&[
+                ("round", round_id.as_str()),
+                ("csrf", input_value(html, "csrf").as_str()),
+                ("attempt", attempt),
+                ("action", "accept"),
+                (field.as_str(), "prod"),
+            ])
+            .send()
+    };
+    let reply = post(&sam, &html, "sam-1").await.expect("POST");
+    assert_eq!(reply.status(), StatusCode::SEE_OTHER);
+    let (_, after) = page(&server, "/sessions/team-s", &sam).await;
+    assert!(
+        after.contains("This question is for oncall; you may not answer it."),
+        "{after}"
+    );
+    assert_eq!(
+        producer.poll(&request_id).await.expect("poll"),
+        Outcome::Pending
+    );
+
+    // rita is in oncall: her answer is recorded.
+    let rita = sign_in(&server, "rita").await;
+    let (_, html) = page(&server, "/sessions/team-s", &rita).await;
+    assert!(!html.contains("you can see it but not answer it"), "{html}");
+    let (_, mine) = page(&server, "/", &rita).await;
+    assert!(mine.contains("queue-question"), "{mine}");
+    post(&rita, &html, "rita-1").await.expect("POST");
+    assert!(matches!(
+        producer.poll(&request_id).await.expect("poll"),
+        Outcome::Accept(_)
+    ));
+    server.stop().await;
+}
+
+async fn an_admin_hands_a_question_to_someone(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let (producer, request_id) = requests::ask(&server, "hand-s", "hand-q1").await;
+    let rounds = server
+        .get_json("/api/v1/sessions/hand-s/rounds", &server.admin_key)
+        .await;
+    let round_id = rounds["rounds"][0]["round_id"]
+        .as_str()
+        .expect("round id")
+        .to_owned();
+    let path = format!("/api/v1/rounds/{round_id}/assignee");
+    let put = reqwest::Method::PUT;
+    let (status, _) = send(
+        &server,
+        put.clone(),
+        &path,
+        &server.responder_key,
+        Some(json!({"assignee": "key:responder"})),
+    )
+    .await;
+    assert_eq!(status, 403, "only admins hand questions on");
+    let (status, _) = send(
+        &server,
+        put.clone(),
+        &path,
+        &server.admin_key,
+        Some(json!({"assignee": "root"})),
+    )
+    .await;
+    assert_eq!(status, 422);
+    let (status, body) = send(
+        &server,
+        put.clone(),
+        &path,
+        &server.admin_key,
+        Some(json!({"assignee": "user:sam"})),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["responders"]),
+        (200, &json!(["user:sam"])),
+        "{body}"
+    );
+    let (status, _) = json_of(
+        server
+            .respond(
+                &server.responder_key,
+                &request_id,
+                json!({"action_type": "decline"}),
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(status, 403, "handed to sam, not to the key");
+    let (status, _) = send(
+        &server,
+        put.clone(),
+        &path,
+        &server.admin_key,
+        Some(json!({"assignee": "key:responder"})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, body) = json_of(
+        server
+            .respond(
+                &server.responder_key,
+                &request_id,
+                json!({"action_type": "decline"}),
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        producer.poll(&request_id).await.expect("poll"),
+        Outcome::Decline
+    );
+    let (status, _) = send(
+        &server,
+        put,
+        &path,
+        &server.admin_key,
+        Some(json!({"assignee": null})),
+    )
+    .await;
+    assert_eq!(status, 409, "an answered question is not handed on");
+    server.stop().await;
+}
+
+on_both_backends!(
+    groups_are_managed_by_admins_only,
+    only_a_sessions_responders_answer_its_questions,
+    an_admin_hands_a_question_to_someone,
+);

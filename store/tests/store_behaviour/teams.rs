@@ -1,0 +1,279 @@
+//! Teams: groups and members, a session's (and a server's) responders, a question handed to someone, and the
+//! one rule over them (`TeamStore::may_answer`).
+
+use std::collections::BTreeMap;
+
+use anteroom_store::domain::{
+    access::{ApiKey, Principal, Role, User},
+    responders::Responder,
+    session::SessionSettings,
+};
+
+use crate::fixtures::*;
+use crate::support::Harness;
+
+fn person(username: &str, role: Role) -> User {
+    User {
+        id: format!("u-{username}"),
+        username: username.to_owned(),
+        role,
+    }
+}
+
+fn responder(raw: &str) -> Responder {
+    Responder::parse(raw).expect("responder")
+}
+
+async fn groups_keep_their_members_and_refuse_the_unknown(h: &Harness) {
+    for name in ["rita", "sam"] {
+        h.store
+            .create_user(&person(name, Role::Responder), "hash")
+            .await
+            .expect("user");
+    }
+    let oncall = h
+        .store
+        .create_group("platform-oncall")
+        .await
+        .expect("group");
+    assert!(oncall.members.is_empty());
+    assert!(
+        h.store
+            .create_group("platform-oncall")
+            .await
+            .expect_err("taken")
+            .refusal()
+            .is_some(),
+    );
+    assert!(h.store.create_group("has space").await.is_err());
+    h.store
+        .add_group_member("platform-oncall", "rita")
+        .await
+        .expect("add");
+    let twice = h
+        .store
+        .add_group_member("platform-oncall", "rita")
+        .await
+        .expect("again");
+    assert_eq!(twice.members, vec!["rita"]);
+    assert!(
+        h.store
+            .add_group_member("platform-oncall", "nobody")
+            .await
+            .expect_err("no person")
+            .is_not_found()
+    );
+    assert!(
+        h.store
+            .add_group_member("nowhere", "rita")
+            .await
+            .expect_err("no group")
+            .is_not_found()
+    );
+    h.store.create_group("billing").await.expect("group");
+    let groups = h.store.list_groups().await.expect("list");
+    assert_eq!(
+        groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.members.clone()))
+            .collect::<Vec<_>>(),
+        vec![
+            ("billing", vec![]),
+            ("platform-oncall", vec!["rita".to_owned()])
+        ]
+    );
+    assert_eq!(
+        h.store.user_groups("u-rita").await.expect("groups"),
+        vec!["platform-oncall"]
+    );
+    assert!(
+        h.store
+            .remove_group_member("platform-oncall", "rita")
+            .await
+            .expect("remove")
+    );
+    assert!(
+        !h.store
+            .remove_group_member("platform-oncall", "rita")
+            .await
+            .expect("gone")
+    );
+    assert!(h.store.delete_group("billing").await.expect("delete"));
+    assert!(!h.store.delete_group("billing").await.expect("gone"));
+}
+
+async fn only_a_questions_responders_may_answer_it(h: &Harness) {
+    for (name, role) in [
+        ("rita", Role::Responder),
+        ("sam", Role::Responder),
+        ("ada", Role::Admin),
+        ("vic", Role::Viewer),
+    ] {
+        h.store
+            .create_user(&person(name, role), "hash")
+            .await
+            .expect("user");
+    }
+    h.store.create_group("oncall").await.expect("group");
+    h.store
+        .add_group_member("oncall", "rita")
+        .await
+        .expect("member");
+    register(h, "s1").await;
+    let round = ask(h, "s1").await;
+    let who = |name: &str, role| Principal::person(&person(name, role));
+    let key = Principal::api_key(&ApiKey {
+        id: "k1".to_owned(),
+        name: "orchestrator".to_owned(),
+        role: Role::Responder,
+    });
+
+    // Nobody named: every responder, never a viewer.
+    assert!(
+        h.store
+            .answer_scope(&round)
+            .await
+            .expect("scope")
+            .is_empty()
+    );
+    for (principal, may) in [
+        (who("rita", Role::Responder), true),
+        (who("sam", Role::Responder), true),
+        (key.clone(), true),
+        (who("vic", Role::Viewer), false),
+    ] {
+        assert_eq!(
+            h.store.may_answer(&principal, &round).await.expect("rule"),
+            may,
+            "{principal:?}"
+        );
+    }
+
+    // The session names its group: only its members, admins, and the named key.
+    h.store
+        .set_session_settings(
+            &sid("s1"),
+            &SessionSettings {
+                responders: vec![responder("group:oncall"), responder("key:orchestrator")],
+                server_responders: BTreeMap::from([(
+                    "billing".to_owned(),
+                    vec![responder("user:sam")],
+                )]),
+                ..SessionSettings::default()
+            },
+        )
+        .await
+        .expect("settings");
+    let read = h.store.session_settings(&sid("s1")).await.expect("read");
+    assert_eq!(
+        read.responders,
+        vec![responder("group:oncall"), responder("key:orchestrator")]
+    );
+    assert_eq!(
+        h.store.answer_scope(&round).await.expect("scope"),
+        read.responders
+    );
+    for (principal, may) in [
+        (who("rita", Role::Responder), true),
+        (who("sam", Role::Responder), false),
+        (who("ada", Role::Admin), true),
+        (key.clone(), true),
+        (who("vic", Role::Viewer), false),
+    ] {
+        assert_eq!(
+            h.store.may_answer(&principal, &round).await.expect("rule"),
+            may,
+            "{principal:?}"
+        );
+    }
+    // A server of its own: that server's list.
+    let mut billing = round.clone();
+    billing.server = Some("billing".to_owned());
+    assert!(
+        h.store
+            .may_answer(&who("sam", Role::Responder), &billing)
+            .await
+            .expect("rule")
+    );
+    assert!(
+        !h.store
+            .may_answer(&who("rita", Role::Responder), &billing)
+            .await
+            .expect("rule")
+    );
+
+    // Handed to sam: sam only (and admins), whatever the session says.
+    h.store
+        .assign_round(round.round_id, Some(&responder("user:sam")), "ada")
+        .await
+        .expect("assign");
+    assert_eq!(
+        h.store.answer_scope(&round).await.expect("scope"),
+        vec![responder("user:sam")]
+    );
+    assert!(
+        h.store
+            .may_answer(&who("sam", Role::Responder), &round)
+            .await
+            .expect("rule")
+    );
+    assert!(
+        !h.store
+            .may_answer(&who("rita", Role::Responder), &round)
+            .await
+            .expect("rule")
+    );
+    assert!(!h.store.may_answer(&key, &round).await.expect("rule"));
+    let view = h.store.team_view().await.expect("view");
+    assert_eq!(view.scope(&round), vec![responder("user:sam")]);
+    assert_eq!(view.scope(&billing), vec![responder("user:sam")]);
+
+    // Handed back: the session's list again.
+    h.store
+        .assign_round(round.round_id, None, "ada")
+        .await
+        .expect("unassign");
+    assert!(
+        h.store
+            .may_answer(&who("rita", Role::Responder), &round)
+            .await
+            .expect("rule")
+    );
+    let view = h.store.team_view().await.expect("view");
+    assert_eq!(view.scope(&round), read.responders);
+
+    // Leaving the group ends the right at once.
+    h.store
+        .remove_group_member("oncall", "rita")
+        .await
+        .expect("remove");
+    assert!(
+        !h.store
+            .may_answer(&who("rita", Role::Responder), &round)
+            .await
+            .expect("rule")
+    );
+
+    // Only a waiting question is handed on.
+    answer(
+        h,
+        &round,
+        accept(serde_json::json!({"city": "Oslo"})),
+        "done",
+    )
+    .await
+    .expect("answered");
+    assert!(
+        h.store
+            .assign_round(round.round_id, Some(&responder("user:rita")), "ada")
+            .await
+            .expect_err("answered")
+            .refusal()
+            .is_some()
+    );
+}
+
+crate::on_both_backends!(
+    groups_keep_their_members_and_refuse_the_unknown,
+    only_a_questions_responders_may_answer_it,
+);
