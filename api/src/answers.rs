@@ -27,6 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(respond))
         .routes(routes!(read_round))
         .routes(routes!(submit))
+        .routes(routes!(extend))
 }
 
 fn round_id(raw: &str) -> ApiResult<RoundId> {
@@ -193,4 +194,46 @@ async fn submit(
         round,
         replayed: submission == Submission::Replayed,
     }))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct Extension {
+    /// How much longer people have: 1 to 10,080 minutes (the deadline never passes seven days after the question
+    /// was asked, nor the asker's own deadline).
+    #[schema(minimum = 1, maximum = 10080)]
+    extend_by_minutes: i64,
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/rounds/{round_id}/deadline",
+    tag = "answers",
+    request_body = Extension,
+    params(("round_id" = String, Path, description = "The round's UUID", format = Uuid)),
+    responses((status = 200, description = "The round with its new deadline", body = Round), (status = 409, description = "managed_input_state: no longer waiting, or the asker's own deadline (fixed), or already at the 7-day ceiling", body = ErrorBody), Forbidden, Invalid, NotFound, Unauthorized)
+)]
+async fn extend(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<Extension>,
+) -> ApiResult<Json<Round>> {
+    caller.require(|role| role.can_answer(), "extend deadlines")?;
+    if !(1..=anteroom_domain::expiry::MAX_WINDOW.num_minutes()).contains(&body.extend_by_minutes) {
+        return Err(ApiError::validation(
+            "extend_by_minutes is from 1 to 10080 (7 days).",
+        ));
+    }
+    let round = state.store.get_round(round_id(&id)?).await?;
+    check_may_answer(&state, &caller.0, &round).await?;
+    let round = state
+        .store
+        .extend_deadline(
+            round.round_id,
+            chrono::Duration::minutes(body.extend_by_minutes),
+        )
+        .await?;
+    crate::announce::round_changed(&state, &round);
+    Ok(Json(round))
 }

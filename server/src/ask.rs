@@ -69,20 +69,27 @@ pub async fn run(args: AskArgs) -> anyhow::Result<u8> {
         env("ELICITATION_REQUEST_URL").context("ELICITATION_REQUEST_URL is not set")?;
     let poll_url = env("ELICITATION_POLL_URL").context("ELICITATION_POLL_URL is not set")?;
     let session_id = env("ELICITATION_SESSION_ID");
+    // A window given here is the asker's own deadline, fixed; without one the question follows Anteroom's
+    // deadline, which a person may extend, and this command waits for as long as Anteroom says it is open.
     let window = match (&args.timeout, env("ELICITATION_TTL_MS")) {
-        (Some(timeout), _) => parse_timeout(timeout)?,
-        (None, Some(ttl)) => {
-            Duration::milliseconds(ttl.parse().context("ELICITATION_TTL_MS is not a number")?)
-        }
-        (None, None) => Duration::minutes(5),
+        (Some(timeout), _) => Some(parse_timeout(timeout)?),
+        (None, Some(ttl)) => Some(Duration::milliseconds(
+            ttl.parse().context("ELICITATION_TTL_MS is not a number")?,
+        )),
+        (None, None) => None,
     };
     let request_id = uuid::Uuid::new_v4().to_string();
-    let deadline = SystemClock.now() + window;
+    let own_deadline = window.map(|window| SystemClock.now() + window);
     let mut meta = json!({
         "com.pulsemcp/request-id": request_id,
-        "com.pulsemcp/expires-at": anteroom_domain::expiry::wire_time(deadline),
         "com.pulsemcp/tool-name": args.tool_name,
     });
+    if let Some(deadline) = own_deadline {
+        meta["com.pulsemcp/expires-at"] = json!(anteroom_domain::expiry::wire_time(deadline));
+    }
+    // However long Anteroom keeps it open, a question ends within seven days.
+    let deadline =
+        own_deadline.unwrap_or_else(|| SystemClock.now() + anteroom_domain::expiry::MAX_WINDOW);
     if let Some(session_id) = &session_id {
         meta["com.pulsemcp/session-id"] = json!(session_id);
     }
@@ -114,10 +121,15 @@ pub async fn run(args: AskArgs) -> anyhow::Result<u8> {
         .as_str()
         .unwrap_or(&request_id)
         .to_owned();
-    eprintln!(
-        "Asked; waiting for a person (until {}).",
-        anteroom_domain::expiry::wire_time(deadline)
-    );
+    match own_deadline {
+        Some(deadline) => eprintln!(
+            "Asked; waiting for a person (until {}).",
+            anteroom_domain::expiry::wire_time(deadline)
+        ),
+        None => eprintln!(
+            "Asked; waiting for a person (until Anteroom's deadline, which may be extended)."
+        ),
+    }
 
     loop {
         // `wait` makes Anteroom hold the poll until an answer arrives; a server without it answers at once.

@@ -335,7 +335,8 @@ pub struct AskArgs {
     /// The asking tool's name, shown on the banner.
     #[arg(long, default_value = "anteroom ask")]
     pub tool_name: String,
-    /// How long to wait for a person, e.g. 90s, 10m, 2h (default: ELICITATION_TTL_MS, else 5m).
+    /// How long to wait for a person, e.g. 90s, 10m, 2h: a fixed deadline (default: ELICITATION_TTL_MS, else
+    /// Anteroom's deadline, which a person may extend).
     #[arg(long)]
     pub timeout: Option<String>,
 }

@@ -146,6 +146,10 @@ pub trait RoundStore: Send + Sync {
     /// A pulsemcp poll picked up the answer: counts a delivery and marks the round delivered.
     async fn record_poll_delivery(&self, id: RoundId) -> StoreResult<Round>;
 
+    /// Moves a waiting question's deadline `by` later, within the domain's bounds (never past the asker's own
+    /// deadline, nor seven days after it was asked).
+    async fn extend_deadline(&self, id: RoundId, by: Duration) -> StoreResult<Round>;
+
     /// Keys, actions and field names of the answer; never values.
     async fn redacted_responses(&self, id: RoundId) -> StoreResult<RedactedResponses>;
 

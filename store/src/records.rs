@@ -159,7 +159,7 @@ columns! {
         round_limit: i64 = Once,
         status: String = Always,
         created_at_ms: i64 = Once,
-        deadline_ms: i64 = Once,
+        deadline_ms: i64 = Always,
         updated_at_ms: i64 = Always,
         lease_owner: Option<String> = Always,
         lease_token: Option<String> = Always,

@@ -37,6 +37,9 @@ use crate::{
 /// Told of every answer the store took, recorded or replayed; the host decides what to announce.
 pub type AnswerHook = Arc<dyn Fn(&Round, Submission) + Send + Sync>;
 
+/// Told of any other change a page made to a round (a deadline extended), for the host to announce.
+pub type RoundHook = Arc<dyn Fn(&Round) + Send + Sync>;
+
 /// The page-data service: the one way the pages' server side reaches data. Server functions and the server's
 /// form posts ask it for page views and hand it answers; the store stays behind it, and every answer the store
 /// took goes to the host's hook, the server's one announce path, which decides what is news (events for live
@@ -45,11 +48,51 @@ pub type AnswerHook = Arc<dyn Fn(&Round, Submission) + Send + Sync>;
 pub struct PageData {
     store: Arc<dyn Store>,
     on_answer: AnswerHook,
+    on_round_change: RoundHook,
 }
 
 impl PageData {
-    pub fn new(store: Arc<dyn Store>, on_answer: AnswerHook) -> Self {
-        Self { store, on_answer }
+    pub fn new(store: Arc<dyn Store>, on_answer: AnswerHook, on_round_change: RoundHook) -> Self {
+        Self {
+            store,
+            on_answer,
+            on_round_change,
+        }
+    }
+
+    /// Gives people an hour more to answer round `round_id` of session `session`, for a person who may
+    /// answer it; returns the new deadline (epoch milliseconds).
+    pub async fn extend_deadline(
+        &self,
+        viewer: &Viewer,
+        session: &str,
+        round_id: &str,
+        csrf: &str,
+    ) -> Result<i64, String> {
+        same_sign_in(viewer, csrf)?;
+        let gone = || "This question does not exist.".to_owned();
+        let round_id = RoundId::parse(round_id).map_err(|_| gone())?;
+        let round = self.store.get_round(round_id).await.map_err(said)?;
+        if round.session_id.as_str() != session {
+            return Err(gone());
+        }
+        if !self
+            .store
+            .may_answer(&viewer.principal, &round)
+            .await
+            .map_err(said)?
+        {
+            return Err(
+                "Only someone who may answer this question can give it more time.".to_owned(),
+            );
+        }
+        let round = self
+            .store
+            .extend_deadline(round_id, EXTENSION)
+            .await
+            .map_err(said)?;
+        (self.on_round_change)(&round);
+        Ok(ms(round.deadline))
     }
 
     /// The attention queue, with each waiting session's oldest question.
@@ -321,6 +364,9 @@ fn said(error: StoreError) -> String {
         }
     }
 }
+
+/// How much longer one press of a banner's "+1 hour" gives people.
+const EXTENSION: chrono::Duration = chrono::Duration::hours(1);
 
 /// The most sessions the queue shows at once.
 const QUEUE_LIMIT: u32 = 200;

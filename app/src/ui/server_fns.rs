@@ -117,6 +117,20 @@ pub async fn revoke_standing(
     Ok(id)
 }
 
+/// Gives a waiting question an hour more (its banner's "+1 hour"); returns the new deadline.
+#[server(prefix = "/fn", endpoint = "extend-deadline", output = TextJson)]
+pub async fn extend_deadline(
+    session_id: String,
+    round_id: String,
+    csrf: String,
+) -> Result<i64, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .extend_deadline(&viewer, &session_id, &round_id, &csrf)
+        .await
+        .map_err(ServerFnError::new)
+}
+
 /// The most recent webhook deliveries (admins only).
 #[server(prefix = "/fn", endpoint = "deliveries", output = TextJson)]
 pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {

@@ -5,6 +5,45 @@
 use super::*;
 
 impl Round {
+    /// Gives people more time to answer: the deadline moves `by` later, but never past seven days after the
+    /// question was asked nor past the asker's own deadline, which is fixed (docs/deadlines.md#extending-a-deadline).
+    /// Returns the new deadline.
+    pub fn extend_deadline(
+        &mut self,
+        by: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<DateTime<Utc>, ManagedInputError> {
+        if by <= Duration::zero() || by > crate::expiry::MAX_WINDOW {
+            return Err(ManagedInputError::validation(
+                "An extension is from 1 minute to 7 days.",
+            ));
+        }
+        if self.status != RoundStatus::Pending || now >= self.deadline {
+            return Err(ManagedInputError::state(format!(
+                "Round {} is no longer waiting; only a waiting question's deadline can move.",
+                self.round_id
+            )));
+        }
+        let ceiling = self.created_at + crate::expiry::MAX_WINDOW;
+        let ceiling = self
+            .asker_deadline
+            .map_or(ceiling, |asker| asker.min(ceiling));
+        if self.deadline >= ceiling {
+            return Err(ManagedInputError::state(if self.deadline_is_askers() {
+                format!(
+                    "The asking server stops waiting at {}: its own deadline is fixed, and an answer after it could not reach the agent.",
+                    clock_of_day(self.deadline)
+                )
+            } else {
+                "This question is already at the longest a question may wait (7 days from when it was asked)."
+                    .to_owned()
+            }));
+        }
+        self.deadline = crate::expiry::stored_precision((self.deadline + by).min(ceiling));
+        self.touch(now);
+        Ok(self.deadline)
+    }
+
     /// An answer nobody picked up although the asker has stopped waiting: the deadline passed with the answer
     /// recorded but not delivered, and no worker holds a live lease to deliver it.
     pub fn is_undeliverable(&self, now: DateTime<Utc>) -> bool {
@@ -175,6 +214,39 @@ mod tests {
 
     use super::super::fixtures::{accept_all, asked, decline, key, round};
     use super::*;
+
+    #[test]
+    fn a_deadline_moves_up_to_seven_days_but_never_past_the_askers_own() {
+        let mut ours = round(false);
+        let first = ours.deadline;
+        let now = asked() + Span::seconds(10);
+        assert_eq!(
+            ours.extend_deadline(Span::hours(1), now),
+            Ok(first + Span::hours(1))
+        );
+        assert_eq!(ours.version, 1);
+        // Past the ceiling: cut to seven days after the question was asked, then refused.
+        assert_eq!(
+            ours.extend_deadline(Span::days(7), now),
+            Ok(asked() + crate::expiry::MAX_WINDOW)
+        );
+        assert!(ours.extend_deadline(Span::minutes(1), now).is_err());
+        for bad in [Span::zero(), Span::minutes(-5), Span::days(8)] {
+            assert!(round(false).extend_deadline(bad, now).is_err(), "{bad}");
+        }
+        // The asker's own deadline is fixed.
+        let mut theirs = round(true);
+        let refused = theirs
+            .extend_deadline(Span::hours(1), now)
+            .expect_err("fixed");
+        assert!(
+            refused.message().contains("its own deadline is fixed"),
+            "{refused}"
+        );
+        // Only while it waits.
+        let mut late = round(false);
+        assert!(late.extend_deadline(Span::hours(1), late.deadline).is_err());
+    }
 
     #[test]
     fn an_unanswered_round_expires_at_its_deadline_and_says_whose_it_was() {

@@ -45,11 +45,13 @@ const SIGN_IN_LINK_PREFIX: &str = "arl_";
 /// The pages' page-data service, whose recorded answers are announced like any other.
 pub fn services(state: &AppState) -> PageData {
     let announcer = state.clone();
+    let changes = state.clone();
     PageData::new(
         state.store.clone(),
         Arc::new(move |round, submission| {
             crate::announce::answer_recorded(&announcer, round, submission);
         }),
+        Arc::new(move |round| crate::announce::round_changed(&changes, round)),
     )
 }
 

@@ -290,6 +290,50 @@ async fn first_start_prints_a_one_time_admin_link_and_user_add_adds_people() {
         .expect("run user add");
     assert_eq!(taken.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&taken.stderr).contains("taken"));
+
+    // Groups: added with their members, listed, members removed, then the group.
+    let group = |args: &[&str]| {
+        Command::new(BINARY)
+            .arg("group")
+            .args(args)
+            .env("DATABASE_URL", &url)
+            .output()
+    };
+    let added = group(&["add", "platform-oncall", "ada", "vic"])
+        .await
+        .expect("run group add");
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let unknown = group(&["add", "platform-oncall", "nobody"])
+        .await
+        .expect("run group add");
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("nobody"));
+    let listed = group(&["list"]).await.expect("run group list");
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        "platform-oncall: ada vic\n"
+    );
+    let left = group(&["remove", "platform-oncall", "vic"])
+        .await
+        .expect("run group remove");
+    assert!(left.status.success());
+    let listed = group(&["list"]).await.expect("run group list");
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        "platform-oncall: ada\n"
+    );
+    let removed = group(&["remove", "platform-oncall"])
+        .await
+        .expect("run group remove");
+    assert!(removed.status.success());
+    let again = group(&["remove", "platform-oncall"])
+        .await
+        .expect("run group remove");
+    assert_eq!(again.status.code(), Some(1));
 }
 
 /// `anteroom wrap` as the harness runs it: the wrapped server's question is answered in Anteroom, the tool's

@@ -7,7 +7,7 @@ use anteroom_testkit::{
     Backend, TestServer,
     browser::{browser, page, person, sign_in},
     on_both_backends,
-    pulsemcp::Outcome,
+    pulsemcp::{Outcome, PulsemcpClient},
     requests::{self, json_of},
 };
 use reqwest::{StatusCode, header};
@@ -406,8 +406,117 @@ async fn an_admin_hands_a_question_to_someone(db: Backend) {
     server.stop().await;
 }
 
+async fn a_waiting_question_is_given_more_time(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    // A pulsemcp asker's own deadline is fixed.
+    let env = server.session("more-time").await;
+    let producer = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("more-time"));
+    let body = producer.body(
+        "fixed-q",
+        "Fixed?",
+        requests::schema(),
+        "deploy",
+        &requests::expires_in_an_hour(),
+    );
+    producer.create("fixed-q", &body).await.expect("create");
+    // A wrapped server's question follows Anteroom's deadline.
+    let managed = server
+        .http
+        .post(server.url(&format!("/api/v1/s/{}/rounds", env.token)))
+        .json(&json!({
+            "logical_operation_id": "op-1",
+            "operation_kind": "tool",
+            "operation_name": "deploy",
+            "requests": {"q": {"mode": "form", "message": "Ship it?", "requestedSchema": {"type": "object", "properties": {}}}}
+        }))
+        .send()
+        .await
+        .expect("POST round");
+    let (status, managed) = json_of(managed).await;
+    assert_eq!(status, 201, "{managed}");
+    let round_id = managed["round_id"].as_str().expect("round id").to_owned();
+    let deadline = managed["deadline"].as_str().expect("deadline").to_owned();
+    let path = format!("/api/v1/rounds/{round_id}/deadline");
+    let post = reqwest::Method::POST;
+    let (status, _) = send(
+        &server,
+        post.clone(),
+        &path,
+        &server.viewer_key,
+        Some(json!({"extend_by_minutes": 30})),
+    )
+    .await;
+    assert_eq!(status, 403);
+    for bad in [
+        json!({"extend_by_minutes": 0}),
+        json!({"extend_by_minutes": 10081}),
+        json!({"extend_by_minutes": "soon"}),
+    ] {
+        let (status, _) = send(
+            &server,
+            post.clone(),
+            &path,
+            &server.responder_key,
+            Some(bad.clone()),
+        )
+        .await;
+        assert_eq!(status, 422, "{bad}");
+    }
+    let (status, extended) = send(
+        &server,
+        post.clone(),
+        &path,
+        &server.responder_key,
+        Some(json!({"extend_by_minutes": 30})),
+    )
+    .await;
+    assert_eq!(status, 200, "{extended}");
+    let before = chrono::DateTime::parse_from_rfc3339(&deadline).expect("time");
+    let after =
+        chrono::DateTime::parse_from_rfc3339(extended["deadline"].as_str().expect("deadline"))
+            .expect("time");
+    assert_eq!(after - before, chrono::Duration::minutes(30));
+
+    // The page: "+1 hour" on a banner, without JavaScript; the fixed one says why it has none.
+    let rita = sign_in(&server, "rita").await;
+    let (_, html) = page(&server, "/sessions/more-time", &rita).await;
+    assert!(html.contains("+1 hour"), "{html}");
+    assert!(
+        html.contains("The asking server set this deadline itself"),
+        "{html}"
+    );
+    let reply = browser()
+        .post(server.url("/fn/extend-deadline"))
+        .header(header::COOKIE, &rita)
+        .header(header::REFERER, server.url("/sessions/more-time"))
+        .form(&[
+            ("session_id", "more-time"),
+            ("round_id", round_id.as_str()),
+            ("csrf", input_value(&html, "csrf").as_str()),
+        ])
+        .send()
+        .await
+        .expect("POST extend");
+    assert!(
+        reply.status().is_success() || reply.status().is_redirection(),
+        "{}",
+        reply.status()
+    );
+    let round = server
+        .get_json(&format!("/api/v1/rounds/{round_id}"), &server.viewer_key)
+        .await;
+    let last = chrono::DateTime::parse_from_rfc3339(round["deadline"].as_str().expect("deadline"))
+        .expect("time");
+    assert_eq!(last - after, chrono::Duration::hours(1));
+    server.stop().await;
+}
+
 on_both_backends!(
     groups_are_managed_by_admins_only,
     only_a_sessions_responders_answer_its_questions,
     an_admin_hands_a_question_to_someone,
+    a_waiting_question_is_given_more_time,
 );

@@ -336,6 +336,12 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         Ok(self.get_round(id).await?.redacted())
     }
 
+    async fn extend_deadline(&self, id: RoundId, by: chrono::Duration) -> StoreResult<Round> {
+        self.mutate_round(id, |round, now| round.extend_deadline(by, now))
+            .await
+            .map(|(round, _)| round)
+    }
+
     async fn open_round_count(&self) -> StoreResult<i64> {
         let (count,): (i64,) = self
             .one(Statement::new(sql::COUNT_OPEN_ROUNDS).bind(to_ms(self.clock_now())))

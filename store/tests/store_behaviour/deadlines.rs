@@ -2,6 +2,7 @@
 
 use anteroom_store::domain::{
     ManagedInputError,
+    clock::Clock,
     expiry::ExpiryPolicy,
     outward::{PollAction, outward_answer},
     round::{AskedThrough, FailureCode, RoundStatus},
@@ -228,7 +229,66 @@ async fn expiry_keeps_a_failed_session_failed(h: &Harness) {
     );
 }
 
+async fn an_extended_deadline_holds_until_its_new_end(h: &Harness) {
+    let round = ask(h, "s1").await;
+    let extended = h
+        .store
+        .extend_deadline(round.round_id, Duration::minutes(30))
+        .await
+        .expect("extend");
+    assert_eq!(extended.deadline, round.deadline + Duration::minutes(30));
+    assert_eq!(
+        h.store
+            .get_round(round.round_id)
+            .await
+            .expect("read")
+            .deadline,
+        extended.deadline
+    );
+    h.clock.advance(Duration::minutes(61));
+    assert!(
+        h.store.expire_due_rounds().await.expect("sweep").is_empty(),
+        "not yet"
+    );
+    assert_eq!(
+        h.store
+            .get_round(round.round_id)
+            .await
+            .expect("read")
+            .status,
+        RoundStatus::Pending
+    );
+    h.clock.advance(Duration::minutes(30));
+    assert_eq!(h.store.expire_due_rounds().await.expect("sweep").len(), 1);
+    let refused = refusal(
+        h.store
+            .extend_deadline(round.round_id, Duration::minutes(5))
+            .await,
+    );
+    assert!(
+        matches!(refused, ManagedInputError::ManagedInputState { .. }),
+        "{refused:?}"
+    );
+
+    // The asker's own deadline does not move.
+    register(h, "s2").await;
+    let at = h.clock.now() + Duration::minutes(10);
+    let meta = json!({"com.pulsemcp/expires-at": at.to_rfc3339()});
+    let theirs = h
+        .store
+        .create_round(new_round("s2", vec![("a", form("?", Some(meta)))]))
+        .await
+        .expect("create");
+    let refused = refusal(
+        h.store
+            .extend_deadline(theirs.round_id, Duration::minutes(5))
+            .await,
+    );
+    assert!(refused.message().contains("fixed"), "{refused:?}");
+}
+
 crate::on_both_backends!(
+    an_extended_deadline_holds_until_its_new_end,
     default_deadline_is_sixty_minutes,
     producer_expires_at_outranks_the_default,
     deadlines_follow_how_far_the_asker_is_trusted,

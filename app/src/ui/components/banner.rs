@@ -16,7 +16,7 @@ use crate::{
             STANDING_CONTROL, Viewer, control_name,
         },
         posted_answer::{choice_name, control_problems, read_answer},
-        server_fns::post_answer,
+        server_fns::{ExtendDeadline, post_answer},
     },
 };
 
@@ -76,6 +76,7 @@ pub fn RoundBanner(
         page_notice,
     } = context;
     let can_answer = viewer.may_answer(&round.responders);
+    let extension_csrf = csrf.clone();
     let for_whom = describe(&round.responders);
     let why_not = if !viewer.can_answer() {
         "You have the viewer role: you can see this question but not answer it.".to_owned()
@@ -137,6 +138,13 @@ pub fn RoundBanner(
             {(!for_whom.is_empty())
                 .then(|| view! { <p class="banner-for">"for " {for_whom.clone()}</p> })}
             <AskerPresence seen=seen deadline_ms=round.deadline_ms server_now_ms=server_now_ms />
+            {extension(
+                session_id.clone(),
+                round_id.clone(),
+                extension_csrf,
+                can_answer,
+                round.askers_deadline,
+            )}
             <form
                 method="post"
                 action=format!("/sessions/{session_id}/answer")
@@ -170,6 +178,58 @@ pub fn RoundBanner(
                 {(!can_answer).then(|| view! { <p class="banner-note">{why_not}</p> })}
             </form>
         </section>
+    }
+}
+
+/// "+1 hour" for someone who may answer; for a deadline the asker set, a note that it is fixed.
+fn extension(
+    session_id: String,
+    round_id: String,
+    csrf: String,
+    can_answer: bool,
+    askers: bool,
+) -> impl IntoView {
+    if !can_answer {
+        return None;
+    }
+    if askers {
+        return Some(
+            view! {
+                <p class="banner-extend muted">
+                    "The asking server set this deadline itself: it cannot be extended."
+                </p>
+            }
+            .into_any(),
+        );
+    }
+    let extend = ServerAction::<ExtendDeadline>::new();
+    let problem = move || match extend.value().get() {
+        Some(Err(error)) => Some(server_message(&error)),
+        _ => None,
+    };
+    Some(
+        view! {
+            <ActionForm action=extend attr:class="banner-extend">
+                <input type="hidden" name="session_id" value=session_id />
+                <input type="hidden" name="round_id" value=round_id />
+                <input type="hidden" name="csrf" value=csrf />
+                <button type="submit" class="button button-quiet">
+                    "+1 hour"
+                </button>
+                <span class="banner-problem" role="status">
+                    {problem}
+                </span>
+            </ActionForm>
+        }
+        .into_any(),
+    )
+}
+
+/// What a server function's refusal says, without the framework's prefix.
+fn server_message(error: &ServerFnError) -> String {
+    match error {
+        ServerFnError::ServerError(message) => message.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -166,7 +166,7 @@ fn session_view(
             <section class="banners" aria-label="Open questions">
                 <For
                     each=active
-                    key=|round| round.round_id.clone()
+                    key=|round| (round.round_id.clone(), round.deadline_ms)
                     children=move |round| {
                         let refused = refused
                             .as_ref()

@@ -94,13 +94,14 @@ async fn openapi_document_describes_every_route(db: Backend) {
         "GET /api/v1/groups",
         "PUT /api/v1/groups/{name}/members/{username}",
         "PUT /api/v1/rounds/{round_id}/assignee",
+        "POST /api/v1/rounds/{round_id}/deadline",
     ] {
         assert!(
             operations.iter().any(|op| op == expected),
             "{expected} missing from {operations:?}"
         );
     }
-    assert_eq!(operations.len(), 38, "{operations:?}");
+    assert_eq!(operations.len(), 39, "{operations:?}");
     server.stop().await;
 }
 
