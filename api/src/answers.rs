@@ -232,6 +232,7 @@ async fn extend(
         .extend_deadline(
             round.round_id,
             chrono::Duration::minutes(body.extend_by_minutes),
+            &caller.label(),
         )
         .await?;
     crate::announce::round_changed(&state, &round);

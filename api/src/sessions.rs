@@ -60,12 +60,13 @@ pub async fn issue_token(
     state: &AppState,
     session: &SessionId,
     server: Option<&str>,
+    actor: &str,
 ) -> ApiResult<IssuedToken> {
     let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
     // The old token stops working at once, and the questions asked through it end (docs/deadlines.md).
     let ended = state
         .store
-        .set_producer_token(session, Some(&credentials::hash(&token)))
+        .set_producer_token(session, Some(&credentials::hash(&token)), actor)
         .await?;
     // Other instances forget the polls they answered with the old token.
     crate::announce::session_changed(state, session);
@@ -121,7 +122,7 @@ async fn register(
         Err(error) => return Err(error.into()),
     }
     let session = state.store.register_session(new).await?;
-    let token = issue_token(&state, &id, body.server.as_deref()).await?;
+    let token = issue_token(&state, &id, body.server.as_deref(), &caller.label()).await?;
     crate::announce::session_changed(&state, &id);
     let reply = SessionRegistered { token, session };
     Ok((StatusCode::CREATED, Json(reply)).into_response())
@@ -265,7 +266,10 @@ async fn write_settings(
 ) -> ApiResult<Json<SessionSettings>> {
     caller.require(|role| role.can_manage(), "change session settings")?;
     let id = session_id(&id)?;
-    let settings = state.store.set_session_settings(&id, &body).await?;
+    let settings = state
+        .store
+        .set_session_settings(&id, &body, &caller.label())
+        .await?;
     // Who answers may have changed: the pages show it.
     crate::announce::session_changed(&state, &id);
     Ok(Json(settings))
@@ -296,7 +300,9 @@ async fn rotate_token(
     let server = query.server;
     check_server(server.as_deref())?;
     state.store.get_session(&id).await?;
-    Ok(Json(issue_token(&state, &id, server.as_deref()).await?))
+    Ok(Json(
+        issue_token(&state, &id, server.as_deref(), &caller.label()).await?,
+    ))
 }
 
 #[utoipa::path(
@@ -313,7 +319,10 @@ async fn revoke_token(
 ) -> ApiResult<Json<TokenRevoked>> {
     caller.require(|role| role.can_manage(), "revoke session tokens")?;
     let id = session_id(&id)?;
-    let ended = state.store.set_producer_token(&id, None).await?;
+    let ended = state
+        .store
+        .set_producer_token(&id, None, &caller.label())
+        .await?;
     crate::announce::session_changed(&state, &id);
     Ok(Json(TokenRevoked {
         session_id: id,

@@ -67,9 +67,15 @@ async fn create_group(
     if body.members.len() > anteroom_domain::responders::GROUP_MEMBERS_MAX {
         return Err(ApiError::validation("Too many members for one group."));
     }
-    let mut group = state.store.create_group(&body.name).await?;
+    let mut group = state
+        .store
+        .create_group(&body.name, &caller.label())
+        .await?;
     for member in &body.members {
-        group = state.store.add_group_member(&body.name, member).await?;
+        group = state
+            .store
+            .add_group_member(&body.name, member, &caller.label())
+            .await?;
     }
     Ok((StatusCode::CREATED, Json(group)))
 }
@@ -87,7 +93,7 @@ async fn delete_group(
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     caller.require(|role| role.can_manage(), "manage groups")?;
-    if !state.store.delete_group(&name).await? {
+    if !state.store.delete_group(&name, &caller.label()).await? {
         return Err(ApiError::not_found(format!("No group is called {name}.")));
     }
     Ok(StatusCode::NO_CONTENT)
@@ -106,7 +112,10 @@ async fn add_member(
     ApiPath((name, username)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Group>> {
     caller.require(|role| role.can_manage(), "manage groups")?;
-    let group = state.store.add_group_member(&name, &username).await?;
+    let group = state
+        .store
+        .add_group_member(&name, &username, &caller.label())
+        .await?;
     Ok(Json(group))
 }
 
@@ -123,7 +132,11 @@ async fn remove_member(
     ApiPath((name, username)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     caller.require(|role| role.can_manage(), "manage groups")?;
-    if !state.store.remove_group_member(&name, &username).await? {
+    if !state
+        .store
+        .remove_group_member(&name, &username, &caller.label())
+        .await?
+    {
         return Err(ApiError::not_found(format!("{username} is not in {name}.")));
     }
     Ok(StatusCode::NO_CONTENT)

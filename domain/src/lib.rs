@@ -27,6 +27,7 @@ macro_rules! text_names {
 }
 
 pub mod access;
+pub mod audit;
 pub mod clock;
 pub mod consent_url;
 pub mod error;

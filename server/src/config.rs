@@ -40,6 +40,9 @@ pub enum Command {
     /// Manage groups of people who answer together (docs/teams.md).
     #[command(subcommand)]
     Group(GroupCommand),
+    /// Export or verify the record of decisions (docs/audit.md).
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Ask a person a question, like an MCP server would, and print the answer as JSON.
     ///
     /// Reads ELICITATION_REQUEST_URL, ELICITATION_POLL_URL, ELICITATION_SESSION_ID and ELICITATION_TTL_MS
@@ -267,6 +270,25 @@ pub enum UserCommand {
         /// The address; leave it out to clear it.
         #[arg(long)]
         email: Option<String>,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Print the record from a moment on, oldest first, one entry a line (jsonl) or as CSV.
+    Export {
+        /// From this moment (RFC 3339, or a date: 2026-12-01); default: the beginning.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "csv"])]
+        format: String,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Check the whole chain; exits 1 naming the first entry deleted or edited.
+    Verify {
         #[command(flatten)]
         database: DatabaseArgs,
     },

@@ -74,6 +74,7 @@ async fn main() -> ExitCode {
             .await
             .map(|()| 0),
         Some(Command::Group(command)) => commands::group::run(command).await.map(|()| 0),
+        Some(Command::Audit(command)) => commands::audit::run(command).await,
         Some(Command::Ask(args)) => ask::run(args).await,
         Some(Command::Wrap(args)) => {
             // Exit at once: the runtime would otherwise wait on its blocking read of a stdin the harness may

@@ -12,6 +12,7 @@ use crate::{
     domain::{
         access::Principal,
         access::{ApiKey, SignedIn, User},
+        audit::{AuditEntry, NewAuditEntry},
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
         reach::{
@@ -63,6 +64,7 @@ pub trait AgentSessionStore: Send + Sync {
         &self,
         id: &SessionId,
         token_hash: Option<&str>,
+        actor: &str,
     ) -> StoreResult<Vec<Round>>;
 
     /// The session a producer token belongs to.
@@ -148,7 +150,7 @@ pub trait RoundStore: Send + Sync {
 
     /// Moves a waiting question's deadline `by` later, within the domain's bounds (never past the asker's own
     /// deadline, nor seven days after it was asked).
-    async fn extend_deadline(&self, id: RoundId, by: Duration) -> StoreResult<Round>;
+    async fn extend_deadline(&self, id: RoundId, by: Duration, actor: &str) -> StoreResult<Round>;
 
     /// Keys, actions and field names of the answer; never values.
     async fn redacted_responses(&self, id: RoundId) -> StoreResult<RedactedResponses>;
@@ -204,7 +206,7 @@ pub trait WorkerStore: Send + Sync {
 /// API keys, people, first-run sign-in links and browser sessions; credentials only as hashes.
 #[async_trait::async_trait]
 pub trait AccountStore: Send + Sync {
-    async fn create_api_key(&self, key: &ApiKey, key_hash: &str) -> StoreResult<()>;
+    async fn create_api_key(&self, key: &ApiKey, key_hash: &str, actor: &str) -> StoreResult<()>;
 
     /// The live (not revoked) API key with this hash.
     async fn api_key_for_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
@@ -335,7 +337,7 @@ pub trait StandingAnswerStore: Send + Sync {
     async fn standing_answers(&self, session: &SessionId) -> StoreResult<Vec<StandingAnswer>>;
 
     /// Ends a standing answer now; a rule already ended stays as it ended.
-    async fn revoke_standing_answer(&self, id: i64) -> StoreResult<StandingAnswer>;
+    async fn revoke_standing_answer(&self, id: i64, actor: &str) -> StoreResult<StandingAnswer>;
 
     /// Whether any standing answer may be in force anywhere: remembered for a second, and true at once after
     /// one is made here, so a question costs no read for rules while there are none.
@@ -510,6 +512,7 @@ pub trait ReachStore: Send + Sync {
         &self,
         session: &SessionId,
         settings: &SessionSettings,
+        actor: &str,
     ) -> StoreResult<SessionSettings>;
 }
 
@@ -518,17 +521,27 @@ pub trait ReachStore: Send + Sync {
 #[async_trait::async_trait]
 pub trait TeamStore: Send + Sync {
     /// Adds an empty group; a taken name is a `managed_input_conflict`.
-    async fn create_group(&self, name: &str) -> StoreResult<Group>;
+    async fn create_group(&self, name: &str, actor: &str) -> StoreResult<Group>;
 
     /// Removes a group (its members stay people); false when there was none.
-    async fn delete_group(&self, name: &str) -> StoreResult<bool>;
+    async fn delete_group(&self, name: &str, actor: &str) -> StoreResult<bool>;
 
     /// Adds the person `username` to `group`; an unknown person or group is `not_found`. Adding a member twice
     /// changes nothing.
-    async fn add_group_member(&self, group: &str, username: &str) -> StoreResult<Group>;
+    async fn add_group_member(
+        &self,
+        group: &str,
+        username: &str,
+        actor: &str,
+    ) -> StoreResult<Group>;
 
     /// Takes the person `username` out of `group`; false when they were not in it.
-    async fn remove_group_member(&self, group: &str, username: &str) -> StoreResult<bool>;
+    async fn remove_group_member(
+        &self,
+        group: &str,
+        username: &str,
+        actor: &str,
+    ) -> StoreResult<bool>;
 
     /// Every group with its members, by name.
     async fn list_groups(&self) -> StoreResult<Vec<Group>>;
@@ -595,6 +608,27 @@ pub trait TeamStore: Send + Sync {
     }
 }
 
+/// The record (docs/audit.md): entries written with the changes they record, sealed into a hash chain.
+#[async_trait::async_trait]
+pub trait AuditStore: Send + Sync {
+    /// Writes entries that no store change carries, to be sealed like the rest.
+    async fn record_audit(&self, entries: &[NewAuditEntry]) -> StoreResult<()>;
+
+    /// Seals every pending entry into the chain, oldest first, one sealer at a time; returns how many.
+    async fn seal_audit(&self) -> StoreResult<u64>;
+
+    /// Sealed entries numbered after `after_seq` and made at or after `since`, in order, at most `limit`.
+    async fn audit_entries(
+        &self,
+        after_seq: i64,
+        since: Option<DateTime<Utc>>,
+        limit: u32,
+    ) -> StoreResult<Vec<AuditEntry>>;
+
+    /// The chain's head (the last sealed entry's number and hash) and how many entries wait to be sealed.
+    async fn audit_head(&self) -> StoreResult<(i64, String, i64)>;
+}
+
 /// The whole store on one database.
 #[async_trait::async_trait]
 pub trait Store:
@@ -603,6 +637,7 @@ pub trait Store:
     + StandingAnswerStore
     + ReachStore
     + TeamStore
+    + AuditStore
     + WorkerStore
     + AccountStore
     + OutboxStore

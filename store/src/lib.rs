@@ -29,7 +29,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use contract::{
-    AccountStore, AgentSessionStore, GateStore, OutboxStore, ReachStore, RoundStore,
+    AccountStore, AgentSessionStore, AuditStore, GateStore, OutboxStore, ReachStore, RoundStore,
     StandingAnswerStore, Store, SweepStore, TeamStore, WorkerStore,
 };
 pub use engine::SqlStore;

@@ -688,3 +688,39 @@ pub const SELECT_OPEN_ASSIGNMENTS: &str = "SELECT a.round_id, a.assignee FROM ro
 /// Every session's responder lists that names someone (few: sessions an admin configured).
 pub const SELECT_TEAM_SETTINGS: &str = "SELECT session_id, responders, server_responders \
      FROM session_settings WHERE responders IS NOT NULL OR server_responders IS NOT NULL LIMIT $1";
+
+pub const AUDIT_PENDING_COLUMNS: usize = 6;
+
+pub fn insert_audit_pending(rows: usize) -> String {
+    format!(
+        "INSERT INTO audit_pending (id, at_ms, actor, action, subject, detail) VALUES {}",
+        value_rows(rows, AUDIT_PENDING_COLUMNS)
+    )
+}
+
+pub const AUDIT_LOG_COLUMNS: usize = 8;
+
+pub fn insert_audit_log(rows: usize) -> String {
+    format!(
+        "INSERT INTO audit_log (seq, at_ms, actor, action, subject, detail, prev_hash, hash) VALUES {}",
+        value_rows(rows, AUDIT_LOG_COLUMNS)
+    )
+}
+
+/// Pending entries in the order they are sealed: by time, then by their time-ordered ids.
+pub const SELECT_AUDIT_PENDING: &str = "SELECT id, at_ms, actor, action, subject, detail FROM audit_pending \
+     ORDER BY at_ms, id LIMIT $1";
+
+pub fn delete_audit_pending(rows: usize) -> String {
+    let ids: Vec<String> = (1..=rows).map(|i| format!("${i}")).collect();
+    format!("DELETE FROM audit_pending WHERE id IN ({})", ids.join(", "))
+}
+
+pub const SELECT_AUDIT_HEAD: &str = "SELECT seq, hash FROM audit_head WHERE id = 1";
+
+pub const UPDATE_AUDIT_HEAD: &str = "UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1";
+
+pub const COUNT_AUDIT_PENDING: &str = "SELECT COUNT(*) FROM audit_pending";
+
+pub const SELECT_AUDIT_LOG: &str = "SELECT seq, at_ms, actor, action, subject, detail, prev_hash, hash \
+     FROM audit_log WHERE seq > $1 AND at_ms >= $2 ORDER BY seq LIMIT $3";

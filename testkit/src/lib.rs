@@ -61,7 +61,7 @@ async fn create_keys(store: &Arc<dyn Store>) -> [String; 3] {
             role,
         };
         store
-            .create_api_key(&key, &credentials::hash(&secret))
+            .create_api_key(&key, &credentials::hash(&secret), "test")
             .await
             .expect("api key");
         keys.push(secret);

@@ -88,7 +88,7 @@ impl PageData {
         }
         let round = self
             .store
-            .extend_deadline(round_id, EXTENSION)
+            .extend_deadline(round_id, EXTENSION, &viewer.principal.label())
             .await
             .map_err(said)?;
         (self.on_round_change)(&round);
@@ -134,7 +134,7 @@ impl PageData {
             return Err(format!("Standing answer #{id} is not in force here."));
         }
         self.store
-            .revoke_standing_answer(id)
+            .revoke_standing_answer(id, &viewer.principal.label())
             .await
             .map(drop)
             .map_err(said)

@@ -136,6 +136,7 @@ pub(super) async fn sessions_with_tokens(
             .set_producer_token(
                 &SessionId::parse(&id).expect("id"),
                 Some(&credentials::hash(&token)),
+                "bench",
             )
             .await
             .expect("token");
@@ -170,6 +171,7 @@ impl Bench {
                     role: Role::Admin,
                 },
                 &credentials::hash(&secret),
+                "bench",
             )
             .await
             .expect("api key");

@@ -139,6 +139,7 @@ pub(super) async fn soak(args: &Args, minutes: u64) -> Vec<Figure> {
                 role: Role::Admin,
             },
             &credentials::hash(&admin_key),
+            "bench",
         )
         .await
         .expect("api key");

@@ -24,7 +24,7 @@ pub async fn create(name: &str, role: Role, database: &DatabaseArgs) -> anyhow::
         role,
     };
     store
-        .create_api_key(&key, &credentials::hash(&secret))
+        .create_api_key(&key, &credentials::hash(&secret), "cli")
         .await?;
     println!("{secret}");
     Ok(())

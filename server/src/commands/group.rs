@@ -24,11 +24,11 @@ pub async fn run(command: GroupCommand) -> anyhow::Result<()> {
                 .iter()
                 .any(|group| group.name == name)
             {
-                store.create_group(&name).await?;
+                store.create_group(&name, "cli").await?;
                 eprintln!("added group {name}");
             }
             for member in &members {
-                store.add_group_member(&name, member).await?;
+                store.add_group_member(&name, member, "cli").await?;
                 eprintln!("{member} is in {name}");
             }
         }
@@ -39,13 +39,13 @@ pub async fn run(command: GroupCommand) -> anyhow::Result<()> {
         } => {
             let store = open_store(&database, StoreOptions::default()).await?;
             if members.is_empty() {
-                if !store.delete_group(&name).await? {
+                if !store.delete_group(&name, "cli").await? {
                     anyhow::bail!("no group is called {name}");
                 }
                 eprintln!("removed group {name}");
             }
             for member in &members {
-                if !store.remove_group_member(&name, member).await? {
+                if !store.remove_group_member(&name, member, "cli").await? {
                     anyhow::bail!("{member} is not in {name}");
                 }
                 eprintln!("{member} left {name}");

@@ -7,6 +7,7 @@ use anteroom_server::config::DatabaseArgs;
 use anteroom_store::{Store, StoreOptions};
 
 pub mod apikey;
+pub mod audit;
 pub mod env;
 pub mod group;
 pub mod hook;

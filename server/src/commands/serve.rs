@@ -62,6 +62,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             probe_gate: args.probe_schedule.clone(),
             deliver_webhooks: args.webhook_schedule.clone(),
             purge: args.purge_schedule.clone(),
+            ..Schedules::default()
         }),
         retention_days: args.retention_days,
         webhooks,

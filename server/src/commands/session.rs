@@ -47,7 +47,7 @@ pub async fn create(
             responders,
             ..SessionSettings::default()
         };
-        store.set_session_settings(&id, &settings).await?;
+        store.set_session_settings(&id, &settings, "cli").await?;
     }
     for (key, value) in issue_block(store.as_ref(), &id, server.as_deref(), public).await? {
         println!("{key}={value}");
@@ -64,7 +64,7 @@ pub async fn issue_block(
 ) -> anyhow::Result<Vec<(&'static str, String)>> {
     let token = credentials::generate(credentials::SESSION_TOKEN_PREFIX);
     store
-        .set_producer_token(id, Some(&credentials::hash(&token)))
+        .set_producer_token(id, Some(&credentials::hash(&token)), "cli")
         .await?;
     Ok(block_with(id, &token, server, public))
 }

@@ -6,6 +6,7 @@ pub mod expire;
 pub mod gate_probe;
 pub mod purge;
 pub mod recover;
+pub mod seal_audit;
 pub mod stranded;
 pub mod webhooks;
 
@@ -23,6 +24,7 @@ pub mod default_schedule {
     pub const PROBE_GATE: &str = "0 */5 * * * *";
     pub const DELIVER_WEBHOOKS: &str = "*/10 * * * * *";
     pub const PURGE: &str = "0 0 3 * * *";
+    pub const SEAL_AUDIT: &str = "*/10 * * * * *";
 }
 
 /// Cron schedules (six fields, seconds first) of the jobs.
@@ -34,6 +36,7 @@ pub struct Schedules {
     pub probe_gate: String,
     pub deliver_webhooks: String,
     pub purge: String,
+    pub seal_audit: String,
 }
 
 impl Default for Schedules {
@@ -45,6 +48,7 @@ impl Default for Schedules {
             probe_gate: default_schedule::PROBE_GATE.to_owned(),
             deliver_webhooks: default_schedule::DELIVER_WEBHOOKS.to_owned(),
             purge: default_schedule::PURGE.to_owned(),
+            seal_audit: default_schedule::SEAL_AUDIT.to_owned(),
         }
     }
 }
@@ -93,6 +97,13 @@ pub async fn start(
         .add(job(&schedules.deliver_webhooks, state, |s| {
             Box::pin(async move {
                 webhooks::run(s).await;
+            })
+        })?)
+        .await?;
+    scheduler
+        .add(job(&schedules.seal_audit, state, |s| {
+            Box::pin(async move {
+                seal_audit::run(s).await;
             })
         })?)
         .await?;

@@ -334,6 +334,117 @@ async fn first_start_prints_a_one_time_admin_link_and_user_add_adds_people() {
         .await
         .expect("run group remove");
     assert_eq!(again.status.code(), Some(1));
+
+    // The record: every change above, exported and verified; then tampered with, and found out.
+    let audit = |args: &[&str]| {
+        Command::new(BINARY)
+            .arg("audit")
+            .args(args)
+            .env("DATABASE_URL", &url)
+            .output()
+    };
+    let lines = audit(&["export"]).await.expect("run audit export");
+    let lines = String::from_utf8_lossy(&lines.stdout).into_owned();
+    let actions: Vec<String> = lines
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).expect("JSON")["action"]
+                .as_str()
+                .expect("action")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "group.created",
+            "group.member_added",
+            "group.member_added",
+            "group.member_removed",
+            "group.deleted"
+        ],
+        "{lines}"
+    );
+    let csv = audit(&["export", "--format", "csv", "--since", "2000-01-01"])
+        .await
+        .expect("csv");
+    let csv = String::from_utf8_lossy(&csv.stdout).into_owned();
+    assert!(
+        csv.starts_with("seq,at,actor,action,subject,detail,prev_hash,hash\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 6, "{csv}");
+    let future = audit(&["export", "--since", "2999-01-01"])
+        .await
+        .expect("since");
+    assert!(future.stdout.is_empty());
+    let bad = audit(&["export", "--since", "yesterday"])
+        .await
+        .expect("bad since");
+    assert_eq!(bad.status.code(), Some(1));
+    let verified = audit(&["verify"]).await.expect("run audit verify");
+    let said = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(
+        verified.status.success() && said.contains("intact: 5 entries"),
+        "{said}"
+    );
+
+    let pool = sqlx::SqlitePool::connect(&url)
+        .await
+        .expect("open the database");
+    let refused = tamper(
+        &pool,
+        "UPDATE audit_log SET actor = 'mallory' WHERE seq = 2",
+    )
+    .await;
+    assert!(refused.is_err(), "the log is append-only");
+    for statement in [
+        "DROP TRIGGER audit_log_no_update",
+        "DROP TRIGGER audit_log_no_delete",
+        "UPDATE audit_log SET actor = 'mallory' WHERE seq = 2",
+    ] {
+        tamper(&pool, statement).await.expect(statement);
+    }
+    let edited = audit(&["verify"]).await.expect("run audit verify");
+    assert_eq!(edited.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&edited.stdout).into_owned();
+    assert!(
+        said.contains("BROKEN at entry 2") && said.contains("edited"),
+        "{said}"
+    );
+    tamper(&pool, "UPDATE audit_log SET actor = 'cli' WHERE seq = 2")
+        .await
+        .expect("restore");
+    tamper(&pool, "DELETE FROM audit_log WHERE seq = 3")
+        .await
+        .expect("delete");
+    let deleted = audit(&["verify"]).await.expect("run audit verify");
+    assert_eq!(deleted.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&deleted.stdout).into_owned();
+    assert!(
+        said.contains("BROKEN at entry 3") && said.contains("missing"),
+        "{said}"
+    );
+    tamper(&pool, "DELETE FROM audit_log WHERE seq >= 3")
+        .await
+        .expect("cut the tail");
+    let cut = audit(&["verify"]).await.expect("run audit verify");
+    assert_eq!(cut.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&cut.stdout).into_owned();
+    assert!(said.contains("BROKEN at entry 3"), "{said}");
+    pool.close().await;
+}
+
+/// Runs `statement` on the database behind Anteroom's back, as someone with the database file could.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test tampers with the record the way an attacker with the database would, outside the store"
+)]
+async fn tamper(
+    pool: &sqlx::SqlitePool,
+    statement: &str,
+) -> sqlx::Result<sqlx::sqlite::SqliteQueryResult> {
+    sqlx::query(statement).execute(pool).await
 }
 
 /// `anteroom wrap` as the harness runs it: the wrapped server's question is answered in Anteroom, the tool's

@@ -711,7 +711,7 @@ async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
 
     server
         .store
-        .revoke_standing_answer(rule.id)
+        .revoke_standing_answer(rule.id, "test")
         .await
         .expect("revoke");
     let after = hold(post(

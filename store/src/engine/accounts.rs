@@ -6,7 +6,10 @@ use super::{SqlStore, conflict_on_unique};
 use crate::{
     AccountStore, StoreError, StoreResult,
     dialect::{Dialect, Statement},
-    domain::access::{ApiKey, Role, SignedIn, User},
+    domain::{
+        access::{ApiKey, Role, SignedIn, User},
+        audit::NewAuditEntry,
+    },
     records::{from_ms, to_ms},
     sql,
 };
@@ -27,17 +30,26 @@ fn insert_user(user: &User, password_hash: &str, now: DateTime<Utc>) -> Statemen
 
 #[async_trait::async_trait]
 impl<D: Dialect> AccountStore for SqlStore<D> {
-    async fn create_api_key(&self, key: &ApiKey, key_hash: &str) -> StoreResult<()> {
-        self.execute(
+    async fn create_api_key(&self, key: &ApiKey, key_hash: &str, actor: &str) -> StoreResult<()> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        tx.execute(
             Statement::new(sql::INSERT_API_KEY)
                 .bind(&key.id)
                 .bind(&key.name)
                 .bind(key.role.as_str())
                 .bind(key_hash)
-                .bind(to_ms(self.clock_now())),
+                .bind(to_ms(now)),
         )
         .await?;
-        Ok(())
+        let entry = NewAuditEntry::new(
+            actor,
+            "key.issued",
+            key.name.clone(),
+            serde_json::json!({"role": key.role.as_str()}),
+        );
+        self.audit(&mut tx, &[entry], now).await?;
+        tx.commit().await
     }
 
     async fn api_key_for_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>> {

@@ -17,7 +17,10 @@ use super::{SqlStore, WriteTx, session_not_found};
 use crate::{
     StoreError, StoreResult,
     dialect::{Dialect, Statement},
-    domain::{ManagedInputError, ids::SessionId, round::Round, webhook::WebhookEvent},
+    domain::{
+        ManagedInputError, audit::NewAuditEntry, ids::SessionId, round::Round,
+        webhook::WebhookEvent,
+    },
     records::RoundRow,
     sql,
 };
@@ -128,6 +131,7 @@ impl<D: Dialect> SqlStore<D> {
             .collect();
         let inserted = self.insert_rounds(&mut tx, &accepted).await?;
         let mut created = Vec::new();
+        let mut record = Vec::new();
         let mut moved: Vec<SessionId> = Vec::new();
         for (round, outcome) in rounds.iter().zip(outcomes.iter_mut()) {
             if outcome.is_err() {
@@ -146,9 +150,11 @@ impl<D: Dialect> SqlStore<D> {
                 moved.push(round.session_id.clone());
             }
             created.push(WebhookEvent::question_created(round));
+            record.push(NewAuditEntry::question_created(round));
         }
         if !created.is_empty() {
             self.enqueue(&mut tx, &created, now).await?;
+            self.audit(&mut tx, &record, now).await?;
             moved.sort();
             moved.dedup();
             let moved: Vec<_> = moved.iter().filter_map(|id| sessions.get(id)).collect();

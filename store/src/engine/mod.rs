@@ -5,6 +5,7 @@
 //! share, `transitions` the way a change to a round or session is applied and its consequences recorded.
 
 mod accounts;
+mod audit;
 pub(crate) mod creates;
 mod gate;
 mod outbox;

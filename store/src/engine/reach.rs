@@ -10,6 +10,7 @@ use crate::{
     dialect::{Dialect, Statement},
     domain::{
         access::{Role, User, normalise_email},
+        audit::NewAuditEntry,
         ids::{RoundId, SessionId},
         reach::{
             AnswerToken, DIGEST_AFTER_DEFAULT, DIGEST_AFTER_MAX, EMAIL_RECIPIENTS_MAX,
@@ -647,6 +648,7 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
         &self,
         session: &SessionId,
         settings: &SessionSettings,
+        actor: &str,
     ) -> StoreResult<SessionSettings> {
         settings.validate()?;
         let settings = SessionSettings {
@@ -657,16 +659,35 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
             ..settings.clone()
         };
         self.get_session(session).await?;
+        let before = self.stored_settings(session).await?.unwrap_or_default();
         let (responders, server_responders) = super::teams::lists_stored(&settings)?;
-        self.execute(
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        tx.execute(
             Statement::new(sql::UPSERT_SESSION_SETTINGS)
                 .bind(session.to_string())
                 .bind(settings.slack_channel.clone())
-                .bind(to_ms(self.clock_now()))
+                .bind(to_ms(now))
                 .bind(responders)
                 .bind(server_responders),
         )
         .await?;
+        // Who may answer is a decision the record keeps.
+        if before.responders != settings.responders
+            || before.server_responders != settings.server_responders
+        {
+            let entry = NewAuditEntry::new(
+                actor,
+                "session.responders_changed",
+                session.to_string(),
+                serde_json::json!({
+                    "responders": settings.responders,
+                    "server_responders": settings.server_responders,
+                }),
+            );
+            self.audit(&mut tx, &[entry], now).await?;
+        }
+        tx.commit().await?;
         Ok(settings)
     }
 }

@@ -336,8 +336,13 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         Ok(self.get_round(id).await?.redacted())
     }
 
-    async fn extend_deadline(&self, id: RoundId, by: chrono::Duration) -> StoreResult<Round> {
-        self.mutate_round(id, |round, now| round.extend_deadline(by, now))
+    async fn extend_deadline(
+        &self,
+        id: RoundId,
+        by: chrono::Duration,
+        actor: &str,
+    ) -> StoreResult<Round> {
+        self.mutate_round_as(id, Some(actor), |round, now| round.extend_deadline(by, now))
             .await
             .map(|(round, _)| round)
     }

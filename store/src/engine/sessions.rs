@@ -5,6 +5,7 @@ use crate::{
     AgentSessionStore, AttentionItem, Backend, QueueEntry, StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
+        audit::NewAuditEntry,
         ids::SessionId,
         round::Round,
         session::{NewSession, Session},
@@ -100,6 +101,8 @@ impl<D: Dialect> AgentSessionStore for SqlStore<D> {
             let mut round = before.clone();
             if round.cancel(now) {
                 self.save_round(&mut tx, &before, &round).await?;
+                let ended: Vec<_> = NewAuditEntry::question_ended(&round).into_iter().collect();
+                self.audit(&mut tx, &ended, now).await?;
             }
         }
         session.cancel(now);
@@ -112,6 +115,7 @@ impl<D: Dialect> AgentSessionStore for SqlStore<D> {
         &self,
         id: &SessionId,
         token_hash: Option<&str>,
+        actor: &str,
     ) -> StoreResult<Vec<Round>> {
         let now = self.clock_now();
         let mut tx = self.begin_write().await?;
@@ -132,6 +136,13 @@ impl<D: Dialect> AgentSessionStore for SqlStore<D> {
         .await?;
         // A poll remembered with the old token must not be answered once this commits.
         tx.changed(Changed::Session(id.clone()));
+        let action = if token_hash.is_some() {
+            "token.issued"
+        } else {
+            "token.revoked"
+        };
+        let entry = NewAuditEntry::new(actor, action, id.to_string(), serde_json::json!({}));
+        self.audit(&mut tx, &[entry], now).await?;
         let replaced = previous.is_some() && previous.as_deref() != token_hash;
         if !replaced {
             tx.commit().await?;

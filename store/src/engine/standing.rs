@@ -6,6 +6,8 @@ use crate::{
     dialect::{Dialect, Statement},
     domain::{
         ManagedInputError,
+        audit::NewAuditEntry,
+        expiry::wire_time,
         ids::SessionId,
         standing::{NewStandingAnswer, QuestionMatch, StandingAnswer},
     },
@@ -19,11 +21,13 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
         let content = new
             .content
             .map(|content| serde_json::Value::Object(content).to_string());
-        let row: StandingAnswerRow = self
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let row: StandingAnswerRow = tx
             .one(
                 Statement::new(sql::INSERT_STANDING_ANSWER.as_str())
                     .bind(new.created_by)
-                    .bind(to_ms(self.clock_now()))
+                    .bind(to_ms(now))
                     .bind(new.session_id.map(|id| id.as_str().to_owned()))
                     .bind(new.question.server)
                     .bind(new.question.tool)
@@ -35,8 +39,24 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
                     .bind(new.use_limit),
             )
             .await?;
+        let rule = row.into_standing_answer()?;
+        let entry = NewAuditEntry::new(
+            rule.created_by.clone(),
+            "rule.created",
+            format!("rule #{}", rule.id),
+            serde_json::json!({
+                "session_id": rule.session_id,
+                "server": rule.question.server,
+                "tool": rule.question.tool,
+                "action": rule.action.as_str(),
+                "expires_at": wire_time(rule.expires_at),
+                "use_limit": rule.use_limit,
+            }),
+        );
+        self.audit(&mut tx, &[entry], now).await?;
+        tx.commit().await?;
         self.ctx.standing.set(true);
-        row.into_standing_answer()
+        Ok(rule)
     }
 
     async fn standing_answers(&self, session: &SessionId) -> StoreResult<Vec<StandingAnswer>> {
@@ -52,20 +72,32 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
             .collect()
     }
 
-    async fn revoke_standing_answer(&self, id: i64) -> StoreResult<StandingAnswer> {
-        let row: Option<StandingAnswerRow> = self
+    async fn revoke_standing_answer(&self, id: i64, actor: &str) -> StoreResult<StandingAnswer> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let row: Option<StandingAnswerRow> = tx
             .optional(
                 Statement::new(sql::REVOKE_STANDING_ANSWER.as_str())
                     .bind(id)
-                    .bind(to_ms(self.clock_now())),
+                    .bind(to_ms(now)),
             )
             .await?;
-        row.ok_or_else(|| {
-            StoreError::from(ManagedInputError::not_found(format!(
-                "No standing answer #{id} exists."
-            )))
-        })?
-        .into_standing_answer()
+        let rule = row
+            .ok_or_else(|| {
+                StoreError::from(ManagedInputError::not_found(format!(
+                    "No standing answer #{id} exists."
+                )))
+            })?
+            .into_standing_answer()?;
+        let entry = NewAuditEntry::new(
+            actor,
+            "rule.revoked",
+            format!("rule #{id}"),
+            serde_json::json!({}),
+        );
+        self.audit(&mut tx, &[entry], now).await?;
+        tx.commit().await?;
+        Ok(rule)
     }
 
     async fn standing_answers_in_force(&self) -> StoreResult<bool> {

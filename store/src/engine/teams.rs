@@ -2,12 +2,15 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::json;
+
 use super::{SqlStore, conflict_on_unique, round_not_found};
 use crate::{
     StoreError, StoreResult, TeamStore,
     dialect::{Dialect, Statement},
     domain::{
         ManagedInputError,
+        audit::NewAuditEntry,
         ids::{RoundId, SessionId},
         responders::{GROUP_MEMBERS_MAX, GROUPS_MAX, Group, Responder, TeamView, check_name},
         round::RoundStatus,
@@ -131,7 +134,7 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
         })
     }
 
-    async fn create_group(&self, name: &str) -> StoreResult<Group> {
+    async fn create_group(&self, name: &str, actor: &str) -> StoreResult<Group> {
         check_name(name)?;
         let (count,) = self
             .one::<(i64,)>(Statement::new(sql::COUNT_GROUPS))
@@ -142,28 +145,50 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
             ))
             .into());
         }
-        let inserted = self
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let inserted = tx
             .execute(
                 Statement::new(sql::INSERT_GROUP)
                     .bind(name)
-                    .bind(to_ms(self.clock_now())),
+                    .bind(to_ms(now)),
             )
             .await;
         conflict_on_unique(inserted, || format!("A group called {name} exists."))?;
+        self.audit(
+            &mut tx,
+            &[NewAuditEntry::new(actor, "group.created", name, json!({}))],
+            now,
+        )
+        .await?;
+        tx.commit().await?;
         Ok(Group {
             name: name.to_owned(),
             members: Vec::new(),
         })
     }
 
-    async fn delete_group(&self, name: &str) -> StoreResult<bool> {
-        Ok(self
+    async fn delete_group(&self, name: &str, actor: &str) -> StoreResult<bool> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let deleted = tx
             .execute(Statement::new(sql::DELETE_GROUP).bind(name))
             .await?
-            == 1)
+            == 1;
+        if deleted {
+            let entry = NewAuditEntry::new(actor, "group.deleted", name, json!({}));
+            self.audit(&mut tx, &[entry], now).await?;
+        }
+        tx.commit().await?;
+        Ok(deleted)
     }
 
-    async fn add_group_member(&self, group: &str, username: &str) -> StoreResult<Group> {
+    async fn add_group_member(
+        &self,
+        group: &str,
+        username: &str,
+        actor: &str,
+    ) -> StoreResult<Group> {
         if self
             .optional::<(String,)>(Statement::new(sql::SELECT_GROUP).bind(group))
             .await?
@@ -182,13 +207,25 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
             ))
             .into());
         }
-        let added = self
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let added = tx
             .execute(
                 Statement::new(sql::INSERT_GROUP_MEMBER)
                     .bind(group)
                     .bind(username),
             )
             .await?;
+        if added == 1 {
+            let entry = NewAuditEntry::new(
+                actor,
+                "group.member_added",
+                group,
+                json!({"member": username}),
+            );
+            self.audit(&mut tx, &[entry], now).await?;
+        }
+        tx.commit().await?;
         let found = self.group(group).await?;
         if added == 0 && !found.members.iter().any(|member| member == username) {
             return Err(
@@ -198,15 +235,33 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
         Ok(found)
     }
 
-    async fn remove_group_member(&self, group: &str, username: &str) -> StoreResult<bool> {
-        Ok(self
+    async fn remove_group_member(
+        &self,
+        group: &str,
+        username: &str,
+        actor: &str,
+    ) -> StoreResult<bool> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let removed = tx
             .execute(
                 Statement::new(sql::DELETE_GROUP_MEMBER)
                     .bind(group)
                     .bind(username),
             )
             .await?
-            == 1)
+            == 1;
+        if removed {
+            let entry = NewAuditEntry::new(
+                actor,
+                "group.member_removed",
+                group,
+                json!({"member": username}),
+            );
+            self.audit(&mut tx, &[entry], now).await?;
+        }
+        tx.commit().await?;
+        Ok(removed)
     }
 
     async fn list_groups(&self) -> StoreResult<Vec<Group>> {
@@ -254,16 +309,25 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
             ))
             .into());
         }
+        let now = self.clock_now();
         let statement = match assignee {
             Some(assignee) => Statement::new(sql::UPSERT_ROUND_ASSIGNMENT)
                 .bind(round.to_string())
                 .bind(assignee.to_string())
                 .bind(assigned_by)
-                .bind(to_ms(self.clock_now())),
+                .bind(to_ms(now)),
             None => Statement::new(sql::DELETE_ROUND_ASSIGNMENT).bind(round.to_string()),
         };
-        self.execute(statement).await?;
-        Ok(())
+        let mut tx = self.begin_write().await?;
+        tx.execute(statement).await?;
+        let entry = NewAuditEntry::new(
+            assigned_by,
+            "question.reassigned",
+            round.to_string(),
+            json!({"session_id": found.session_id, "to": assignee.map(ToString::to_string)}),
+        );
+        self.audit(&mut tx, &[entry], now).await?;
+        tx.commit().await
     }
 
     async fn round_assignee(&self, round: RoundId) -> StoreResult<Option<Responder>> {

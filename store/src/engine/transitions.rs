@@ -9,6 +9,8 @@ use crate::{
     dialect::{Dialect, Statement},
     domain::{
         ManagedInputError,
+        audit::{ANTEROOM, NewAuditEntry},
+        expiry::wire_time,
         ids::{RoundId, SessionId},
         round::{EXPIRED_MESSAGE, Round, RoundStatus},
         session::{Session, SessionEffect},
@@ -152,6 +154,11 @@ impl<D: Dialect> SqlStore<D> {
             .collect();
         self.apply_session_effects(tx, effects, now).await?;
         let rounds: Vec<Round> = ended.into_iter().map(|(_, round)| round).collect();
+        let record: Vec<NewAuditEntry> = rounds
+            .iter()
+            .filter_map(NewAuditEntry::question_ended)
+            .collect();
+        self.audit(tx, &record, now).await?;
         for round in &rounds {
             tx.changed(Changed::Round(round.request_id.clone()));
         }
@@ -207,6 +214,21 @@ impl<D: Dialect> SqlStore<D> {
         F: FnOnce(&mut Round, DateTime<Utc>) -> Result<T, ManagedInputError> + Send,
         T: Send,
     {
+        self.mutate_round_as(id, None, op).await
+    }
+
+    /// [`Self::mutate_round`] on behalf of `actor`, whom the record names for what nobody else is named for
+    /// (an extended deadline).
+    pub(super) async fn mutate_round_as<T, F>(
+        &self,
+        id: RoundId,
+        actor: Option<&str>,
+        op: F,
+    ) -> StoreResult<(Round, T)>
+    where
+        F: FnOnce(&mut Round, DateTime<Utc>) -> Result<T, ManagedInputError> + Send,
+        T: Send,
+    {
         let now = self.clock_now();
         let mut tx = self.begin_write().await?;
         let mut round = self.fetch_round(&mut tx, id).await?;
@@ -224,6 +246,25 @@ impl<D: Dialect> SqlStore<D> {
             Ok(outcome) => {
                 if round.version != before.version {
                     self.save_round(&mut tx, &before, &round).await?;
+                    let mut record = Vec::new();
+                    if before.responded_at.is_none() && round.responded_at.is_some() {
+                        record.push(NewAuditEntry::question_answered(&round));
+                    }
+                    if before.status != RoundStatus::Failed {
+                        record.extend(NewAuditEntry::question_ended(&round));
+                    }
+                    if round.deadline != before.deadline {
+                        record.push(NewAuditEntry::new(
+                            actor.unwrap_or(ANTEROOM),
+                            "question.deadline_extended",
+                            round.round_id.to_string(),
+                            serde_json::json!({
+                                "from": wire_time(before.deadline),
+                                "to": wire_time(round.deadline),
+                            }),
+                        ));
+                    }
+                    self.audit(&mut tx, &record, now).await?;
                     if before.responded_at.is_none()
                         && round.responded_at.is_some()
                         && self.announced(QUESTION_ANSWERED)

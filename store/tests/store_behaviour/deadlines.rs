@@ -233,7 +233,7 @@ async fn an_extended_deadline_holds_until_its_new_end(h: &Harness) {
     let round = ask(h, "s1").await;
     let extended = h
         .store
-        .extend_deadline(round.round_id, Duration::minutes(30))
+        .extend_deadline(round.round_id, Duration::minutes(30), "test")
         .await
         .expect("extend");
     assert_eq!(extended.deadline, round.deadline + Duration::minutes(30));
@@ -262,7 +262,7 @@ async fn an_extended_deadline_holds_until_its_new_end(h: &Harness) {
     assert_eq!(h.store.expire_due_rounds().await.expect("sweep").len(), 1);
     let refused = refusal(
         h.store
-            .extend_deadline(round.round_id, Duration::minutes(5))
+            .extend_deadline(round.round_id, Duration::minutes(5), "test")
             .await,
     );
     assert!(
@@ -281,7 +281,7 @@ async fn an_extended_deadline_holds_until_its_new_end(h: &Harness) {
         .expect("create");
     let refused = refusal(
         h.store
-            .extend_deadline(theirs.round_id, Duration::minutes(5))
+            .extend_deadline(theirs.round_id, Duration::minutes(5), "test")
             .await,
     );
     assert!(refused.message().contains("fixed"), "{refused:?}");

@@ -145,7 +145,7 @@ async fn answers_after_the_askers_deadline_are_refused_with_why(h: &Harness) {
 async fn revoking_or_rotating_a_token_ends_the_questions_asked_through_it(h: &Harness) {
     register(h, "s1").await;
     h.store
-        .set_producer_token(&sid("s1"), Some("hash-1"))
+        .set_producer_token(&sid("s1"), Some("hash-1"), "test")
         .await
         .expect("first token ends nothing");
     let pending = ask_again(h, "s1").await;
@@ -159,7 +159,7 @@ async fn revoking_or_rotating_a_token_ends_the_questions_asked_through_it(h: &Ha
 
     let ended = h
         .store
-        .set_producer_token(&sid("s1"), Some("hash-2"))
+        .set_producer_token(&sid("s1"), Some("hash-2"), "test")
         .await
         .expect("rotate");
     let codes: BTreeMap<RoundId, String> = ended
@@ -194,7 +194,7 @@ async fn revoking_or_rotating_a_token_ends_the_questions_asked_through_it(h: &Ha
 
     assert!(
         h.store
-            .set_producer_token(&sid("s1"), None)
+            .set_producer_token(&sid("s1"), None, "test")
             .await
             .expect("revoke")
             .is_empty(),
@@ -349,11 +349,11 @@ async fn a_poll_probe_finds_a_question_only_through_its_own_sessions_token(h: &H
     let round = ask(h, "probe-a").await;
     register(h, "probe-b").await;
     h.store
-        .set_producer_token(&sid("probe-a"), Some("hash-a"))
+        .set_producer_token(&sid("probe-a"), Some("hash-a"), "test")
         .await
         .expect("token");
     h.store
-        .set_producer_token(&sid("probe-b"), Some("hash-b"))
+        .set_producer_token(&sid("probe-b"), Some("hash-b"), "test")
         .await
         .expect("token");
     let probe = h
@@ -387,7 +387,7 @@ async fn a_remembered_poll_probe_never_outlives_a_change(h: &Harness) {
     let answered = ask(h, "remember-a").await;
     let rotated = ask_again(h, "remember-a").await;
     h.store
-        .set_producer_token(&sid("remember-a"), Some("hash-1"))
+        .set_producer_token(&sid("remember-a"), Some("hash-1"), "test")
         .await
         .expect("token");
     let probe = |hash: &'static str, round: &Round| {
@@ -413,7 +413,7 @@ async fn a_remembered_poll_probe_never_outlives_a_change(h: &Harness) {
         "the answer is seen at once"
     );
     h.store
-        .set_producer_token(&sid("remember-a"), Some("hash-2"))
+        .set_producer_token(&sid("remember-a"), Some("hash-2"), "test")
         .await
         .expect("rotate");
     assert_eq!(
@@ -424,7 +424,7 @@ async fn a_remembered_poll_probe_never_outlives_a_change(h: &Harness) {
     let reasked = ask_again(h, "remember-a").await;
     assert_eq!(probe("hash-2", &reasked).await, Some(RoundStatus::Pending));
     h.store
-        .set_producer_token(&sid("remember-a"), None)
+        .set_producer_token(&sid("remember-a"), None, "test")
         .await
         .expect("revoke");
     assert_eq!(
@@ -439,7 +439,7 @@ async fn a_remembered_poll_probe_never_outlives_a_change(h: &Harness) {
 async fn a_token_changed_behind_the_stores_back_is_refused_from_the_next_check(h: &Harness) {
     let round = ask(h, "elsewhere").await;
     h.store
-        .set_producer_token(&sid("elsewhere"), Some("hash-1"))
+        .set_producer_token(&sid("elsewhere"), Some("hash-1"), "test")
         .await
         .expect("token");
     let request = round.request_id.to_string();

@@ -3,6 +3,7 @@
 //! the harness's manual clock. One test binary, so the store and its support are linked once.
 
 mod answers;
+mod audit;
 mod credentials;
 mod deadlines;
 mod delivery;

@@ -718,6 +718,7 @@ async fn a_session_keeps_its_own_slack_channel(h: &Harness) {
                 slack_channel: Some("#deploys".to_owned()),
                 ..SessionSettings::default()
             },
+            "test",
         )
         .await
         .expect("set");
@@ -734,6 +735,7 @@ async fn a_session_keeps_its_own_slack_channel(h: &Harness) {
                 slack_channel: Some("<!channel>".to_owned()),
                 ..SessionSettings::default()
             },
+            "test",
         )
         .await;
     assert!(bad.is_err());
@@ -741,7 +743,7 @@ async fn a_session_keeps_its_own_slack_channel(h: &Harness) {
     for result in [
         h.store.session_settings(&nobody).await,
         h.store
-            .set_session_settings(&nobody, &SessionSettings::default())
+            .set_session_settings(&nobody, &SessionSettings::default(), "test")
             .await,
     ] {
         assert!(

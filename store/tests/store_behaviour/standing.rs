@@ -135,7 +135,7 @@ async fn a_rule_for_every_session_ends_when_it_expires_or_is_revoked(h: &Harness
         .expect("create");
     let revoked = h
         .store
-        .revoke_standing_answer(fresh.id)
+        .revoke_standing_answer(fresh.id, "test")
         .await
         .expect("revoke");
     assert!(revoked.revoked_at.is_some());
@@ -148,7 +148,7 @@ async fn a_rule_for_every_session_ends_when_it_expires_or_is_revoked(h: &Harness
     );
     let again = h
         .store
-        .revoke_standing_answer(fresh.id)
+        .revoke_standing_answer(fresh.id, "test")
         .await
         .expect("again");
     assert_eq!(
@@ -157,7 +157,7 @@ async fn a_rule_for_every_session_ends_when_it_expires_or_is_revoked(h: &Harness
     );
     assert_eq!(
         h.store
-            .revoke_standing_answer(fresh.id + 1000)
+            .revoke_standing_answer(fresh.id + 1000, "test")
             .await
             .err()
             .map(|error| error.to_string().contains("No standing answer")),

@@ -33,44 +33,47 @@ async fn groups_keep_their_members_and_refuse_the_unknown(h: &Harness) {
     }
     let oncall = h
         .store
-        .create_group("platform-oncall")
+        .create_group("platform-oncall", "test")
         .await
         .expect("group");
     assert!(oncall.members.is_empty());
     assert!(
         h.store
-            .create_group("platform-oncall")
+            .create_group("platform-oncall", "test")
             .await
             .expect_err("taken")
             .refusal()
             .is_some(),
     );
-    assert!(h.store.create_group("has space").await.is_err());
+    assert!(h.store.create_group("has space", "test").await.is_err());
     h.store
-        .add_group_member("platform-oncall", "rita")
+        .add_group_member("platform-oncall", "rita", "test")
         .await
         .expect("add");
     let twice = h
         .store
-        .add_group_member("platform-oncall", "rita")
+        .add_group_member("platform-oncall", "rita", "test")
         .await
         .expect("again");
     assert_eq!(twice.members, vec!["rita"]);
     assert!(
         h.store
-            .add_group_member("platform-oncall", "nobody")
+            .add_group_member("platform-oncall", "nobody", "test")
             .await
             .expect_err("no person")
             .is_not_found()
     );
     assert!(
         h.store
-            .add_group_member("nowhere", "rita")
+            .add_group_member("nowhere", "rita", "test")
             .await
             .expect_err("no group")
             .is_not_found()
     );
-    h.store.create_group("billing").await.expect("group");
+    h.store
+        .create_group("billing", "test")
+        .await
+        .expect("group");
     let groups = h.store.list_groups().await.expect("list");
     assert_eq!(
         groups
@@ -88,18 +91,23 @@ async fn groups_keep_their_members_and_refuse_the_unknown(h: &Harness) {
     );
     assert!(
         h.store
-            .remove_group_member("platform-oncall", "rita")
+            .remove_group_member("platform-oncall", "rita", "test")
             .await
             .expect("remove")
     );
     assert!(
         !h.store
-            .remove_group_member("platform-oncall", "rita")
+            .remove_group_member("platform-oncall", "rita", "test")
             .await
             .expect("gone")
     );
-    assert!(h.store.delete_group("billing").await.expect("delete"));
-    assert!(!h.store.delete_group("billing").await.expect("gone"));
+    assert!(
+        h.store
+            .delete_group("billing", "test")
+            .await
+            .expect("delete")
+    );
+    assert!(!h.store.delete_group("billing", "test").await.expect("gone"));
 }
 
 async fn only_a_questions_responders_may_answer_it(h: &Harness) {
@@ -114,9 +122,9 @@ async fn only_a_questions_responders_may_answer_it(h: &Harness) {
             .await
             .expect("user");
     }
-    h.store.create_group("oncall").await.expect("group");
+    h.store.create_group("oncall", "test").await.expect("group");
     h.store
-        .add_group_member("oncall", "rita")
+        .add_group_member("oncall", "rita", "test")
         .await
         .expect("member");
     register(h, "s1").await;
@@ -161,6 +169,7 @@ async fn only_a_questions_responders_may_answer_it(h: &Harness) {
                 )]),
                 ..SessionSettings::default()
             },
+            "test",
         )
         .await
         .expect("settings");
@@ -244,7 +253,7 @@ async fn only_a_questions_responders_may_answer_it(h: &Harness) {
 
     // Leaving the group ends the right at once.
     h.store
-        .remove_group_member("oncall", "rita")
+        .remove_group_member("oncall", "rita", "test")
         .await
         .expect("remove");
     assert!(

@@ -1,0 +1,156 @@
+//! The record: entries written in the transaction of the change they record, then sealed into the hash chain.
+//!
+//! Writing an entry takes no lock, so creates and answers on several instances never wait on one another for
+//! it; sealing takes the chain's head row, so entries are chained one sealer at a time, in order.
+
+use chrono::{DateTime, Utc};
+
+use super::{SqlStore, WriteTx};
+use crate::{
+    AuditStore, StoreResult,
+    dialect::{Dialect, Param, Statement},
+    domain::audit::{AuditEntry, NewAuditEntry, entry_hash},
+    records::{from_ms, to_ms},
+    sql,
+};
+
+/// Entries sealed in one transaction at most.
+const SEAL_BATCH: u32 = 2_000;
+
+type PendingRow = (String, i64, String, String, String, String);
+type LogRow = (i64, i64, String, String, String, String, String, String);
+
+impl<D: Dialect> SqlStore<D> {
+    /// Writes `entries` as pending, in the caller's transaction.
+    pub(super) async fn audit(
+        &self,
+        tx: &mut WriteTx<D>,
+        entries: &[NewAuditEntry],
+        now: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        for chunk in entries.chunks(sql::BATCH) {
+            let params = chunk
+                .iter()
+                .flat_map(|entry| -> [Param; sql::AUDIT_PENDING_COLUMNS] {
+                    [
+                        uuid::Uuid::now_v7().to_string().into(),
+                        to_ms(now).into(),
+                        entry.actor.chars().take(300).collect::<String>().into(),
+                        entry.action.into(),
+                        entry.subject.chars().take(300).collect::<String>().into(),
+                        entry.detail.to_string().into(),
+                    ]
+                });
+            tx.execute(Statement::new(sql::insert_audit_pending(chunk.len())).bind_all(params))
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+fn entry_of(row: LogRow) -> StoreResult<AuditEntry> {
+    let (seq, at_ms, actor, action, subject, detail, prev_hash, hash) = row;
+    Ok(AuditEntry {
+        seq,
+        at: from_ms(at_ms)?,
+        actor,
+        action,
+        subject,
+        detail,
+        prev_hash,
+        hash,
+    })
+}
+
+#[async_trait::async_trait]
+impl<D: Dialect> AuditStore for SqlStore<D> {
+    async fn record_audit(&self, entries: &[NewAuditEntry]) -> StoreResult<()> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        self.audit(&mut tx, entries, now).await?;
+        tx.commit().await
+    }
+
+    async fn seal_audit(&self) -> StoreResult<u64> {
+        let mut sealed = 0;
+        loop {
+            let mut tx = self.begin_write().await?;
+            // The head row is the chain's lock: one sealer at a time, on every instance.
+            let (mut seq, mut hash) = tx
+                .one::<(i64, String)>(Statement::new(Self::locked(sql::SELECT_AUDIT_HEAD)))
+                .await?;
+            let pending = tx
+                .all::<PendingRow>(
+                    Statement::new(sql::SELECT_AUDIT_PENDING).bind(i64::from(SEAL_BATCH)),
+                )
+                .await?;
+            if pending.is_empty() {
+                tx.commit().await?;
+                return Ok(sealed);
+            }
+            let mut rows: Vec<[Param; sql::AUDIT_LOG_COLUMNS]> = Vec::with_capacity(pending.len());
+            let mut ids = Vec::with_capacity(pending.len());
+            for (id, at_ms, actor, action, subject, detail) in &pending {
+                seq += 1;
+                let next = entry_hash(&hash, seq, *at_ms, actor, action, subject, detail);
+                rows.push([
+                    seq.into(),
+                    (*at_ms).into(),
+                    actor.as_str().into(),
+                    action.as_str().into(),
+                    subject.as_str().into(),
+                    detail.as_str().into(),
+                    hash.as_str().into(),
+                    next.as_str().into(),
+                ]);
+                hash = next;
+                ids.push(id.clone());
+            }
+            for chunk in rows.chunks(sql::BATCH) {
+                let statement = Statement::new(sql::insert_audit_log(chunk.len()))
+                    .bind_all(chunk.iter().flat_map(|row| row.iter().cloned()));
+                tx.execute(statement).await?;
+            }
+            for chunk in ids.chunks(sql::BATCH) {
+                let statement = Statement::new(sql::delete_audit_pending(chunk.len()))
+                    .bind_all(chunk.iter().map(|id| Param::from(id.as_str())));
+                tx.execute(statement).await?;
+            }
+            tx.execute(Statement::new(sql::UPDATE_AUDIT_HEAD).bind(seq).bind(hash))
+                .await?;
+            tx.commit().await?;
+            sealed += pending.len() as u64;
+            if pending.len() < SEAL_BATCH as usize {
+                return Ok(sealed);
+            }
+        }
+    }
+
+    async fn audit_entries(
+        &self,
+        after_seq: i64,
+        since: Option<DateTime<Utc>>,
+        limit: u32,
+    ) -> StoreResult<Vec<AuditEntry>> {
+        self.all::<LogRow>(
+            Statement::new(sql::SELECT_AUDIT_LOG)
+                .bind(after_seq)
+                .bind(since.map_or(i64::MIN, to_ms))
+                .bind(i64::from(limit)),
+        )
+        .await?
+        .into_iter()
+        .map(entry_of)
+        .collect()
+    }
+
+    async fn audit_head(&self) -> StoreResult<(i64, String, i64)> {
+        let (seq, hash) = self
+            .one::<(i64, String)>(Statement::new(sql::SELECT_AUDIT_HEAD))
+            .await?;
+        let (pending,) = self
+            .one::<(i64,)>(Statement::new(sql::COUNT_AUDIT_PENDING))
+            .await?;
+        Ok((seq, hash, pending))
+    }
+}
