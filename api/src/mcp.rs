@@ -327,6 +327,9 @@ fn outcome_view(round: &Round) -> Value {
         }),
         RoundOutcome::Expired => json!({"state": "expired"}),
         RoundOutcome::Revoked { message } => json!({"state": "revoked", "message": message}),
+        RoundOutcome::NobodyAvailable { message } => {
+            json!({"state": "nobody_available", "message": message})
+        }
         RoundOutcome::Failed { code, message } => {
             json!({"state": "failed", "code": code, "message": message})
         }

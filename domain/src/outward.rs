@@ -58,6 +58,11 @@ pub fn outward_answer(round: &Round, key: &str) -> OutwardAnswer {
             failure_code: Some(FailureCode::Revoked.as_str().to_owned()),
             ..quiet(PollAction::Expired)
         },
+        // Honest, and what the asker can act on: nobody was there, so the question expired unanswered.
+        RoundOutcome::NobodyAvailable { .. } => OutwardAnswer {
+            failure_code: Some(FailureCode::NobodyAvailable.as_str().to_owned()),
+            ..quiet(PollAction::Expired)
+        },
         RoundOutcome::Failed { code, .. } => OutwardAnswer {
             failure_code: Some(code.to_owned()),
             ..quiet(PollAction::Cancel)

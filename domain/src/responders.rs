@@ -77,6 +77,56 @@ impl Responder {
     }
 }
 
+/// One step of a session's escalation ladder: after this many minutes unanswered, these responders are told
+/// and may answer too (docs/teams.md#escalation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EscalationStep {
+    #[schema(minimum = 1, maximum = 10080)]
+    pub after_minutes: u32,
+    #[schema(value_type = Vec<String>, example = json!(["group:platform-leads"]))]
+    pub notify: Vec<Responder>,
+}
+
+/// At most this many steps on a ladder.
+pub const ESCALATION_STEPS_MAX: usize = 5;
+
+/// Checks a ladder: at most five steps, each 1 to 10,080 minutes after the question was asked and later than
+/// the one before, each naming someone; and the "nobody available" end after the last step.
+pub fn check_ladder(
+    steps: &[EscalationStep],
+    nobody_available_after: Option<u32>,
+) -> Result<(), ManagedInputError> {
+    let week = u32::try_from(crate::expiry::MAX_WINDOW.num_minutes()).unwrap_or(u32::MAX);
+    if steps.len() > ESCALATION_STEPS_MAX {
+        return Err(ManagedInputError::validation(format!(
+            "An escalation ladder has at most {ESCALATION_STEPS_MAX} steps."
+        )));
+    }
+    let mut before = 0;
+    for step in steps {
+        if step.after_minutes <= before || step.after_minutes > week {
+            return Err(ManagedInputError::validation(
+                "Each escalation step comes 1 to 10080 minutes after the question was asked, later than the step before.",
+            ));
+        }
+        if step.notify.is_empty() || step.notify.len() > RESPONDERS_MAX {
+            return Err(ManagedInputError::validation(format!(
+                "Each escalation step names 1 to {RESPONDERS_MAX} responders."
+            )));
+        }
+        before = step.after_minutes;
+    }
+    if let Some(after) = nobody_available_after
+        && (after <= before || after > week)
+    {
+        return Err(ManagedInputError::validation(
+            "nobody_available_after_minutes comes after the last escalation step, within 10080 minutes.",
+        ));
+    }
+    Ok(())
+}
+
 /// A group of people who answer together, with its members' usernames.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Group {
@@ -123,15 +173,29 @@ impl From<Responder> for String {
 }
 
 /// Who answers one question: the person or group an admin handed it to, or else its session's lists.
+///
+/// Each escalation step reached (`reached` of the session's ladder) adds the responders it notified: a question
+/// that climbed to the leads may be answered by them too.
 pub fn scope_of(
     assigned: Option<&Responder>,
     session: &SessionSettings,
     server: Option<&str>,
+    reached: usize,
 ) -> Vec<Responder> {
-    match assigned {
+    let mut scope = match assigned {
         Some(assigned) => vec![assigned.clone()],
         None => session.responders_for(server).to_vec(),
+    };
+    if !scope.is_empty() {
+        for step in session.escalation.iter().take(reached) {
+            for responder in &step.notify {
+                if !scope.contains(responder) {
+                    scope.push(responder.clone());
+                }
+            }
+        }
     }
+    scope
 }
 
 /// Who answers each open question of a queue, read once for the whole queue: what the page shows ("for
@@ -140,17 +204,22 @@ pub fn scope_of(
 pub struct TeamView {
     pub assignments: HashMap<RoundId, Responder>,
     pub sessions: HashMap<SessionId, SessionSettings>,
+    /// How many escalation steps each waiting question has reached.
+    pub reached: HashMap<RoundId, usize>,
 }
 
 impl TeamView {
     /// Who answers `round` (empty: everyone whose role answers).
     pub fn scope(&self, round: &Round) -> Vec<Responder> {
+        let reached = self.reached.get(&round.round_id).copied().unwrap_or(0);
         match (
             self.assignments.get(&round.round_id),
             self.sessions.get(&round.session_id),
         ) {
-            (Some(assigned), _) => vec![assigned.clone()],
-            (None, Some(settings)) => scope_of(None, settings, round.server.as_deref()),
+            (assigned, Some(settings)) => {
+                scope_of(assigned, settings, round.server.as_deref(), reached)
+            }
+            (Some(assigned), None) => vec![assigned.clone()],
             (None, None) => Vec::new(),
         }
     }
@@ -294,17 +363,68 @@ mod tests {
             ..SessionSettings::default()
         };
         assert_eq!(
-            scope_of(None, &lists, Some("billing")),
+            scope_of(None, &lists, Some("billing"), 0),
             parsed(&["user:bea"])
         );
         assert_eq!(
-            scope_of(None, &lists, Some("deploy")),
+            scope_of(None, &lists, Some("deploy"), 0),
             parsed(&["group:ops"])
         );
-        assert_eq!(scope_of(None, &lists, None), parsed(&["group:ops"]));
+        assert_eq!(scope_of(None, &lists, None, 0), parsed(&["group:ops"]));
         let rita = Responder::User("rita".to_owned());
-        assert_eq!(scope_of(Some(&rita), &lists, Some("billing")), vec![rita]);
+        assert_eq!(
+            scope_of(Some(&rita), &lists, Some("billing"), 0),
+            vec![rita.clone()]
+        );
         assert_eq!(describe(&parsed(&["group:ops", "user:bea"])), "ops, bea");
+        // Steps reached widen the scope, once each.
+        let laddered = SessionSettings {
+            escalation: vec![
+                EscalationStep {
+                    after_minutes: 5,
+                    notify: parsed(&["group:leads"]),
+                },
+                EscalationStep {
+                    after_minutes: 15,
+                    notify: parsed(&["group:ops", "user:cto"]),
+                },
+            ],
+            ..lists.clone()
+        };
+        assert_eq!(
+            scope_of(None, &laddered, None, 1),
+            parsed(&["group:ops", "group:leads"])
+        );
+        assert_eq!(
+            scope_of(None, &laddered, None, 2),
+            parsed(&["group:ops", "group:leads", "user:cto"])
+        );
+        // Everyone's question stays everyone's.
+        let everyone = SessionSettings {
+            escalation: laddered.escalation.clone(),
+            ..SessionSettings::default()
+        };
+        assert!(scope_of(None, &everyone, None, 2).is_empty());
+    }
+
+    #[test]
+    fn ladders_climb_and_are_bounded() {
+        let step = |after, who: &[&str]| EscalationStep {
+            after_minutes: after,
+            notify: parsed(who),
+        };
+        assert!(check_ladder(&[step(5, &["group:a"]), step(15, &["group:b"])], Some(30)).is_ok());
+        assert!(check_ladder(&[], Some(10)).is_ok());
+        for (steps, end) in [
+            (vec![step(15, &["group:a"]), step(5, &["group:b"])], None),
+            (vec![step(0, &["group:a"])], None),
+            (vec![step(5, &[])], None),
+            (vec![step(10_081, &["group:a"])], None),
+            (vec![step(30, &["group:a"])], Some(30)),
+            ((1..=6).map(|i| step(i, &["group:a"])).collect(), None),
+        ] {
+            assert!(check_ladder(&steps, end).is_err(), "{steps:?} {end:?}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     ManagedInputError,
     ids::{RequestId, SessionId},
-    responders::{Responder, check_lists},
+    responders::{EscalationStep, Responder, check_ladder, check_lists},
 };
 
 /// Where an agent run stands.
@@ -46,9 +46,11 @@ pub enum LostReason {
     Revoked,
     /// Someone answered, but the asker stopped waiting before it picked the answer up.
     Undelivered,
+    /// The escalation ladder ran out with nobody answering.
+    NobodyAvailable,
 }
 
-text_names!(LostReason { Expired => "expired", Stranded => "stranded", AskerStopped => "asker_stopped", Revoked => "revoked", Undelivered => "undelivered" });
+text_names!(LostReason { Expired => "expired", Stranded => "stranded", AskerStopped => "asker_stopped", Revoked => "revoked", Undelivered => "undelivered", NobodyAvailable => "nobody_available" });
 
 /// The marker that makes the session page explain what was lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -123,6 +125,13 @@ pub struct SessionSettings {
     #[serde(default)]
     #[schema(value_type = BTreeMap<String, Vec<String>>)]
     pub server_responders: BTreeMap<String, Vec<Responder>>,
+    /// Who is told, and may answer too, once a question waited so long (docs/teams.md#escalation).
+    #[serde(default)]
+    pub escalation: Vec<EscalationStep>,
+    /// Minutes after which a question nobody answered ends `nobody_available` (its asker reads `expired`
+    /// with `_meta["anteroom/failure"] = "nobody_available"`), before its own deadline; after the last step.
+    #[serde(default)]
+    pub nobody_available_after_minutes: Option<u32>,
 }
 
 /// The longest Slack channel name Slack allows.
@@ -139,6 +148,7 @@ impl SessionSettings {
     /// Refuses a channel that is neither a Slack ID nor a channel name, so nothing else reaches Slack's API.
     pub fn validate(&self) -> Result<(), ManagedInputError> {
         check_lists(&self.responders, &self.server_responders)?;
+        check_ladder(&self.escalation, self.nobody_available_after_minutes)?;
         let Some(channel) = &self.slack_channel else {
             return Ok(());
         };

@@ -63,10 +63,13 @@ impl WebhookFormat {
                 event.starts_with("question.") && event != "question.stranded"
             }
             // A mail cannot be taken back: only new questions are mailed (their links die with them).
-            Self::Email => event == "question.created",
+            Self::Email => event == "question.created" || event == QUESTION_ESCALATED,
         }
     }
 }
+
+/// The event of a question climbing its session's escalation ladder.
+pub const QUESTION_ESCALATED: &str = "question.escalated";
 
 /// The event of a question's first answer (sent only to the formats that [`WebhookFormat::announces`] it).
 pub const QUESTION_ANSWERED: &str = "question.answered";
@@ -176,8 +179,32 @@ impl WebhookEvent {
             Some(FailureCode::Expired) => Some(Self::question_expired(round)),
             Some(FailureCode::Undelivered) => Some(Self::question_undelivered(round)),
             Some(FailureCode::Revoked) => Some(Self::question_revoked(round)),
+            Some(FailureCode::NobodyAvailable) => Some(Self::about_round(
+                "question.nobody_available",
+                round,
+                format!(
+                    "Nobody was available; the agent was told the question expired: {}",
+                    round.summary
+                ),
+            )),
             _ => None,
         }
+    }
+
+    /// A question climbed a step of its session's ladder: `notified` are told (and may answer).
+    pub fn question_escalated(round: &Round, step: usize, notified: &str) -> Self {
+        let mut event = Self::about_round(
+            QUESTION_ESCALATED,
+            round,
+            format!(
+                "Nobody has answered yet; now asking {notified}: {}",
+                round.summary
+            ),
+        );
+        event.key = format!("{QUESTION_ESCALATED}:{}:{step}", round.round_id);
+        event.data["escalation_step"] = json!(step + 1);
+        event.data["notified"] = json!(notified);
+        event
     }
 
     pub fn question_stranded(session: &Session) -> Option<Self> {

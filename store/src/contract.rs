@@ -564,16 +564,27 @@ pub trait TeamStore: Send + Sync {
     /// whose role answers.
     async fn answer_scope(&self, round: &Round) -> StoreResult<Vec<Responder>> {
         let assigned = self.round_assignee(round.round_id).await?;
-        if assigned.is_some() {
-            return Ok(scope_of(
-                assigned.as_ref(),
-                &SessionSettings::default(),
-                None,
-            ));
-        }
         let settings = self.team_settings(&round.session_id).await?;
-        Ok(scope_of(None, &settings, round.server.as_deref()))
+        let reached = if settings.escalation.is_empty() {
+            0
+        } else {
+            self.escalations_reached(round.round_id).await?
+        };
+        Ok(scope_of(
+            assigned.as_ref(),
+            &settings,
+            round.server.as_deref(),
+            reached,
+        ))
     }
+
+    /// How many steps of its session's ladder `round` has climbed.
+    async fn escalations_reached(&self, round: RoundId) -> StoreResult<usize>;
+
+    /// Climbs each waiting question's ladder: every step now due is taken once (on any number of instances),
+    /// its notification queued in the same transaction; a question past its session's "nobody available"
+    /// end ends so. Returns the questions that climbed and those that ended.
+    async fn escalate(&self) -> StoreResult<Escalated>;
 
     /// Who answers each open question, for a whole queue at once.
     async fn team_view(&self) -> StoreResult<TeamView>;
@@ -627,6 +638,15 @@ pub trait AuditStore: Send + Sync {
 
     /// The chain's head (the last sealed entry's number and hash) and how many entries wait to be sealed.
     async fn audit_head(&self) -> StoreResult<(i64, String, i64)>;
+}
+
+/// What one escalation tick did.
+#[derive(Debug, Default)]
+pub struct Escalated {
+    /// Questions that climbed a step: the round and the step's number (from 0).
+    pub climbed: Vec<(Round, usize)>,
+    /// Questions that ended `nobody_available`.
+    pub ended: Vec<Round>,
 }
 
 /// The whole store on one database.

@@ -29,8 +29,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use contract::{
-    AccountStore, AgentSessionStore, AuditStore, GateStore, OutboxStore, ReachStore, RoundStore,
-    StandingAnswerStore, Store, SweepStore, TeamStore, WorkerStore,
+    AccountStore, AgentSessionStore, AuditStore, Escalated, GateStore, OutboxStore, ReachStore,
+    RoundStore, StandingAnswerStore, Store, SweepStore, TeamStore, WorkerStore,
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};

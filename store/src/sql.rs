@@ -516,12 +516,14 @@ pub const SELECT_SLACK_LINKED_USER: &str = "SELECT users.id, users.username, use
 pub const DELETE_SLACK_LINK: &str =
     "DELETE FROM slack_links WHERE slack_user = $1 AND user_id = $2";
 
-pub const SELECT_SESSION_SETTINGS: &str = "SELECT slack_channel, responders, server_responders \
-     FROM session_settings WHERE session_id = $1";
+pub const SELECT_SESSION_SETTINGS: &str = "SELECT slack_channel, responders, server_responders, \
+     escalation, nobody_available_after_minutes FROM session_settings WHERE session_id = $1";
 
 pub const UPSERT_SESSION_SETTINGS: &str = "INSERT INTO session_settings (session_id, slack_channel, \
-     updated_at_ms, responders, server_responders) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id) \
-     DO UPDATE SET slack_channel = $2, updated_at_ms = $3, responders = $4, server_responders = $5";
+     updated_at_ms, responders, server_responders, escalation, nobody_available_after_minutes) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session_id) DO UPDATE SET slack_channel = $2, \
+     updated_at_ms = $3, responders = $4, server_responders = $5, escalation = $6, \
+     nobody_available_after_minutes = $7";
 
 pub const PURGE_ANSWER_TOKENS: &str = "DELETE FROM answer_tokens WHERE expires_at_ms < $1";
 
@@ -686,8 +688,24 @@ pub const SELECT_OPEN_ASSIGNMENTS: &str = "SELECT a.round_id, a.assignee FROM ro
      JOIN rounds r ON r.round_id = a.round_id WHERE r.status = 'pending' LIMIT $1";
 
 /// Every session's responder lists that names someone (few: sessions an admin configured).
-pub const SELECT_TEAM_SETTINGS: &str = "SELECT session_id, responders, server_responders \
-     FROM session_settings WHERE responders IS NOT NULL OR server_responders IS NOT NULL LIMIT $1";
+pub const SELECT_TEAM_SETTINGS: &str = "SELECT session_id, slack_channel, responders, server_responders, \
+     escalation, nobody_available_after_minutes FROM session_settings WHERE responders IS NOT NULL \
+     OR server_responders IS NOT NULL OR escalation IS NOT NULL OR nobody_available_after_minutes IS NOT NULL \
+     LIMIT $1";
+
+/// The sessions with an escalation ladder or a "nobody available" end (what the escalation job visits).
+pub const SELECT_LADDER_SETTINGS: &str = "SELECT session_id, slack_channel, responders, server_responders, \
+     escalation, nobody_available_after_minutes FROM session_settings WHERE escalation IS NOT NULL \
+     OR nobody_available_after_minutes IS NOT NULL LIMIT $1";
+
+/// How many steps each waiting question has climbed.
+pub const SELECT_OPEN_ESCALATIONS: &str = "SELECT e.round_id, COUNT(*) FROM escalations e \
+     JOIN rounds r ON r.round_id = e.round_id WHERE r.status = 'pending' GROUP BY e.round_id LIMIT $1";
+
+pub const COUNT_ROUND_ESCALATIONS: &str = "SELECT COUNT(*) FROM escalations WHERE round_id = $1";
+
+pub const INSERT_ESCALATION: &str = "INSERT INTO escalations (round_id, step, at_ms) VALUES ($1, $2, $3) \
+     ON CONFLICT (round_id, step) DO NOTHING";
 
 pub const AUDIT_PENDING_COLUMNS: usize = 6;
 

@@ -561,6 +561,10 @@ impl Outcome {
                 code: FailureCode::Revoked.as_str().to_owned(),
                 message: (*message).to_owned(),
             },
+            RoundOutcome::NobodyAvailable { message } => Self::Failed {
+                code: FailureCode::NobodyAvailable.as_str().to_owned(),
+                message: (*message).to_owned(),
+            },
             RoundOutcome::Failed { code, message } => Self::Failed {
                 code: (*code).to_owned(),
                 message: (*message).to_owned(),

@@ -5,6 +5,20 @@
 use super::*;
 
 impl Round {
+    /// The escalation ladder ran out with nobody answering: the question ends `nobody_available` (to its
+    /// asker, `expired` with that failure), before its deadline. Returns whether it changed.
+    pub fn end_nobody_available(&mut self, asked: &str, now: DateTime<Utc>) -> bool {
+        if self.status != RoundStatus::Pending || now >= self.deadline {
+            return false;
+        }
+        let message = format!(
+            "Nobody was available: {asked} were asked, and nobody answered by {}. The agent was told the question expired unanswered.",
+            clock_of_day(now)
+        );
+        self.fail_with(FailureCode::NobodyAvailable, message, now);
+        true
+    }
+
     /// Gives people more time to answer: the deadline moves `by` later, but never past seven days after the
     /// question was asked nor past the asker's own deadline, which is fixed (docs/deadlines.md#extending-a-deadline).
     /// Returns the new deadline.
@@ -165,6 +179,13 @@ impl Round {
                 Some(SessionEffect::Lost(self.lost_marker(LostReason::Revoked)))
             }
             (
+                Some(RoundStatus::Pending),
+                RoundStatus::Failed,
+                Some(FailureCode::NobodyAvailable),
+            ) => Some(SessionEffect::Lost(
+                self.lost_marker(LostReason::NobodyAvailable),
+            )),
+            (
                 Some(RoundStatus::ResponseValidated),
                 RoundStatus::Failed,
                 Some(FailureCode::Undelivered),
@@ -190,7 +211,9 @@ impl Round {
                 "The asking server stopped waiting at {}; nobody had answered by then.",
                 clock_of_day(self.deadline)
             )),
-            LostReason::Revoked | LostReason::Undelivered => failure.map(|f| f.message.clone()),
+            LostReason::Revoked | LostReason::Undelivered | LostReason::NobodyAvailable => {
+                failure.map(|f| f.message.clone())
+            }
         };
         LostElicitation {
             reason,

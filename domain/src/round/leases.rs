@@ -125,6 +125,7 @@ impl Round {
                 | FailureCode::RecoveryUnavailable
                 | FailureCode::Undelivered
                 | FailureCode::Revoked
+                | FailureCode::NobodyAvailable
         ) {
             return Err(ManagedInputError::validation(format!(
                 "The failure code {:?} is reserved for Anteroom itself.",
@@ -341,6 +342,7 @@ mod tests {
             FailureCode::Expired,
             FailureCode::Undelivered,
             FailureCode::Revoked,
+            FailureCode::NobodyAvailable,
         ] {
             let refused = round.fail(
                 &owner("w1"),

@@ -196,6 +196,8 @@ pub enum FailureCode {
     Undelivered,
     /// The session's token was revoked (or rotated) while the question waited.
     Revoked,
+    /// Its escalation ladder ran out with nobody answering (docs/teams.md#escalation).
+    NobodyAvailable,
     /// A code the producer chose.
     Other(String),
 }
@@ -209,6 +211,7 @@ impl FailureCode {
             Self::DeliveryFailed => "delivery_failed",
             Self::Undelivered => "undelivered",
             Self::Revoked => "revoked",
+            Self::NobodyAvailable => "nobody_available",
             Self::Other(code) => code,
         }
     }
@@ -223,6 +226,7 @@ impl From<String> for FailureCode {
             "delivery_failed" => Self::DeliveryFailed,
             "undelivered" => Self::Undelivered,
             "revoked" => Self::Revoked,
+            "nobody_available" => Self::NobodyAvailable,
             _ => Self::Other(code),
         }
     }

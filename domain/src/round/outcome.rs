@@ -19,6 +19,8 @@ pub enum RoundOutcome<'a> {
     },
     /// The asker's token was revoked or rotated while the question waited.
     Revoked { message: &'a str },
+    /// The escalation ladder ran out with nobody answering.
+    NobodyAvailable { message: &'a str },
     /// Ended any other way: cancelled, a worker that vanished mid-delivery, or a worker's own code.
     Failed { code: &'a str, message: &'a str },
 }
@@ -48,6 +50,9 @@ impl Round {
                     message: &failure.message,
                 },
                 FailureCode::Revoked => RoundOutcome::Revoked {
+                    message: &failure.message,
+                },
+                FailureCode::NobodyAvailable => RoundOutcome::NobodyAvailable {
                     message: &failure.message,
                 },
                 code => RoundOutcome::Failed {
@@ -84,6 +89,7 @@ mod tests {
             (FailureCode::Expired, "expired"),
             (FailureCode::Undelivered, "undelivered"),
             (FailureCode::Revoked, "revoked"),
+            (FailureCode::NobodyAvailable, "nobody_available"),
             (FailureCode::Cancelled, "cancelled"),
             (FailureCode::Other("tool_crashed".into()), "tool_crashed"),
         ] {
@@ -100,6 +106,7 @@ mod tests {
                     "undelivered"
                 }
                 RoundOutcome::Revoked { .. } => "revoked",
+                RoundOutcome::NobodyAvailable { .. } => "nobody_available",
                 RoundOutcome::Failed { code, .. } => code,
                 other => panic!("unexpected {other:?}"),
             };

@@ -2,6 +2,7 @@
 //! with one `run` function; each is safe on several instances at once, because every effect is a conditional
 //! update in the store (one expiry, one recovery per round, however many instances tick).
 
+pub mod escalate;
 pub mod expire;
 pub mod gate_probe;
 pub mod purge;
@@ -25,6 +26,7 @@ pub mod default_schedule {
     pub const DELIVER_WEBHOOKS: &str = "*/10 * * * * *";
     pub const PURGE: &str = "0 0 3 * * *";
     pub const SEAL_AUDIT: &str = "*/10 * * * * *";
+    pub const ESCALATE: &str = "*/15 * * * * *";
 }
 
 /// Cron schedules (six fields, seconds first) of the jobs.
@@ -37,6 +39,7 @@ pub struct Schedules {
     pub deliver_webhooks: String,
     pub purge: String,
     pub seal_audit: String,
+    pub escalate: String,
 }
 
 impl Default for Schedules {
@@ -49,6 +52,7 @@ impl Default for Schedules {
             deliver_webhooks: default_schedule::DELIVER_WEBHOOKS.to_owned(),
             purge: default_schedule::PURGE.to_owned(),
             seal_audit: default_schedule::SEAL_AUDIT.to_owned(),
+            escalate: default_schedule::ESCALATE.to_owned(),
         }
     }
 }
@@ -97,6 +101,13 @@ pub async fn start(
         .add(job(&schedules.deliver_webhooks, state, |s| {
             Box::pin(async move {
                 webhooks::run(s).await;
+            })
+        })?)
+        .await?;
+    scheduler
+        .add(job(&schedules.escalate, state, |s| {
+            Box::pin(async move {
+                escalate::run(s).await;
             })
         })?)
         .await?;

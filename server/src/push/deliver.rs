@@ -79,7 +79,7 @@ async fn fan_out(
     // their digest count in a minute it waits for their digest instead.
     let mut held: HashMap<&str, DateTime<Utc>> = HashMap::new();
     let mut digested: HashSet<&str> = HashSet::new();
-    if delivery.event == "question.created" {
+    if asks(&delivery.event) {
         let recent = match crate::reach_digest::sent_lately(state, ReachChannel::Push).await {
             Ok(recent) => recent,
             Err(error) => return failed(None, format!("cannot count the recent pushes: {error}")),
@@ -187,7 +187,7 @@ async fn push_one(
         Err(error) if error.is_not_found() => return done(),
         Err(error) => return failed(None, format!("cannot read the question: {error}")),
     };
-    let message = if event == "question.created" {
+    let message = if asks(event) {
         if round.status != RoundStatus::Pending {
             return done();
         }
@@ -423,4 +423,10 @@ async fn send(
             error.without_url()
         )),
     }
+}
+
+/// Whether `event` asks people to answer (a new question, or one that climbed to them), rather than closing
+/// its notification.
+fn asks(event: &str) -> bool {
+    event == "question.created" || event == anteroom_domain::webhook::QUESTION_ESCALATED
 }

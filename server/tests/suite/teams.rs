@@ -514,9 +514,158 @@ async fn a_waiting_question_is_given_more_time(db: Backend) {
     server.stop().await;
 }
 
+/// Sets session `id`'s settings as an admin; returns the status.
+async fn configure(server: &TestServer, id: &str, settings: Value) -> (u16, Value) {
+    send(
+        server,
+        reqwest::Method::PUT,
+        &format!("/api/v1/sessions/{id}/settings"),
+        &server.admin_key,
+        Some(settings),
+    )
+    .await
+}
+
+async fn a_question_nobody_answers_climbs_its_ladder_and_ends_nobody_available(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "lead", Role::Responder).await;
+    let post = reqwest::Method::POST;
+    for group in [
+        json!({"name": "oncall"}),
+        json!({"name": "leads", "members": ["lead"]}),
+    ] {
+        let (status, _) = send(
+            &server,
+            post.clone(),
+            "/api/v1/groups",
+            &server.admin_key,
+            Some(group),
+        )
+        .await;
+        assert_eq!(status, 201);
+    }
+    let env = server.session("ladder").await;
+    let producer = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("ladder"));
+    let body = producer.body(
+        "ladder-q",
+        "Ship it?",
+        requests::schema(),
+        "deploy",
+        &requests::expires_in_an_hour(),
+    );
+    let id = producer.create("ladder-q", &body).await.expect("create");
+    for hostile in [
+        json!({"escalation": [{"after_minutes": 0, "notify": ["group:leads"]}]}),
+        json!({"escalation": [{"after_minutes": 5, "notify": []}]}),
+        json!({"escalation": [{"after_minutes": 5, "notify": ["group:leads"]}], "nobody_available_after_minutes": 5}),
+        json!({"escalation": [{"after_minutes": 5, "notify": ["group:leads"], "extra": 1}]}),
+    ] {
+        let (status, body) = configure(&server, "ladder", hostile.clone()).await;
+        assert_eq!(status, 422, "{hostile} → {body}");
+    }
+    let (status, body) = configure(
+        &server,
+        "ladder",
+        json!({
+            "responders": ["group:oncall"],
+            "escalation": [{"after_minutes": 5, "notify": ["group:leads"]}],
+            "nobody_available_after_minutes": 20
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    let lead = sign_in(&server, "lead").await;
+    let (_, html) = page(&server, "/sessions/ladder", &lead).await;
+    assert!(
+        html.contains("This question is for oncall: you can see it but not answer it."),
+        "{html}"
+    );
+    server.clock.advance(chrono::Duration::minutes(6));
+    assert_eq!(
+        anteroom_server::jobs::escalate::run(server.state.clone()).await,
+        (1, 0)
+    );
+    assert_eq!(
+        anteroom_server::jobs::escalate::run(server.state.clone()).await,
+        (0, 0),
+        "once"
+    );
+    let (_, html) = page(&server, "/sessions/ladder", &lead).await;
+    assert!(html.contains("oncall, leads"), "{html}");
+    assert!(!html.contains("you can see it but not answer it"), "{html}");
+
+    server.clock.advance(chrono::Duration::minutes(15));
+    assert_eq!(
+        anteroom_server::jobs::escalate::run(server.state.clone()).await,
+        (0, 1)
+    );
+    let poll = server
+        .http
+        .get(format!("{}/{id}", env.poll_url))
+        .send()
+        .await
+        .expect("poll");
+    let (_, answer) = json_of(poll).await;
+    assert_eq!(answer["action"], "expired", "{answer}");
+    assert_eq!(
+        answer["_meta"]["anteroom/failure"], "nobody_available",
+        "{answer}"
+    );
+    let (_, html) = page(&server, "/sessions/ladder", &lead).await;
+    assert!(html.contains("Nobody was available"), "{html}");
+    server.stop().await;
+}
+
+/// Two instances on one PostgreSQL database tick at once: each step is taken, and announced, once.
+#[tokio::test]
+async fn two_instances_climb_a_ladder_once() {
+    let Some((first, second)) = TestServer::postgres_pair().await else {
+        return;
+    };
+    let env = first.session("pair-ladder").await;
+    let producer = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("pair-ladder"));
+    let body = producer.body(
+        "pair-q",
+        "Ship it?",
+        requests::schema(),
+        "deploy",
+        &requests::expires_in_an_hour(),
+    );
+    producer.create("pair-q", &body).await.expect("create");
+    let (status, body) = configure(
+        &first,
+        "pair-ladder",
+        json!({
+            "responders": ["user:nobody"],
+            "escalation": [
+                {"after_minutes": 5, "notify": ["user:a"]},
+                {"after_minutes": 10, "notify": ["user:b"]}
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    first.clock.advance(chrono::Duration::minutes(11));
+    let (a, b) = tokio::join!(
+        anteroom_server::jobs::escalate::run(first.state.clone()),
+        anteroom_server::jobs::escalate::run(second.state.clone())
+    );
+    assert_eq!(
+        a.0 + b.0,
+        2,
+        "two steps, each taken by one instance: {a:?} {b:?}"
+    );
+    first.stop().await;
+    second.stop().await;
+}
+
 on_both_backends!(
     groups_are_managed_by_admins_only,
     only_a_sessions_responders_answer_its_questions,
     an_admin_hands_a_question_to_someone,
     a_waiting_question_is_given_more_time,
+    a_question_nobody_answers_climbs_its_ladder_and_ends_nobody_available,
 );

@@ -660,7 +660,8 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
         };
         self.get_session(session).await?;
         let before = self.stored_settings(session).await?.unwrap_or_default();
-        let (responders, server_responders) = super::teams::lists_stored(&settings)?;
+        let (responders, server_responders, escalation, nobody) =
+            super::teams::team_columns(&settings)?;
         let now = self.clock_now();
         let mut tx = self.begin_write().await?;
         tx.execute(
@@ -669,12 +670,16 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
                 .bind(settings.slack_channel.clone())
                 .bind(to_ms(now))
                 .bind(responders)
-                .bind(server_responders),
+                .bind(server_responders)
+                .bind(escalation)
+                .bind(nobody),
         )
         .await?;
         // Who may answer is a decision the record keeps.
         if before.responders != settings.responders
             || before.server_responders != settings.server_responders
+            || before.escalation != settings.escalation
+            || before.nobody_available_after_minutes != settings.nobody_available_after_minutes
         {
             let entry = NewAuditEntry::new(
                 actor,
@@ -683,6 +688,8 @@ impl<D: Dialect> ReachStore for SqlStore<D> {
                 serde_json::json!({
                     "responders": settings.responders,
                     "server_responders": settings.server_responders,
+                    "escalation": settings.escalation,
+                    "nobody_available_after_minutes": settings.nobody_available_after_minutes,
                 }),
             );
             self.audit(&mut tx, &[entry], now).await?;

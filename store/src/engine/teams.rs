@@ -1,20 +1,24 @@
 //! Teams: groups and their members, sessions' responder lists, and questions handed to someone.
 
-use std::collections::BTreeMap;
-
+use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::{SqlStore, conflict_on_unique, round_not_found};
 use crate::{
-    StoreError, StoreResult, TeamStore,
+    Escalated, RoundStore, StoreError, StoreResult, TeamStore,
     dialect::{Dialect, Statement},
     domain::{
         ManagedInputError,
-        audit::NewAuditEntry,
+        audit::{ANTEROOM, NewAuditEntry},
         ids::{RoundId, SessionId},
-        responders::{GROUP_MEMBERS_MAX, GROUPS_MAX, Group, Responder, TeamView, check_name},
+        responders::{
+            GROUP_MEMBERS_MAX, GROUPS_MAX, Group, Responder, TeamView, check_name, describe,
+            scope_of,
+        },
+        round::Round,
         round::RoundStatus,
         session::SessionSettings,
+        webhook::WebhookEvent,
     },
     records::to_ms,
     sql,
@@ -23,65 +27,147 @@ use crate::{
 /// At most this many open assignments and configured sessions are read for one queue view.
 const TEAM_VIEW_MAX: i64 = 10_000;
 
-/// A session's lists as stored: JSON text, `NULL` for an empty list.
-pub(super) fn lists_stored(
-    settings: &SessionSettings,
-) -> StoreResult<(Option<String>, Option<String>)> {
-    let json = |value: serde_json::Result<String>| {
-        value.map_err(|error| StoreError::Corrupt(format!("responder lists: {error}")))
-    };
-    let responders = (!settings.responders.is_empty())
-        .then(|| json(serde_json::to_string(&settings.responders)))
-        .transpose()?;
-    let servers = (!settings.server_responders.is_empty())
-        .then(|| json(serde_json::to_string(&settings.server_responders)))
-        .transpose()?;
-    Ok((responders, servers))
+/// At most this many waiting questions of one session climb per escalation tick (the oldest first).
+const ESCALATE_ROUNDS_MAX: u32 = 1_000;
+
+/// A list as stored: JSON text, `NULL` when empty.
+fn stored<T: serde::Serialize>(value: &T, empty: bool) -> StoreResult<Option<String>> {
+    (!empty)
+        .then(|| serde_json::to_string(value))
+        .transpose()
+        .map_err(|error| StoreError::Corrupt(format!("session settings: {error}")))
 }
 
-/// A session's list and its servers' lists.
-type Lists = (Vec<Responder>, BTreeMap<String, Vec<Responder>>);
-
-/// A session's lists read back (a list stored by an older or hand-edited row that no longer parses is a
-/// corrupt row, not an empty list: an empty list would let everyone answer).
-fn lists_read(responders: Option<String>, servers: Option<String>) -> StoreResult<Lists> {
-    let corrupt =
-        |error: serde_json::Error| StoreError::Corrupt(format!("responder lists: {error}"));
-    let responders = match responders {
-        Some(text) => serde_json::from_str(&text).map_err(corrupt)?,
-        None => Vec::new(),
-    };
-    let servers = match servers {
-        Some(text) => serde_json::from_str(&text).map_err(corrupt)?,
-        None => BTreeMap::new(),
-    };
-    Ok((responders, servers))
+/// A list read back (one stored by an older or hand-edited row that no longer parses is a corrupt row, not
+/// an empty list: an empty list would let everyone answer).
+fn read<T: serde::de::DeserializeOwned + Default>(text: Option<String>) -> StoreResult<T> {
+    text.map_or_else(
+        || Ok(T::default()),
+        |text| {
+            serde_json::from_str(&text)
+                .map_err(|error| StoreError::Corrupt(format!("session settings: {error}")))
+        },
+    )
 }
+
+/// The team columns of `session_settings` as written: responders, server responders, the ladder, the
+/// "nobody available" end.
+pub(super) type TeamColumns = (Option<String>, Option<String>, Option<String>, Option<i64>);
+
+pub(super) fn team_columns(settings: &SessionSettings) -> StoreResult<TeamColumns> {
+    Ok((
+        stored(&settings.responders, settings.responders.is_empty())?,
+        stored(
+            &settings.server_responders,
+            settings.server_responders.is_empty(),
+        )?,
+        stored(&settings.escalation, settings.escalation.is_empty())?,
+        settings.nobody_available_after_minutes.map(i64::from),
+    ))
+}
+
+/// A `session_settings` row as read: its channel, then its team columns.
+type SettingsRow = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
+
+fn settings_read(
+    (slack_channel, responders, servers, escalation, nobody): SettingsRow,
+) -> StoreResult<SessionSettings> {
+    Ok(SessionSettings {
+        slack_channel,
+        responders: read(responders)?,
+        server_responders: read(servers)?,
+        escalation: read(escalation)?,
+        nobody_available_after_minutes: nobody.and_then(|minutes| u32::try_from(minutes).ok()),
+    })
+}
+
+/// Sessions' settings by session, read by [`sql::SELECT_TEAM_SETTINGS`] or [`sql::SELECT_LADDER_SETTINGS`].
+type SessionSettingsRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
 
 fn assignee(text: &str) -> StoreResult<Responder> {
     Responder::parse(text).map_err(|error| StoreError::Corrupt(format!("assignee: {error}")))
 }
 
 impl<D: Dialect> SqlStore<D> {
+    /// Takes step `step` of `round`'s ladder if no instance took it yet, queueing its notification and its
+    /// record in the same transaction; returns whether this call took it.
+    async fn climb(
+        &self,
+        round: &Round,
+        step: usize,
+        notify: &[Responder],
+        now: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let mut tx = self.begin_write().await?;
+        let taken = tx
+            .execute(
+                Statement::new(sql::INSERT_ESCALATION)
+                    .bind(round.round_id.to_string())
+                    .bind(i64::try_from(step).unwrap_or(i64::MAX))
+                    .bind(to_ms(now)),
+            )
+            .await?
+            == 1;
+        if taken {
+            let notified = describe(notify);
+            let event = WebhookEvent::question_escalated(round, step, &notified);
+            self.enqueue(&mut tx, &[event], now).await?;
+            let entry = NewAuditEntry::new(
+                ANTEROOM,
+                "question.escalated",
+                round.round_id.to_string(),
+                json!({"session_id": round.session_id, "step": step + 1, "notified": notify}),
+            );
+            self.audit(&mut tx, &[entry], now).await?;
+        }
+        tx.commit().await?;
+        Ok(taken)
+    }
+
     /// A session's stored settings, or `None` when nobody set any.
     pub(super) async fn stored_settings(
         &self,
         session: &SessionId,
     ) -> StoreResult<Option<SessionSettings>> {
-        let row = self
-            .optional::<(Option<String>, Option<String>, Option<String>)>(
-                Statement::new(sql::SELECT_SESSION_SETTINGS).bind(session.to_string()),
-            )
-            .await?;
-        row.map(|(slack_channel, responders, servers)| {
-            let (responders, server_responders) = lists_read(responders, servers)?;
-            Ok(SessionSettings {
-                slack_channel,
-                responders,
-                server_responders,
-            })
-        })
+        self.optional::<SettingsRow>(
+            Statement::new(sql::SELECT_SESSION_SETTINGS).bind(session.to_string()),
+        )
+        .await?
+        .map(settings_read)
         .transpose()
+    }
+
+    /// Sessions' settings read by `sql` (bounded), by session.
+    pub(super) async fn settings_of_sessions(
+        &self,
+        sql: &'static str,
+    ) -> StoreResult<Vec<(SessionId, SessionSettings)>> {
+        self.all::<SessionSettingsRow>(Statement::new(sql).bind(TEAM_VIEW_MAX))
+            .await?
+            .into_iter()
+            .filter_map(
+                |(session, slack, responders, servers, escalation, nobody)| {
+                    let session = SessionId::parse(session).ok()?;
+                    Some(
+                        settings_read((slack, responders, servers, escalation, nobody))
+                            .map(|s| (session, s)),
+                    )
+                },
+            )
+            .collect()
     }
 
     async fn group(&self, name: &str) -> StoreResult<Group> {
@@ -108,30 +194,82 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
             .map(|(round, text)| Ok((round, assignee(&text)?)))
             .collect::<StoreResult<_>>()?;
         let sessions = self
-            .all::<(String, Option<String>, Option<String>)>(
-                Statement::new(sql::SELECT_TEAM_SETTINGS).bind(TEAM_VIEW_MAX),
-            )
+            .settings_of_sessions(sql::SELECT_TEAM_SETTINGS)
             .await?
             .into_iter()
-            .filter_map(|(session, responders, servers)| {
-                Some((SessionId::parse(session).ok()?, responders, servers))
+            .collect();
+        let reached = self
+            .all::<(String, i64)>(Statement::new(sql::SELECT_OPEN_ESCALATIONS).bind(TEAM_VIEW_MAX))
+            .await?
+            .into_iter()
+            .filter_map(|(round, steps)| {
+                Some((RoundId::parse(&round).ok()?, usize::try_from(steps).ok()?))
             })
-            .map(|(session, responders, servers)| {
-                let (responders, server_responders) = lists_read(responders, servers)?;
-                Ok((
-                    session,
-                    SessionSettings {
-                        slack_channel: None,
-                        responders,
-                        server_responders,
-                    },
-                ))
-            })
-            .collect::<StoreResult<_>>()?;
+            .collect();
         Ok(TeamView {
             assignments,
             sessions,
+            reached,
         })
+    }
+
+    async fn escalate(&self) -> StoreResult<Escalated> {
+        let mut done = Escalated::default();
+        for (session, settings) in self
+            .settings_of_sessions(sql::SELECT_LADDER_SETTINGS)
+            .await?
+        {
+            for round in self.open_rounds(&session, ESCALATE_ROUNDS_MAX).await? {
+                let now = self.clock_now();
+                let waited = now - round.created_at;
+                let reached = if settings.escalation.is_empty() {
+                    0
+                } else {
+                    self.escalations_reached(round.round_id).await?
+                };
+                for (step, rung) in settings.escalation.iter().enumerate().skip(reached) {
+                    if waited < chrono::Duration::minutes(i64::from(rung.after_minutes)) {
+                        break;
+                    }
+                    if self.climb(&round, step, &rung.notify, now).await? {
+                        done.climbed.push((round.clone(), step));
+                    }
+                }
+                let Some(after) = settings.nobody_available_after_minutes else {
+                    continue;
+                };
+                if waited < chrono::Duration::minutes(i64::from(after)) {
+                    continue;
+                }
+                let everyone = scope_of(
+                    None,
+                    &settings,
+                    round.server.as_deref(),
+                    settings.escalation.len(),
+                );
+                let asked = if everyone.is_empty() {
+                    "everyone who answers".to_owned()
+                } else {
+                    describe(&everyone)
+                };
+                let (ended, changed) = self
+                    .mutate_round(round.round_id, |round, now| {
+                        Ok(round.end_nobody_available(&asked, now))
+                    })
+                    .await?;
+                if changed {
+                    done.ended.push(ended);
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    async fn escalations_reached(&self, round: RoundId) -> StoreResult<usize> {
+        let (steps,) = self
+            .one::<(i64,)>(Statement::new(sql::COUNT_ROUND_ESCALATIONS).bind(round.to_string()))
+            .await?;
+        Ok(usize::try_from(steps).unwrap_or(0))
     }
 
     async fn create_group(&self, name: &str, actor: &str) -> StoreResult<Group> {

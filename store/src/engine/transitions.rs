@@ -252,6 +252,12 @@ impl<D: Dialect> SqlStore<D> {
                     }
                     if before.status != RoundStatus::Failed {
                         record.extend(NewAuditEntry::question_ended(&round));
+                        // An ending the job decides (nobody available) is announced like an expiry.
+                        if let Some(ended) = WebhookEvent::round_ended(&round)
+                            && self.announced(ended.event)
+                        {
+                            self.enqueue(&mut tx, &[ended], now).await?;
+                        }
                     }
                     if round.deadline != before.deadline {
                         record.push(NewAuditEntry::new(

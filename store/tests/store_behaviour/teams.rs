@@ -282,7 +282,107 @@ async fn only_a_questions_responders_may_answer_it(h: &Harness) {
     );
 }
 
+async fn a_question_nobody_answers_climbs_its_ladder_once_then_ends_honestly(h: &Harness) {
+    use anteroom_store::domain::{
+        outward::{PollAction, outward_answer},
+        responders::EscalationStep,
+        round::{FailureCode, RoundStatus},
+        session::LostReason,
+    };
+    use chrono::Duration;
+
+    for name in ["rita", "lead"] {
+        h.store
+            .create_user(&person(name, Role::Responder), "hash")
+            .await
+            .expect("user");
+    }
+    h.store.create_group("oncall", "test").await.expect("group");
+    h.store.create_group("leads", "test").await.expect("group");
+    h.store
+        .add_group_member("oncall", "rita", "test")
+        .await
+        .expect("member");
+    h.store
+        .add_group_member("leads", "lead", "test")
+        .await
+        .expect("member");
+    register(h, "s1").await;
+    h.store
+        .set_session_settings(
+            &sid("s1"),
+            &SessionSettings {
+                responders: vec![responder("group:oncall")],
+                escalation: vec![EscalationStep {
+                    after_minutes: 5,
+                    notify: vec![responder("group:leads")],
+                }],
+                nobody_available_after_minutes: Some(15),
+                ..SessionSettings::default()
+            },
+            "test",
+        )
+        .await
+        .expect("settings");
+    let round = ask(h, "s1").await;
+    let lead = Principal::person(&person("lead", Role::Responder));
+    assert!(!h.store.may_answer(&lead, &round).await.expect("rule"));
+
+    // Before the step: nothing. At it: two ticks at once take it once.
+    h.clock.advance(Duration::minutes(4));
+    assert!(h.store.escalate().await.expect("tick").climbed.is_empty());
+    h.clock.advance(Duration::minutes(2));
+    let (a, b) = tokio::join!(h.store.escalate(), h.store.escalate());
+    let climbed = a.expect("tick").climbed.len() + b.expect("tick").climbed.len();
+    assert_eq!(climbed, 1, "one step, taken once");
+    assert!(h.store.escalate().await.expect("tick").climbed.is_empty());
+    assert_eq!(
+        h.store
+            .escalations_reached(round.round_id)
+            .await
+            .expect("steps"),
+        1
+    );
+    // The leads were told, so they may answer now; the queue says so too.
+    assert!(h.store.may_answer(&lead, &round).await.expect("rule"));
+    let view = h.store.team_view().await.expect("view");
+    assert_eq!(
+        view.scope(&round),
+        vec![responder("group:oncall"), responder("group:leads")]
+    );
+
+    // At the ladder's end nobody answered: it ends, before its own deadline, and says so.
+    h.clock.advance(Duration::minutes(10));
+    let done = h.store.escalate().await.expect("tick");
+    assert_eq!(done.ended.len(), 1);
+    let ended = h.store.get_round(round.round_id).await.expect("read");
+    assert_eq!(ended.status, RoundStatus::Failed);
+    let failure = ended.failure.clone().expect("failure");
+    assert_eq!(failure.code, FailureCode::NobodyAvailable);
+    assert!(
+        failure
+            .message
+            .starts_with("Nobody was available: oncall, leads were asked"),
+        "{}",
+        failure.message
+    );
+    assert!(ended.updated_at < ended.deadline);
+    let outward = outward_answer(&ended, "address");
+    assert_eq!(outward.action, PollAction::Expired);
+    assert_eq!(outward.failure_code.as_deref(), Some("nobody_available"));
+    let session = h.store.get_session(&sid("s1")).await.expect("session");
+    assert_eq!(
+        session.lost_elicitation.map(|lost| lost.reason),
+        Some(LostReason::NobodyAvailable)
+    );
+    assert!(
+        h.store.escalate().await.expect("tick").ended.is_empty(),
+        "once"
+    );
+}
+
 crate::on_both_backends!(
     groups_keep_their_members_and_refuse_the_unknown,
     only_a_questions_responders_may_answer_it,
+    a_question_nobody_answers_climbs_its_ladder_once_then_ends_honestly,
 );

@@ -235,6 +235,7 @@ fn queue_item(item: QueueItem, now_ms: i64) -> impl IntoView {
                 LostReason::AskerStopped => "The asker stopped waiting: ",
                 LostReason::Revoked => "Ended by a revoked token: ",
                 LostReason::Undelivered => "Answered, never delivered: ",
+                LostReason::NobodyAvailable => "Nobody was available: ",
             };
             view! {
                 <span class="queue-question">{reason} {lost.summary.clone()}</span>

@@ -397,6 +397,12 @@ fn lost_banner(lost: LostElicitation, zone: Option<String>) -> impl IntoView {
             "The asking server can no longer poll with a revoked token, so nobody could answer it any more. The \
              agent did not receive an answer.",
         ),
+        LostReason::NobodyAvailable => (
+            "nobody_available",
+            "Nobody was available",
+            "Everyone this question climbed to was asked, and nobody answered before the session's limit. The \
+             agent was told the question expired and went on without an answer.",
+        ),
         LostReason::Undelivered => (
             "undelivered",
             "An answer never reached the agent",
