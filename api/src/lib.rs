@@ -24,6 +24,7 @@ pub mod response_budget;
 pub mod sessions;
 pub mod standing;
 pub mod state;
+pub mod stats;
 pub mod stream;
 pub mod teams;
 pub mod views;
@@ -72,6 +73,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .merge(sessions::routes())
         .merge(answers::routes())
         .merge(teams::routes())
+        .merge(stats::routes())
         .merge(stream::routes())
         .merge(gate::routes())
 }

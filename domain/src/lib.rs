@@ -44,6 +44,7 @@ pub mod responders;
 pub mod round;
 pub mod session;
 pub mod standing;
+pub mod stats;
 pub mod webhook;
 pub mod wire;
 

@@ -25,6 +25,7 @@ use crate::{
         },
         session::{NewSession, Session, SessionSettings},
         standing::{NewStandingAnswer, QuestionMatch, StandingAnswer},
+        stats::{CountRow, ResponseTimes, busiest, figures},
         webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookEvent, WebhookFormat},
     },
 };
@@ -640,6 +641,52 @@ pub trait AuditStore: Send + Sync {
     async fn audit_head(&self) -> StoreResult<(i64, String, i64)>;
 }
 
+/// Response times (docs/teams.md#response-times).
+#[async_trait::async_trait]
+pub trait StatsStore: Send + Sync {
+    /// Counts of the questions asked since `since`, by `key`, ending and waiting-time bucket.
+    async fn response_time_counts(
+        &self,
+        key: crate::sql::StatsKey,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<CountRow>>;
+
+    /// The figures of the last `days` days (7, 30 or 90): per day, and for the busiest sessions, servers and
+    /// people; four range scans of one index.
+    async fn response_times(&self, days: u32) -> StoreResult<ResponseTimes> {
+        use crate::sql::StatsKey;
+        let since = self.stats_now() - Duration::days(i64::from(days));
+        let mut daily = figures(&self.response_time_counts(StatsKey::Day, since).await?);
+        for day in &mut daily {
+            // The key is the day's number since 1970; the page reads a date.
+            day.key = day
+                .key
+                .parse::<i64>()
+                .ok()
+                .and_then(|number| DateTime::from_timestamp(number * 86_400, 0))
+                .map_or_else(|| day.key.clone(), |at| at.format("%Y-%m-%d").to_string());
+        }
+        daily.sort_by(|a, b| a.key.cmp(&b.key));
+        let busiest_of = |rows: Vec<CountRow>| busiest(figures(&rows), 50);
+        Ok(ResponseTimes {
+            days,
+            daily,
+            sessions: busiest_of(self.response_time_counts(StatsKey::Session, since).await?),
+            servers: busiest_of(self.response_time_counts(StatsKey::Server, since).await?),
+            people: busiest_of(
+                self.response_time_counts(StatsKey::Person, since)
+                    .await?
+                    .into_iter()
+                    .filter(|row| !row.key.is_empty())
+                    .collect(),
+            ),
+        })
+    }
+
+    /// The store's "now" (its injected clock).
+    fn stats_now(&self) -> DateTime<Utc>;
+}
+
 /// What one escalation tick did.
 #[derive(Debug, Default)]
 pub struct Escalated {
@@ -658,6 +705,7 @@ pub trait Store:
     + ReachStore
     + TeamStore
     + AuditStore
+    + StatsStore
     + WorkerStore
     + AccountStore
     + OutboxStore

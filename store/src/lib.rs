@@ -20,6 +20,7 @@ pub mod postgres;
 mod records;
 pub mod schemas;
 mod sql;
+pub use sql::StatsKey;
 mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -30,7 +31,7 @@ use chrono::{DateTime, Utc};
 
 pub use contract::{
     AccountStore, AgentSessionStore, AuditStore, Escalated, GateStore, OutboxStore, ReachStore,
-    RoundStore, StandingAnswerStore, Store, SweepStore, TeamStore, WorkerStore,
+    RoundStore, StandingAnswerStore, StatsStore, Store, SweepStore, TeamStore, WorkerStore,
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};

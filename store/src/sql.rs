@@ -742,3 +742,41 @@ pub const COUNT_AUDIT_PENDING: &str = "SELECT COUNT(*) FROM audit_pending";
 
 pub const SELECT_AUDIT_LOG: &str = "SELECT seq, at_ms, actor, action, subject, detail, prev_hash, hash \
      FROM audit_log WHERE seq > $1 AND at_ms >= $2 ORDER BY seq LIMIT $3";
+
+/// What a response-time count groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsKey {
+    Day,
+    Session,
+    Server,
+    Person,
+}
+
+/// Counts of the rounds asked since `$1`, grouped by `key`, how they ended and (answered ones) their
+/// waiting-time bucket: one range scan of `rounds_response_times`.
+pub fn response_time_counts(key: StatsKey) -> String {
+    let key = match key {
+        StatsKey::Day => "CAST(created_at_ms / 86400000 AS TEXT)",
+        StatsKey::Session => "session_id",
+        StatsKey::Server => "COALESCE(server, '')",
+        StatsKey::Person => "COALESCE(responded_by, '')",
+    };
+    let buckets: Vec<String> = crate::domain::stats::BUCKET_BOUNDS_MS
+        .iter()
+        .take(crate::domain::stats::BUCKET_BOUNDS_MS.len() - 1)
+        .enumerate()
+        .map(|(bucket, bound)| {
+            format!("WHEN responded_at_ms - created_at_ms < {bound} THEN {bucket}")
+        })
+        .collect();
+    format!(
+        "SELECT {key}, \
+         CASE WHEN failure_code = 'undelivered' THEN 'u' WHEN responded_at_ms IS NOT NULL THEN 'a' \
+         WHEN failure_code IN ('expired', 'nobody_available') THEN 'e' WHEN status = 'pending' THEN 'p' \
+         ELSE 'o' END, \
+         CAST(CASE WHEN responded_at_ms IS NULL THEN 0 {} ELSE {} END AS BIGINT), COUNT(*) \
+         FROM rounds WHERE created_at_ms >= $1 GROUP BY 1, 2, 3",
+        buckets.join(" "),
+        crate::domain::stats::BUCKET_BOUNDS_MS.len() - 1
+    )
+}

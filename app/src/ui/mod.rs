@@ -25,6 +25,7 @@ use pages::{
     login::{LoginPage, SetupPage},
     not_found::NotFoundPage,
     profile::ProfilePage,
+    response_times::ResponseTimesPage,
     session::SessionPage,
 };
 
@@ -76,6 +77,11 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async />
                     <Route path=path!("/setup") view=SetupPage ssr=SsrMode::Async />
                     <Route path=path!("/admin/webhooks") view=WebhookLogPage ssr=SsrMode::Async />
+                    <Route
+                        path=path!("/admin/response-times")
+                        view=ResponseTimesPage
+                        ssr=SsrMode::Async
+                    />
                     <Route path=path!("/profile") view=ProfilePage ssr=SsrMode::Async />
                 </Routes>
             </main>

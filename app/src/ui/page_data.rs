@@ -140,6 +140,14 @@ impl PageData {
             .map_err(said)
     }
 
+    /// Response times over the last `days` days (7, 30 or 90), for admins.
+    pub async fn response_times(
+        &self,
+        days: u32,
+    ) -> StoreResult<crate::domain::stats::ResponseTimes> {
+        self.store.response_times(days).await
+    }
+
     /// The signed-in person's reach settings.
     pub async fn profile(&self, viewer: &Viewer) -> StoreResult<ProfileView> {
         let id = &viewer.principal.id;

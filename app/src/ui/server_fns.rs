@@ -131,6 +131,21 @@ pub async fn extend_deadline(
         .map_err(ServerFnError::new)
 }
 
+/// Response times over the last `days` days (admins only).
+#[server(prefix = "/fn", endpoint = "response-times", output = TextJson)]
+pub async fn load_response_times(
+    days: u32,
+) -> Result<crate::domain::stats::ResponseTimes, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    if !viewer.principal.role.can_manage() {
+        return Err(ServerFnError::new("Only admins can read response times."));
+    }
+    if !crate::domain::stats::PERIODS.contains(&days) {
+        return Err(ServerFnError::new("The period is 7, 30 or 90 days."));
+    }
+    services.response_times(days).await.map_err(unavailable)
+}
+
 /// The most recent webhook deliveries (admins only).
 #[server(prefix = "/fn", endpoint = "deliveries", output = TextJson)]
 pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {

@@ -75,9 +75,20 @@ struct Args {
 }
 
 /// The figures `--only` can pick, in the order they run.
-const FIGURES: [&str; 12] = [
-    "polls", "creates", "latency", "hook", "push", "live", "queue", "expiry", "memory", "bundle",
-    "wire", "askers",
+const FIGURES: [&str; 13] = [
+    "polls",
+    "creates",
+    "latency",
+    "hook",
+    "push",
+    "live",
+    "queue",
+    "expiry",
+    "response-times",
+    "memory",
+    "bundle",
+    "wire",
+    "askers",
 ];
 
 /// The arguments, or what is wrong with them: `cargo xtask bench -- ARGS` passes them through, and a typo
@@ -223,6 +234,9 @@ async fn run(args: &Args) -> Vec<Figure> {
     }
     if wanted("expiry") {
         figures.push(expiry_sweep(args).await);
+    }
+    if wanted("response-times") {
+        figures.push(response_times_page(args).await);
     }
     if wanted("memory") {
         figures.extend(resident_memory(args).await);

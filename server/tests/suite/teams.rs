@@ -662,10 +662,87 @@ async fn two_instances_climb_a_ladder_once() {
     second.stop().await;
 }
 
+async fn response_times_are_figures_for_admins_and_a_chart_without_script(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "ada", Role::Admin).await;
+    person(&server, "rita", Role::Responder).await;
+    let (producer, request_id) = requests::ask(&server, "times", "times-q").await;
+    server.clock.advance(chrono::Duration::seconds(42));
+    let answered = server
+        .respond(
+            &server.admin_key,
+            &request_id,
+            json!({"action_type": "decline"}),
+        )
+        .await;
+    assert_eq!(answered.status(), StatusCode::OK);
+    assert_eq!(
+        producer.poll(&request_id).await.expect("poll"),
+        Outcome::Decline
+    );
+    let get = reqwest::Method::GET;
+    let (status, _) = send(
+        &server,
+        get.clone(),
+        "/api/v1/stats/response-times",
+        &server.responder_key,
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _) = send(
+        &server,
+        get.clone(),
+        "/api/v1/stats/response-times?days=5",
+        &server.admin_key,
+        None,
+    )
+    .await;
+    assert_eq!(status, 422);
+    let (status, times) = send(
+        &server,
+        get,
+        "/api/v1/stats/response-times?days=7",
+        &server.admin_key,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{times}");
+    assert_eq!(times["days"], 7);
+    assert_eq!(times["daily"][0]["asked"], 1, "{times}");
+    assert_eq!(times["daily"][0]["answered"], 1, "{times}");
+    let median = times["daily"][0]["median_ms"].as_i64().expect("median");
+    assert!((30_000..=60_000).contains(&median), "{median}");
+    assert_eq!(times["people"][0]["key"], "api key admin", "{times}");
+    assert_eq!(times["sessions"][0]["key"], "times");
+
+    let ada = sign_in(&server, "ada").await;
+    let (status, html) = page(&server, "/admin/response-times?days=7", &ada).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("<svg") && html.contains("Time to answer per day"),
+        "{html}"
+    );
+    assert!(
+        html.contains("By person") && html.contains("api key admin"),
+        "{html}"
+    );
+    let rita = sign_in(&server, "rita").await;
+    let (_, html) = page(&server, "/admin/response-times", &rita).await;
+    assert!(
+        html.contains("Only admins can read response times."),
+        "{html}"
+    );
+    server.stop().await;
+}
+
 on_both_backends!(
     groups_are_managed_by_admins_only,
     only_a_sessions_responders_answer_its_questions,
     an_admin_hands_a_question_to_someone,
     a_waiting_question_is_given_more_time,
     a_question_nobody_answers_climbs_its_ladder_and_ends_nobody_available,
+    response_times_are_figures_for_admins_and_a_chart_without_script,
 );

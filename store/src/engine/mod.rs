@@ -14,6 +14,7 @@ mod rounds;
 mod rows;
 mod sessions;
 pub(crate) mod standing;
+mod stats;
 mod sweeps;
 mod teams;
 #[cfg(feature = "testing")]

@@ -20,6 +20,7 @@ mod retention;
 mod rounds;
 mod sessions;
 mod standing;
+mod stats;
 #[path = "../support/mod.rs"]
 mod support;
 mod teams;

@@ -78,6 +78,9 @@ pub fn AppHeader() -> impl IntoView {
                                     {admin
                                         .then(|| {
                                             view! {
+                                                <a class="header-link" href="/admin/response-times">
+                                                    "Response times"
+                                                </a>
                                                 <a class="header-link" href="/admin/webhooks">
                                                     "Webhooks"
                                                 </a>

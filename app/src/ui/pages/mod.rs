@@ -5,6 +5,7 @@ pub mod home;
 pub mod login;
 pub mod not_found;
 pub mod profile;
+pub mod response_times;
 pub mod session;
 
 use std::future::Future;

@@ -95,13 +95,14 @@ async fn openapi_document_describes_every_route(db: Backend) {
         "PUT /api/v1/groups/{name}/members/{username}",
         "PUT /api/v1/rounds/{round_id}/assignee",
         "POST /api/v1/rounds/{round_id}/deadline",
+        "GET /api/v1/stats/response-times",
     ] {
         assert!(
             operations.iter().any(|op| op == expected),
             "{expected} missing from {operations:?}"
         );
     }
-    assert_eq!(operations.len(), 39, "{operations:?}");
+    assert_eq!(operations.len(), 40, "{operations:?}");
     server.stop().await;
 }
 

@@ -1,0 +1,76 @@
+//! Response times: counted from the rounds themselves, per day, session, server and person.
+
+use chrono::Duration;
+use serde_json::json;
+
+use crate::fixtures::*;
+use crate::support::Harness;
+
+async fn response_times_count_each_question_once_by_how_it_ended(h: &Harness) {
+    let quick = ask(h, "s1").await;
+    let slow = ask_again(h, "s1").await;
+    let _unanswered = ask(h, "s2").await;
+    h.clock.advance(Duration::seconds(3));
+    answer(h, &quick, accept(json!({"city": "Oslo"})), "k1")
+        .await
+        .expect("answered");
+    h.clock.advance(Duration::seconds(87));
+    answer(h, &slow, accept(json!({"city": "Rome"})), "k2")
+        .await
+        .expect("answered");
+    h.clock.advance(Duration::minutes(61));
+    h.store.expire_due_rounds().await.expect("sweep");
+
+    let times = h.store.response_times(7).await.expect("figures");
+    assert_eq!(times.days, 7);
+    assert_eq!(times.daily.len(), 1);
+    let day = &times.daily[0];
+    assert_eq!(
+        day.key,
+        crate::support::start_time().format("%Y-%m-%d").to_string()
+    );
+    // Both answers were never picked up: answered, and undelivered; the third expired.
+    assert_eq!((day.asked, day.answered), (3, 2));
+    assert!((day.expired_share - 1.0 / 3.0).abs() < 1e-9, "{day:?}");
+    assert!((day.undelivered_share - 2.0 / 3.0).abs() < 1e-9, "{day:?}");
+    // One answer took 3 s, the other 90 s: the median lies between, the 95th near the slower.
+    let median = day.median_ms.expect("median");
+    let p95 = day.p95_ms.expect("p95");
+    assert!((2_000..=120_000).contains(&median), "{median}");
+    assert!((60_000..=120_000).contains(&p95), "{p95}");
+    let sessions: Vec<(&str, i64)> = times
+        .sessions
+        .iter()
+        .map(|f| (f.key.as_str(), f.asked))
+        .collect();
+    assert_eq!(sessions, vec![("s1", 2), ("s2", 1)]);
+    assert_eq!(times.servers.len(), 1);
+    assert_eq!(times.servers[0].key, "shipping");
+    let people: Vec<(&str, i64)> = times
+        .people
+        .iter()
+        .map(|f| (f.key.as_str(), f.answered))
+        .collect();
+    assert_eq!(people, vec![("ada", 2)]);
+    // A week later the questions are out of the 7-day window.
+    h.clock.advance(Duration::days(8));
+    assert!(
+        h.store
+            .response_times(7)
+            .await
+            .expect("figures")
+            .daily
+            .is_empty()
+    );
+    assert_eq!(
+        h.store
+            .response_times(30)
+            .await
+            .expect("figures")
+            .daily
+            .len(),
+        1
+    );
+}
+
+crate::on_both_backends!(response_times_count_each_question_once_by_how_it_ended);
