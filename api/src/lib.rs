@@ -21,6 +21,7 @@ pub mod postgres_events;
 pub mod producer;
 pub mod rate_limit;
 pub mod response_budget;
+pub mod rules;
 pub mod sessions;
 pub mod standing;
 pub mod state;
@@ -74,6 +75,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .merge(answers::routes())
         .merge(teams::routes())
         .merge(stats::routes())
+        .merge(rules::routes())
         .merge(stream::routes())
         .merge(gate::routes())
 }

@@ -235,6 +235,13 @@ pub struct ListArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct RevokeArgs {
+    /// The standing answer's id ("rule #12" is 12).
+    id: i64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GetArgs {
     /// The question's request id (or its round id).
     request_id: String,
@@ -618,6 +625,54 @@ impl AnteroomMcp {
         Extension(parts): Extension<Parts>,
     ) -> Result<CallToolResult, ErrorData> {
         reply(self.respond(args, &parts).await)
+    }
+
+    /// The standing answers not yet ended.
+    #[tool(
+        description = "List the standing answers not yet ended (rules that answer a question like one a person answered), newest first: id, what they match, how they answer, until when, their hits, whether paused."
+    )]
+    async fn list_standing_answers(
+        &self,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let list = async {
+            caller(&parts)?;
+            let rules = self
+                .state
+                .store
+                .live_standing_answers(crate::rules::RULES_LISTED)
+                .await?;
+            let text = format!("{} standing answers in force or paused.", rules.len());
+            let rules: Vec<Value> = rules.iter().map(crate::rules::rule_view).collect();
+            Ok(with_text(
+                CallToolResult::structured(json!({"rules": rules})),
+                text,
+            ))
+        };
+        reply(list.await)
+    }
+
+    /// Revokes a standing answer.
+    #[tool(description = "Revoke a standing answer by its id: it answers nothing more.")]
+    async fn revoke_standing_answer(
+        &self,
+        Parameters(args): Parameters<RevokeArgs>,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let revoke = async {
+            let caller = caller(&parts)?;
+            caller.require(Role::can_answer, "revoke standing answers")?;
+            let rule = self
+                .state
+                .store
+                .revoke_standing_answer(args.id, &caller.label())
+                .await?;
+            Ok(with_text(
+                CallToolResult::structured(crate::rules::rule_view(&rule)),
+                format!("Revoked standing answer #{}.", rule.id),
+            ))
+        };
+        reply(revoke.await)
     }
 
     /// Asks a person directly and waits for the answer.

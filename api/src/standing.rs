@@ -12,6 +12,18 @@ use anteroom_domain::{
 
 use crate::{AppState, error::ApiResult};
 
+/// Whether the person who made a rule (recorded by username) may answer `round` today; a maker who is no
+/// longer a person here may not.
+async fn maker_may_answer(state: &AppState, maker: &str, round: &Round) -> ApiResult<bool> {
+    match state.store.user_with_password(maker).await? {
+        Some((user, _)) => Ok(state
+            .store
+            .may_answer(&anteroom_domain::access::Principal::person(&user), round)
+            .await?),
+        None => Ok(false),
+    }
+}
+
 /// `round`, answered by the newest standing answer for a question like it when there is one; else as it was.
 /// Never fails the question's asking: the question exists already, so a rule's answer that cannot be given
 /// (the database is away, the question ended meanwhile) leaves it to a person.
@@ -41,6 +53,11 @@ async fn rule_answer(state: &AppState, round: &Round) -> ApiResult<Option<Round>
     else {
         return Ok(None);
     };
+    // A rule answers only what its maker may answer now: it never widens their rights (docs/teams.md).
+    if !maker_may_answer(state, &rule.created_by, round).await? {
+        tracing::info!(round = %round.round_id, rule = rule.id, "a standing answer's maker may not answer this question; left to a person");
+        return Ok(None);
+    }
     let Some(key) = round.requests.keys().next().cloned() else {
         return Ok(None);
     };

@@ -92,6 +92,8 @@ pub struct NewStandingAnswer {
     pub expires_at: DateTime<Utc>,
     /// How many questions it may answer; `None`: any number until it expires.
     pub use_limit: Option<i64>,
+    /// Its message is a beginning: a question whose message starts with it matches (never a regex).
+    pub prefix: bool,
 }
 
 /// A standing answer as stored.
@@ -109,6 +111,12 @@ pub struct StandingAnswer {
     /// How many questions it has answered.
     pub uses: i64,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Paused: it answers nothing until resumed.
+    #[serde(default)]
+    pub paused_at: Option<DateTime<Utc>>,
+    /// Its message matches the beginning of a question's message.
+    #[serde(default)]
+    pub prefix: bool,
 }
 
 impl StandingAnswer {

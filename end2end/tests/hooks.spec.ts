@@ -82,7 +82,7 @@ test("'the same way for the next hour' answers the same call again at once, unti
   const first = preToolUse(request, session, "Bash", npmTest);
   const banner = page.locator(".banner");
   await expect(banner).toHaveCount(1);
-  await banner.getByLabel("Answer questions like this the same way for the next hour").check();
+  await banner.getByLabel("Answer questions like this the same way").check();
   await banner.getByRole("button", { name: "Allow" }).click();
   await expect(banner).toHaveCount(0);
   expect((await (await first).json()).hookSpecificOutput.permissionDecision).toBe("allow");

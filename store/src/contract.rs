@@ -337,6 +337,17 @@ pub trait StandingAnswerStore: Send + Sync {
     /// The standing answers in force for `session` (its own and those for every session), newest first.
     async fn standing_answers(&self, session: &SessionId) -> StoreResult<Vec<StandingAnswer>>;
 
+    /// Every standing answer not yet ended (in force or paused), in every session, newest first.
+    async fn live_standing_answers(&self, limit: u32) -> StoreResult<Vec<StandingAnswer>>;
+
+    /// Pauses a standing answer (it answers nothing) or resumes it; one that ended is `not_found`.
+    async fn pause_standing_answer(
+        &self,
+        id: i64,
+        paused: bool,
+        actor: &str,
+    ) -> StoreResult<StandingAnswer>;
+
     /// Ends a standing answer now; a rule already ended stays as it ended.
     async fn revoke_standing_answer(&self, id: i64, actor: &str) -> StoreResult<StandingAnswer>;
 

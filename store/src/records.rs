@@ -407,6 +407,8 @@ pub struct StandingAnswerRow {
     pub use_limit: Option<i64>,
     pub uses: i64,
     pub revoked_at_ms: Option<i64>,
+    pub paused_at_ms: Option<i64>,
+    pub match_prefix: i64,
 }
 
 impl StandingAnswerRow {
@@ -440,6 +442,8 @@ impl StandingAnswerRow {
             use_limit: self.use_limit,
             uses: self.uses,
             revoked_at: from_ms_opt(self.revoked_at_ms)?,
+            paused_at: from_ms_opt(self.paused_at_ms)?,
+            prefix: self.match_prefix != 0,
         })
     }
 }

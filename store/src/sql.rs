@@ -598,13 +598,14 @@ pub const PURGE_WEB_SESSIONS: &str = "DELETE FROM web_sessions WHERE expires_at_
 
 /// A standing answer's columns, as the INSERT writes them and every read returns them.
 const STANDING_ANSWER_FIELDS: &str = "id, created_by, created_at_ms, session_id, server, tool, message, \
-     requested_schema, action, content, expires_at_ms, use_limit, uses, revoked_at_ms";
+     requested_schema, action, content, expires_at_ms, use_limit, uses, revoked_at_ms, paused_at_ms, \
+     match_prefix";
 
 pub static INSERT_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO standing_answers (created_by, created_at_ms, session_id, server, tool, message, \
-         requested_schema, action, content, expires_at_ms, use_limit) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {STANDING_ANSWER_FIELDS}"
+         requested_schema, action, content, expires_at_ms, use_limit, match_prefix) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {STANDING_ANSWER_FIELDS}"
     )
 });
 
@@ -617,6 +618,23 @@ pub static SELECT_STANDING_ANSWERS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// Every standing answer not yet ended (in force or paused), anywhere, newest first.
+pub static SELECT_LIVE_STANDING_ANSWERS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {STANDING_ANSWER_FIELDS} FROM standing_answers \
+         WHERE revoked_at_ms IS NULL AND expires_at_ms > $1 AND (use_limit IS NULL OR uses < use_limit) \
+         ORDER BY id DESC LIMIT $2"
+    )
+});
+
+/// Pauses (`$2` a time) or resumes (`$2` NULL) standing answer `$1`, unless it has ended.
+pub static PAUSE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE standing_answers SET paused_at_ms = $2 WHERE id = $1 AND revoked_at_ms IS NULL \
+         RETURNING {STANDING_ANSWER_FIELDS}"
+    )
+});
+
 /// Ends standing answer `$1` at `$2` unless it has ended already.
 pub static REVOKE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -626,14 +644,16 @@ pub static REVOKE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// Whether any standing answer is in force at `$1`, anywhere.
-pub const ANY_STANDING_ANSWER_AT_ALL: &str =
-    "SELECT id FROM standing_answers WHERE revoked_at_ms IS NULL AND expires_at_ms > $1 LIMIT 1";
+pub const ANY_STANDING_ANSWER_AT_ALL: &str = "SELECT id FROM standing_answers WHERE revoked_at_ms IS NULL \
+     AND paused_at_ms IS NULL AND expires_at_ms > $1 LIMIT 1";
 
 /// Whether any standing answer in force could answer the question `$2`–`$5` in session `$1` at `$6`: a read,
 /// so a question no rule answers costs no write.
 pub const ANY_STANDING_ANSWER: &str = "SELECT id FROM standing_answers \
-     WHERE (session_id = $1 OR session_id IS NULL) AND server = $2 AND tool = $3 AND message = $4 \
-     AND requested_schema = $5 AND revoked_at_ms IS NULL AND expires_at_ms > $6 LIMIT 1";
+     WHERE (session_id = $1 OR session_id IS NULL) AND server = $2 AND tool = $3 \
+     AND (message = $4 OR (match_prefix = 1 AND substr($4, 1, length(message)) = message)) \
+     AND requested_schema = $5 AND revoked_at_ms IS NULL AND paused_at_ms IS NULL AND expires_at_ms > $6 \
+     LIMIT 1";
 
 /// One use of the newest standing answer in force for session `$1` and the question `$2`–`$5` at `$6`. The
 /// outer condition is checked again on the row as it is updated, so two questions at once cannot both take its
@@ -642,10 +662,11 @@ pub static USE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
     format!(
         "UPDATE standing_answers SET uses = uses + 1 \
          WHERE id = (SELECT id FROM standing_answers \
-             WHERE (session_id = $1 OR session_id IS NULL) AND server = $2 AND tool = $3 AND message = $4 \
-             AND requested_schema = $5 AND revoked_at_ms IS NULL AND expires_at_ms > $6 \
-             AND (use_limit IS NULL OR uses < use_limit) ORDER BY id DESC LIMIT 1) \
-         AND revoked_at_ms IS NULL AND (use_limit IS NULL OR uses < use_limit) \
+             WHERE (session_id = $1 OR session_id IS NULL) AND server = $2 AND tool = $3 \
+             AND (message = $4 OR (match_prefix = 1 AND substr($4, 1, length(message)) = message)) \
+             AND requested_schema = $5 AND revoked_at_ms IS NULL AND paused_at_ms IS NULL \
+             AND expires_at_ms > $6 AND (use_limit IS NULL OR uses < use_limit) ORDER BY id DESC LIMIT 1) \
+         AND revoked_at_ms IS NULL AND paused_at_ms IS NULL AND (use_limit IS NULL OR uses < use_limit) \
          RETURNING {STANDING_ANSWER_FIELDS}"
     )
 });

@@ -223,6 +223,15 @@ pub struct StandingView {
     pub uses: i64,
     /// It holds in every session, not only this one.
     pub everywhere: bool,
+    /// Paused: it answers nothing until resumed.
+    #[serde(default)]
+    pub paused: bool,
+    /// Its message matches the beginning of a question's.
+    #[serde(default)]
+    pub prefix: bool,
+    /// How many questions it may answer (`None`: any number).
+    #[serde(default)]
+    pub limit: Option<i64>,
 }
 
 /// A round waiting for a person: one banner.
@@ -384,6 +393,37 @@ impl AnswerNotice {
 /// The banner's checkbox that makes an answer stand for questions like it.
 pub const STANDING_CONTROL: &str = "standing";
 
+/// How a standing answer made from a banner holds: for how long, where, how many times, and whether its
+/// message is only a beginning.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StandingChoice {
+    /// Minutes it lasts (`None`: an hour).
+    pub minutes: Option<i64>,
+    /// In every session (of the same server), not just this one.
+    pub every_session: bool,
+    /// How many questions it may answer (`None`: any number until it ends).
+    pub limit: Option<i64>,
+    /// Any message that starts with this question's first line.
+    pub prefix: bool,
+}
+
+impl StandingChoice {
+    /// Reads the banner's standing-answer controls.
+    pub fn from_pairs(pairs: &[(String, String)]) -> Self {
+        let take = |name: &str| posted_value(pairs, name);
+        Self {
+            minutes: take("standing_minutes").trim().parse().ok(),
+            every_session: take("standing_scope") == "every_session",
+            limit: take("standing_limit")
+                .trim()
+                .parse()
+                .ok()
+                .filter(|limit: &i64| *limit > 0),
+            prefix: take("standing_prefix") == "on",
+        }
+    }
+}
+
 /// A posted answer: the round, the button pressed, and every control's value as posted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnswerPost {
@@ -399,9 +439,12 @@ pub struct AnswerPost {
     /// In a round of several requests, each request's own choice, posted as `choice@k`.
     #[serde(default)]
     pub choices: Vec<(String, String)>,
-    /// "Answer questions like this the same way for an hour" was ticked.
+    /// "Answer questions like this the same way" was ticked.
     #[serde(default)]
     pub standing: bool,
+    /// How that standing answer holds.
+    #[serde(default)]
+    pub standing_choice: StandingChoice,
 }
 
 impl AnswerPost {
@@ -426,6 +469,7 @@ impl AnswerPost {
                 .cloned()
                 .collect(),
             standing: take(STANDING_CONTROL) == "on",
+            standing_choice: StandingChoice::from_pairs(&pairs),
         }
     }
 }

@@ -9,7 +9,8 @@ use super::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
         HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
         QueueView, RecordedAction, RequestBody, RequestView, SessionPage, ShownAnswer,
-        SlackLinkRow, StandingView, Viewer, clock_minute, control_name, parse_clock_minute,
+        SlackLinkRow, StandingChoice, StandingView, Viewer, clock_minute, control_name,
+        parse_clock_minute,
     },
     posted_answer::read_answer,
 };
@@ -124,20 +125,50 @@ impl PageData {
         id: i64,
         csrf: &str,
     ) -> Result<(), String> {
+        self.listed_standing(viewer, session, id, csrf).await?;
+        self.store
+            .revoke_standing_answer(id, &viewer.principal.label())
+            .await
+            .map(drop)
+            .map_err(said)
+    }
+
+    /// Pauses or resumes standing answer `id`, listed on session `session`'s page.
+    pub async fn pause_standing(
+        &self,
+        viewer: &Viewer,
+        session: &str,
+        id: i64,
+        paused: bool,
+        csrf: &str,
+    ) -> Result<(), String> {
+        self.listed_standing(viewer, session, id, csrf).await?;
+        self.store
+            .pause_standing_answer(id, paused, &viewer.principal.label())
+            .await
+            .map(drop)
+            .map_err(said)
+    }
+
+    /// Checks that `viewer` may change standing answer `id`, listed on session `session`'s page.
+    async fn listed_standing(
+        &self,
+        viewer: &Viewer,
+        session: &str,
+        id: i64,
+        csrf: &str,
+    ) -> Result<(), String> {
         same_sign_in(viewer, csrf)?;
         if !viewer.can_answer() {
             return Err("You have the viewer role: you cannot change standing answers.".to_owned());
         }
         let session = SessionId::parse(session).map_err(|error| error.to_string())?;
         let listed = self.store.standing_answers(&session).await.map_err(said)?;
-        if !listed.iter().any(|rule| rule.id == id) {
-            return Err(format!("Standing answer #{id} is not in force here."));
+        if listed.iter().any(|rule| rule.id == id) {
+            Ok(())
+        } else {
+            Err(format!("Standing answer #{id} is not in force here."))
         }
-        self.store
-            .revoke_standing_answer(id, &viewer.principal.label())
-            .await
-            .map(drop)
-            .map_err(said)
     }
 
     /// Response times over the last `days` days (7, 30 or 90), for admins.
@@ -500,6 +531,9 @@ async fn session_page(
             until_ms: ms(rule.expires_at),
             uses: rule.uses,
             everywhere: rule.session_id.is_none(),
+            paused: rule.paused_at.is_some(),
+            prefix: rule.prefix,
+            limit: rule.use_limit,
         })
         .collect();
     Ok(Some(SessionPage {
@@ -695,7 +729,7 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
         Ok((round, submission)) => {
             (services.on_answer)(&round, submission);
             if post.standing && submission == Submission::Recorded {
-                stand_by_answer(store, &round, viewer).await;
+                stand_by_answer(store, &round, viewer, &post.standing_choice).await;
             }
             AnswerNotice::Recorded {
                 round_id: post.round_id.clone(),
@@ -719,8 +753,13 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
 /// Makes `round`'s answer stand for questions like it in its session for an hour, made by the viewer. A
 /// question that cannot have one never shows the checkbox; a rule that cannot be made leaves the answer as it
 /// was recorded.
-async fn stand_by_answer(store: &dyn Store, round: &Round, viewer: &Viewer) {
-    let (Ok(question), Some(response)) = (
+async fn stand_by_answer(
+    store: &dyn Store,
+    round: &Round,
+    viewer: &Viewer,
+    choice: &StandingChoice,
+) {
+    let (Ok(mut question), Some(response)) = (
         QuestionMatch::of(round),
         round
             .responses
@@ -729,18 +768,31 @@ async fn stand_by_answer(store: &dyn Store, round: &Round, viewer: &Viewer) {
     ) else {
         return;
     };
-    let Ok(expires_at) = standing_expiry(store.now(), None) else {
+    let Ok(expires_at) = standing_expiry(store.now(), choice.minutes) else {
         return;
     };
+    // The message's first line ("Allow `npm test`", not the run that follows it), and never so short that it
+    // would match nearly anything.
+    let first_line = question
+        .message
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let prefix = choice.prefix && first_line.trim().chars().count() >= 8;
+    if prefix {
+        question.message = first_line;
+    }
     let made = store
         .create_standing_answer(NewStandingAnswer {
             created_by: viewer.principal.label(),
-            session_id: Some(round.session_id.clone()),
+            session_id: (!choice.every_session).then(|| round.session_id.clone()),
             question,
             action: response.action,
             content: response.content.clone(),
             expires_at,
-            use_limit: None,
+            use_limit: choice.limit,
+            prefix,
         })
         .await;
     if let Err(error) = made {

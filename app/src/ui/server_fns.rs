@@ -146,6 +146,22 @@ pub async fn load_response_times(
     services.response_times(days).await.map_err(unavailable)
 }
 
+/// Pauses or resumes a standing answer listed on a session's page; returns its id and whether it is paused.
+#[server(prefix = "/fn", endpoint = "pause-standing", output = TextJson)]
+pub async fn pause_standing(
+    session_id: String,
+    id: i64,
+    paused: bool,
+    csrf: String,
+) -> Result<(i64, bool), ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .pause_standing(&viewer, &session_id, id, paused, &csrf)
+        .await
+        .map_err(ServerFnError::new)?;
+    Ok((id, paused))
+}
+
 /// The most recent webhook deliveries (admins only).
 #[server(prefix = "/fn", endpoint = "deliveries", output = TextJson)]
 pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {

@@ -646,6 +646,13 @@ async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
+    // A rule answers only what its maker may answer: rita is a responder.
+    anteroom_testkit::browser::person(
+        &server,
+        "rita",
+        anteroom_store::domain::access::Role::Responder,
+    )
+    .await;
     let env = server.session("standing").await;
     let npm_test = pre_tool_use("Bash", json!({"command": "npm test"}));
     let held = hold(post(
@@ -673,6 +680,7 @@ async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
             content: None,
             expires_at: server.store.now() + chrono::Duration::hours(1),
             use_limit: None,
+            prefix: false,
         })
         .await
         .expect("rule");

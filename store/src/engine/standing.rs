@@ -36,7 +36,8 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
                     .bind(new.action.as_str())
                     .bind(content)
                     .bind(to_ms(new.expires_at))
-                    .bind(new.use_limit),
+                    .bind(new.use_limit)
+                    .bind(i64::from(new.prefix)),
             )
             .await?;
         let rule = row.into_standing_answer()?;
@@ -97,6 +98,54 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
         );
         self.audit(&mut tx, &[entry], now).await?;
         tx.commit().await?;
+        Ok(rule)
+    }
+
+    async fn live_standing_answers(&self, limit: u32) -> StoreResult<Vec<StandingAnswer>> {
+        self.all::<StandingAnswerRow>(
+            Statement::new(sql::SELECT_LIVE_STANDING_ANSWERS.as_str())
+                .bind(to_ms(self.clock_now()))
+                .bind(i64::from(limit)),
+        )
+        .await?
+        .into_iter()
+        .map(StandingAnswerRow::into_standing_answer)
+        .collect()
+    }
+
+    async fn pause_standing_answer(
+        &self,
+        id: i64,
+        paused: bool,
+        actor: &str,
+    ) -> StoreResult<StandingAnswer> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let row: Option<StandingAnswerRow> = tx
+            .optional(
+                Statement::new(sql::PAUSE_STANDING_ANSWER.as_str())
+                    .bind(id)
+                    .bind(paused.then(|| to_ms(now))),
+            )
+            .await?;
+        let rule = row
+            .ok_or_else(|| {
+                StoreError::from(ManagedInputError::not_found(format!(
+                    "No standing answer #{id} is in force."
+                )))
+            })?
+            .into_standing_answer()?;
+        let action = if paused {
+            "rule.paused"
+        } else {
+            "rule.resumed"
+        };
+        let entry = NewAuditEntry::new(actor, action, format!("rule #{id}"), serde_json::json!({}));
+        self.audit(&mut tx, &[entry], now).await?;
+        tx.commit().await?;
+        if !paused {
+            self.ctx.standing.set(true);
+        }
         Ok(rule)
     }
 

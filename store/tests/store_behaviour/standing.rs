@@ -36,6 +36,7 @@ fn rule(
         content: json!({"reason": "fine"}).as_object().cloned(),
         expires_at: h.clock.now() + Duration::hours(1),
         use_limit: limit,
+        prefix: false,
     }
 }
 
@@ -186,8 +187,87 @@ async fn concurrent_questions_never_take_more_than_the_limit(h: &Harness) {
     assert_eq!(answered, 3);
 }
 
+async fn a_paused_rule_answers_nothing_and_a_prefix_rule_matches_beginnings(h: &Harness) {
+    register(h, "s1").await;
+    let s1 = SessionId::parse("s1").expect("id");
+    let mut prefixed = rule(h, Some("s1"), "Allow `npm test`", None);
+    prefixed.prefix = true;
+    let made = h
+        .store
+        .create_standing_answer(prefixed)
+        .await
+        .expect("create");
+    assert!(made.prefix);
+    // A message that starts so matches; one that only contains it, or is shorter, does not.
+    for (message, matches) in [
+        ("Allow `npm test` in run 7f3a", true),
+        ("Allow `npm test`", true),
+        ("Please Allow `npm test`", false),
+        ("Allow `npm", false),
+    ] {
+        let used = h
+            .store
+            .use_standing_answer(&s1, &question(message))
+            .await
+            .expect("use");
+        assert_eq!(used.is_some(), matches, "{message}");
+    }
+    let paused = h
+        .store
+        .pause_standing_answer(made.id, true, "test")
+        .await
+        .expect("pause");
+    assert!(paused.paused_at.is_some());
+    assert!(
+        h.store
+            .use_standing_answer(&s1, &question("Allow `npm test` again"))
+            .await
+            .expect("use")
+            .is_none(),
+        "paused"
+    );
+    // Listed while paused, with its hits.
+    let live = h.store.live_standing_answers(10).await.expect("list");
+    assert_eq!(
+        live.iter()
+            .map(|rule| (rule.id, rule.uses))
+            .collect::<Vec<_>>(),
+        vec![(made.id, 2)]
+    );
+    h.store
+        .pause_standing_answer(made.id, false, "test")
+        .await
+        .expect("resume");
+    assert!(
+        h.store
+            .use_standing_answer(&s1, &question("Allow `npm test` once more"))
+            .await
+            .expect("use")
+            .is_some()
+    );
+    h.store
+        .revoke_standing_answer(made.id, "test")
+        .await
+        .expect("revoke");
+    assert!(
+        h.store
+            .pause_standing_answer(made.id, false, "test")
+            .await
+            .is_err(),
+        "ended"
+    );
+    assert!(
+        h.store
+            .live_standing_answers(10)
+            .await
+            .expect("list")
+            .is_empty()
+    );
+}
+
 crate::on_both_backends!(
     a_rule_answers_its_own_question_until_its_limit,
     a_rule_for_every_session_ends_when_it_expires_or_is_revoked,
     concurrent_questions_never_take_more_than_the_limit,
+    a_paused_rule_answers_nothing_and_a_prefix_rule_matches_beginnings,
 );

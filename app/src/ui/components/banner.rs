@@ -168,10 +168,50 @@ pub fn RoundBanner(
                 {(can_stand && can_answer)
                     .then(|| {
                         view! {
-                            <label class="banner-standing">
-                                <input type="checkbox" name=STANDING_CONTROL />
-                                " Answer questions like this the same way for the next hour"
-                            </label>
+                            <div class="banner-standing">
+                                <label>
+                                    <input type="checkbox" name=STANDING_CONTROL />
+                                    " Answer questions like this the same way"
+                                </label>
+                                <fieldset class="standing-options">
+                                    <legend class="visually-hidden">"How the standing answer holds"</legend>
+                                    <label>
+                                        "Lasting "
+                                        <select name="standing_minutes">
+                                            <option value="60" selected>"1 hour"</option>
+                                            <option value="480">"8 hours"</option>
+                                            <option value="1440">"24 hours"</option>
+                                            <option value="10080">"7 days"</option>
+                                        </select>
+                                    </label>
+                                    <label>
+                                        " in "
+                                        <select name="standing_scope">
+                                            <option value="session" selected>"this session"</option>
+                                            <option value="every_session">
+                                                "every session (this server)"
+                                            </option>
+                                        </select>
+                                    </label>
+                                    <label>
+                                        " at most "
+                                        <input
+                                            type="number"
+                                            name="standing_limit"
+                                            min="1"
+                                            max="10000"
+                                            inputmode="numeric"
+                                            placeholder="any"
+                                            class="standing-limit"
+                                        />
+                                        " times"
+                                    </label>
+                                    <label>
+                                        <input type="checkbox" name="standing_prefix" />
+                                        " also when the message only starts the same (its first line)"
+                                    </label>
+                                </fieldset>
+                            </div>
                         }
                     })}
                 {action_buttons(several, permission, can_answer, form.sending)}

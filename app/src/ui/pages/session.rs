@@ -19,7 +19,7 @@ use crate::{
             zoned_time,
         },
         pages::not_found::NotFoundPage,
-        server_fns::{RevokeStanding, load_session},
+        server_fns::{PauseStanding, RevokeStanding, load_session},
     },
 };
 
@@ -201,20 +201,35 @@ fn session_view(
 /// Revoke button (a form, so it works without JavaScript too).
 fn standing_section(current: Memo<Page>, csrf: String, can_answer: bool) -> impl IntoView {
     let revoke = ServerAction::<RevokeStanding>::new();
+    let pause = ServerAction::<PauseStanding>::new();
     let revoked = RwSignal::new(Vec::<i64>::new());
+    let paused = RwSignal::new(Vec::<(i64, bool)>::new());
     let csrf = StoredValue::new(csrf);
     Effect::new(move |_| {
         if let Some(Ok(id)) = revoke.value().get() {
             revoked.update(|revoked| revoked.push(id));
         }
     });
+    Effect::new(move |_| {
+        if let Some(Ok(change)) = pause.value().get() {
+            paused.update(|paused| paused.push(change));
+        }
+    });
     let rules = move || {
         let gone = revoked.get();
+        let changed = paused.get();
         current.with(|page| {
             page.standing
                 .iter()
                 .filter(|rule| !gone.contains(&rule.id))
                 .cloned()
+                .map(|mut rule| {
+                    // The latest pause or resume pressed here wins over the page's last reading.
+                    if let Some((_, now)) = changed.iter().rev().find(|(id, _)| *id == rule.id) {
+                        rule.paused = *now;
+                    }
+                    rule
+                })
                 .collect::<Vec<_>>()
         })
     };
@@ -225,7 +240,7 @@ fn standing_section(current: Memo<Page>, csrf: String, can_answer: bool) -> impl
                 <ul class="standing-list">
                     <For
                         each=rules
-                        key=|rule| rule.id
+                        key=|rule| (rule.id, rule.paused)
                         children=move |rule| {
                             let csrf = csrf.get_value();
                             let (session_id, zone) = current.with_untracked(|page| {
@@ -238,28 +253,44 @@ fn standing_section(current: Memo<Page>, csrf: String, can_answer: bool) -> impl
                                         " · "
                                         {rule.asker.describe()}
                                         {rule.everywhere.then_some(" · in every session")}
+                                        {rule.prefix.then_some(" · messages starting so")}
+                                        {rule.paused.then_some(" · paused")}
                                     </p>
                                     <pre class="message-code standing-message">{rule.message.clone()}</pre>
                                     <p class="muted">
                                         {format!(
-                                            "by {} · until {} · answered {} time{}",
+                                            "by {} · until {} · answered {} time{}{}",
                                             rule.created_by,
                                             zoned_time(rule.until_ms, zone.as_deref()),
                                             rule.uses,
                                             if rule.uses == 1 { "" } else { "s" },
+                                            rule.limit.map(|limit| format!(" of at most {limit}")).unwrap_or_default(),
                                         )}
                                     </p>
                                     {can_answer
                                         .then(|| {
+                                            let pause_session = session_id.clone();
+                                            let pause_csrf = csrf.clone();
                                             view! {
-                                                <ActionForm action=revoke>
-                                                    <input type="hidden" name="session_id" value=session_id />
-                                                    <input type="hidden" name="id" value=rule.id />
-                                                    <input type="hidden" name="csrf" value=csrf />
-                                                    <button type="submit" class="button button-quiet">
-                                                        "Revoke"
-                                                    </button>
-                                                </ActionForm>
+                                                <div class="standing-actions">
+                                                    <ActionForm action=pause>
+                                                        <input type="hidden" name="session_id" value=pause_session />
+                                                        <input type="hidden" name="id" value=rule.id />
+                                                        <input type="hidden" name="paused" value=(!rule.paused).to_string() />
+                                                        <input type="hidden" name="csrf" value=pause_csrf />
+                                                        <button type="submit" class="button button-quiet">
+                                                            {if rule.paused { "Resume" } else { "Pause" }}
+                                                        </button>
+                                                    </ActionForm>
+                                                    <ActionForm action=revoke>
+                                                        <input type="hidden" name="session_id" value=session_id />
+                                                        <input type="hidden" name="id" value=rule.id />
+                                                        <input type="hidden" name="csrf" value=csrf />
+                                                        <button type="submit" class="button button-quiet">
+                                                            "Revoke"
+                                                        </button>
+                                                    </ActionForm>
+                                                </div>
                                             }
                                         })}
                                 </li>

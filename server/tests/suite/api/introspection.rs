@@ -96,13 +96,15 @@ async fn openapi_document_describes_every_route(db: Backend) {
         "PUT /api/v1/rounds/{round_id}/assignee",
         "POST /api/v1/rounds/{round_id}/deadline",
         "GET /api/v1/stats/response-times",
+        "GET /api/v1/rules",
+        "DELETE /api/v1/rules/{id}",
     ] {
         assert!(
             operations.iter().any(|op| op == expected),
             "{expected} missing from {operations:?}"
         );
     }
-    assert_eq!(operations.len(), 40, "{operations:?}");
+    assert_eq!(operations.len(), 43, "{operations:?}");
     server.stop().await;
 }
 

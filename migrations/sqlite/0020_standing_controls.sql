@@ -1,0 +1,4 @@
+-- Standing answers a person can pause and resume, and that may match a message by its beginning
+-- (docs/standing-answers.md).
+ALTER TABLE standing_answers ADD COLUMN paused_at_ms INTEGER;
+ALTER TABLE standing_answers ADD COLUMN match_prefix INTEGER NOT NULL DEFAULT 0;
