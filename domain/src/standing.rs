@@ -63,6 +63,18 @@ impl QuestionMatch {
     }
 }
 
+impl QuestionMatch {
+    /// A short name for "this same question" (server, tool, message and form), which the queue merges
+    /// identical open questions by.
+    pub fn key(&self) -> String {
+        let text =
+            serde_json::json!([self.server, self.tool, self.message, self.schema]).to_string();
+        let mut key = crate::access::hash_secret(&text);
+        key.truncate(16);
+        key
+    }
+}
+
 /// Whether a form asks for something secret: a field that is `writeOnly`, of `format: password`, or named like
 /// a credential.
 fn holds_secret(schema: &Value) -> bool {

@@ -225,7 +225,8 @@ fn notify_in_background(event: &MessageEvent) {
     on_click.forget();
 }
 
-/// `j`/`k` move through the queue, `Ctrl+Enter` accepts the focused form, `Esc` leaves a field.
+/// `j`/`k` move through the queue, `x` selects the focused entry, `Ctrl+Enter` accepts the focused form, `Esc`
+/// leaves a field.
 fn on_key(event: KeyboardEvent) {
     let Some(target) = event
         .target()
@@ -259,6 +260,20 @@ fn on_key(event: KeyboardEvent) {
         return;
     }
     if editing || event.ctrl_key() || event.alt_key() || event.meta_key() {
+        return;
+    }
+    if key == "x" {
+        // Selects (or unselects) the focused queue entry for batch triage.
+        if let Some(checkbox) = target
+            .closest(".queue-item")
+            .ok()
+            .flatten()
+            .and_then(|item| item.query_selector(".queue-select").ok().flatten())
+            .and_then(|checkbox| checkbox.dyn_into::<HtmlElement>().ok())
+        {
+            event.prevent_default();
+            checkbox.click();
+        }
         return;
     }
     let step: i32 = match key.as_str() {

@@ -85,6 +85,10 @@ pub struct QuestionPreview {
     /// Who answers it (empty: every responder).
     #[serde(default)]
     pub responders: Vec<Responder>,
+    /// The same question's name ([`crate::domain::standing::QuestionMatch::key`]): identical open questions
+    /// share it, and the queue shows them as one card.
+    #[serde(default)]
+    pub same_as: Option<String>,
 }
 
 /// When the asking server last polled for its answer.
@@ -250,6 +254,10 @@ pub struct ActiveRound {
     /// Who answers it (empty: every responder); the page says "for platform-oncall".
     #[serde(default)]
     pub responders: Vec<Responder>,
+    /// How many other waiting questions, in any session, are this same question and may be answered by the
+    /// viewer: one answer may answer them all.
+    #[serde(default)]
+    pub alike: u32,
     pub requests: Vec<RequestView>,
     /// Its answer may stand for questions like it (one form question, nothing secret).
     #[serde(default)]
@@ -339,6 +347,10 @@ pub enum AnswerNotice {
     Recorded {
         round_id: String,
         action: RecordedAction,
+        /// With "answer all alike": how many of the identical questions were answered the same way too,
+        /// and how many had been answered (or had ended) meanwhile.
+        #[serde(default)]
+        alike: Option<(u32, u32)>,
     },
     /// The server refused the content: messages per `request_key/field` (the empty field is the form).
     Refused {
@@ -389,6 +401,21 @@ impl AnswerNotice {
         }
     }
 }
+
+/// How one question of a batch fared (the queue's "Decline selected" / "Dismiss selected").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriageOutcome {
+    pub round_id: String,
+    /// `recorded`, `answered_elsewhere` (someone answered first, or it ended), `not_yours` (the person may not
+    /// answer it) or `gone`.
+    pub outcome: String,
+}
+
+/// The most questions one batch answers.
+pub const TRIAGE_MAX: usize = 200;
+
+/// The banner's checkbox that answers the identical waiting questions the same way.
+pub const ALIKE_CONTROL: &str = "alike";
 
 /// The banner's checkbox that makes an answer stand for questions like it.
 pub const STANDING_CONTROL: &str = "standing";
@@ -445,6 +472,9 @@ pub struct AnswerPost {
     /// How that standing answer holds.
     #[serde(default)]
     pub standing_choice: StandingChoice,
+    /// "Answer the identical questions waiting the same way" was ticked.
+    #[serde(default)]
+    pub alike: bool,
 }
 
 impl AnswerPost {
@@ -470,6 +500,7 @@ impl AnswerPost {
                 .collect(),
             standing: take(STANDING_CONTROL) == "on",
             standing_choice: StandingChoice::from_pairs(&pairs),
+            alike: take(ALIKE_CONTROL) == "on",
         }
     }
 }

@@ -9,8 +9,8 @@ use super::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
         HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
         QueueView, RecordedAction, RequestBody, RequestView, SessionPage, ShownAnswer,
-        SlackLinkRow, StandingChoice, StandingView, Viewer, clock_minute, control_name,
-        parse_clock_minute,
+        SlackLinkRow, StandingChoice, StandingView, TRIAGE_MAX, TriageOutcome, Viewer,
+        clock_minute, control_name, parse_clock_minute,
     },
     posted_answer::read_answer,
 };
@@ -24,7 +24,7 @@ use crate::{
         reach::{
             DIGEST_AFTER_MAX, EMAIL_AFTER_MINUTES_MAX, EmailPreference, EmailQuestions, QuietHours,
         },
-        responders::{TeamView, describe},
+        responders::{Responder, TeamView, describe},
         round::{
             ElicitationRequest, FailureCode, ResponseAction, Round, RoundOutcome, RoundStatus,
             Submission,
@@ -59,6 +59,132 @@ impl PageData {
             on_answer,
             on_round_change,
         }
+    }
+
+    /// Declines or dismisses (`action`) each of `round_ids` for `viewer` (batch triage): each one only if it
+    /// still waits and the person may answer it, each recorded on its own under the batch's `attempt` (a
+    /// retried batch answers none twice). Says how each fared.
+    pub async fn triage(
+        &self,
+        viewer: &Viewer,
+        round_ids: &[String],
+        action: &str,
+        attempt: &str,
+        csrf: &str,
+    ) -> Result<Vec<TriageOutcome>, String> {
+        same_sign_in(viewer, csrf)?;
+        let Some(action @ (ResponseAction::Decline | ResponseAction::Cancel)) =
+            ResponseAction::parse(action)
+        else {
+            return Err(
+                "A batch declines or dismisses; accept each question on its page.".to_owned(),
+            );
+        };
+        if round_ids.len() > TRIAGE_MAX {
+            return Err(format!("At most {TRIAGE_MAX} questions at once."));
+        }
+        if attempt.is_empty()
+            || attempt.len() > 64
+            || !attempt.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            return Err("This page is out of date. Reload it and try again.".to_owned());
+        }
+        let mut outcomes = Vec::with_capacity(round_ids.len());
+        for raw in round_ids {
+            let outcome = self.triage_one(viewer, raw, action, attempt).await;
+            outcomes.push(TriageOutcome {
+                round_id: raw.chars().take(64).collect(),
+                outcome: outcome.to_owned(),
+            });
+        }
+        Ok(outcomes)
+    }
+
+    async fn triage_one(
+        &self,
+        viewer: &Viewer,
+        raw: &str,
+        action: ResponseAction,
+        attempt: &str,
+    ) -> &'static str {
+        let Ok(round_id) = RoundId::parse(raw) else {
+            return "gone";
+        };
+        let Ok(round) = self.store.get_round(round_id).await else {
+            return "gone";
+        };
+        match self.store.may_answer(&viewer.principal, &round).await {
+            Ok(true) => {}
+            Ok(false) => return "not_yours",
+            Err(_) => return "gone",
+        }
+        let Ok(idempotency_key) =
+            IdempotencyKey::parse(format!("triage-{attempt}-{}", round_id.0.simple()))
+        else {
+            return "gone";
+        };
+        let responses = round
+            .requests
+            .keys()
+            .map(|key| {
+                (
+                    key.clone(),
+                    crate::domain::round::ElicitationResponse {
+                        action,
+                        content: None,
+                        reason: None,
+                    },
+                )
+            })
+            .collect();
+        match self
+            .store
+            .submit_responses_to(
+                &round,
+                responses,
+                idempotency_key,
+                Some(viewer.principal.label()),
+            )
+            .await
+        {
+            Ok((round, submission)) => {
+                (self.on_answer)(&round, submission);
+                "recorded"
+            }
+            Err(_) => "answered_elsewhere",
+        }
+    }
+
+    /// Hands round `round_id` of session `session` to `assignee` (`user:NAME`, `group:NAME`, `key:NAME`; empty:
+    /// back to the session's responders), for an admin.
+    pub async fn assign(
+        &self,
+        viewer: &Viewer,
+        session: &str,
+        round_id: &str,
+        assignee: &str,
+        csrf: &str,
+    ) -> Result<(), String> {
+        same_sign_in(viewer, csrf)?;
+        if !viewer.principal.role.can_manage() {
+            return Err("Only admins hand questions to someone.".to_owned());
+        }
+        let assignee = match assignee.trim() {
+            "" => None,
+            raw => Some(Responder::parse(raw).map_err(|error| error.message().to_owned())?),
+        };
+        let gone = || "This question does not exist.".to_owned();
+        let round_id = RoundId::parse(round_id).map_err(|_| gone())?;
+        let round = self.store.get_round(round_id).await.map_err(said)?;
+        if round.session_id.as_str() != session {
+            return Err(gone());
+        }
+        self.store
+            .assign_round(round_id, assignee.as_ref(), &viewer.principal.label())
+            .await
+            .map_err(said)?;
+        (self.on_round_change)(&round);
+        Ok(())
     }
 
     /// Gives people an hour more to answer round `round_id` of session `session`, for a person who may
@@ -404,6 +530,10 @@ fn said(error: StoreError) -> String {
     }
 }
 
+/// How many waiting questions are compared for "answer all alike", and how many one answer answers at most.
+const ALIKE_SCAN: u32 = 2_000;
+const ALIKE_MAX: usize = 200;
+
 /// How much longer one press of a banner's "+1 hour" gives people.
 const EXTENSION: chrono::Duration = chrono::Duration::hours(1);
 
@@ -447,6 +577,7 @@ async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
                 deadline_ms: ms(round.deadline),
                 askers_deadline: round.deadline_is_askers(),
                 responders: team.scope(round),
+                same_as: QuestionMatch::of(round).ok().map(|question| question.key()),
             });
             QueueItem {
                 session_id: entry.session.id.as_str().to_owned(),
@@ -492,9 +623,32 @@ async fn session_page(
     } else {
         store.team_view().await?
     };
+    // Identical questions waiting elsewhere, which one answer may answer too (read only when a banner could
+    // offer it).
+    let keys: Vec<Option<String>> = open
+        .iter()
+        .map(|round| QuestionMatch::of(round).ok().map(|question| question.key()))
+        .collect();
+    let everywhere = if keys.iter().any(Option::is_some) {
+        store.open_rounds_everywhere(ALIKE_SCAN).await?
+    } else {
+        Vec::new()
+    };
+    let alike = |round: &Round, key: &Option<String>| -> u32 {
+        let Some(key) = key else { return 0 };
+        let count = everywhere
+            .iter()
+            .filter(|other| other.round_id != round.round_id)
+            .filter(|other| QuestionMatch::of(other).is_ok_and(|question| &question.key() == key))
+            .filter(|other| viewer.may_answer(&team.scope(other)))
+            .take(ALIKE_MAX)
+            .count();
+        u32::try_from(count).unwrap_or(u32::MAX)
+    };
     let active: Vec<ActiveRound> = open
         .iter()
-        .map(|round| ActiveRound {
+        .zip(&keys)
+        .map(|(round, key)| ActiveRound {
             round_id: round.round_id.to_string(),
             attempt: uuid::Uuid::new_v4().simple().to_string(),
             asker: asker(round),
@@ -506,6 +660,7 @@ async fn session_page(
                 interval_ms: seen.interval_ms,
             }),
             responders: team.scope(round),
+            alike: alike(round, key),
             requests: request_views(round),
             can_stand: QuestionMatch::of(round).is_ok(),
         })
@@ -717,6 +872,7 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
         Err(fields) => return refused(&post, "Some answers need another look.", fields),
     };
     let recorded_action = RecordedAction::of(responses.values().map(|response| response.action));
+    let given = responses.clone();
     match store
         .submit_responses_to(
             &round,
@@ -731,9 +887,15 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
             if post.standing && submission == Submission::Recorded {
                 stand_by_answer(store, &round, viewer, &post.standing_choice).await;
             }
+            let alike = if post.alike {
+                Some(answer_alike(services, &round, &given, viewer, &post.attempt).await)
+            } else {
+                None
+            };
             AnswerNotice::Recorded {
                 round_id: post.round_id.clone(),
                 action: recorded_action,
+                alike,
             }
         }
         Err(StoreError::Refused(ManagedInputError::ValidationError { message, details })) => {
@@ -748,6 +910,80 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
         Err(StoreError::Refused(refusal)) => closed(refusal.message()),
         Err(error) => unavailable(&post, &error),
     }
+}
+
+/// The waiting questions identical to `round` (same server, tool, message and form, any session) that
+/// `viewer` may answer, at most [`ALIKE_MAX`]: what one answer may answer alike.
+async fn alike_waiting(
+    store: &dyn Store,
+    round: &Round,
+    viewer: &Viewer,
+) -> StoreResult<Vec<Round>> {
+    let Ok(key) = QuestionMatch::of(round).map(|question| question.key()) else {
+        return Ok(Vec::new());
+    };
+    let team = store.team_view().await?;
+    Ok(store
+        .open_rounds_everywhere(ALIKE_SCAN)
+        .await?
+        .into_iter()
+        .filter(|other| other.round_id != round.round_id)
+        .filter(|other| QuestionMatch::of(other).is_ok_and(|question| question.key() == key))
+        .filter(|other| viewer.may_answer(&team.scope(other)))
+        .take(ALIKE_MAX)
+        .collect())
+}
+
+/// Answers each waiting question identical to `round` as `round` was answered (`given`): each recorded and
+/// delivered on its own, each idempotent (a retried post answers none twice), each only if the person may
+/// answer it. Returns how many were answered and how many had been answered or had ended meanwhile.
+async fn answer_alike(
+    services: &PageData,
+    round: &Round,
+    given: &std::collections::BTreeMap<
+        crate::domain::ids::RequestKey,
+        crate::domain::round::ElicitationResponse,
+    >,
+    viewer: &Viewer,
+    attempt: &str,
+) -> (u32, u32) {
+    let store = services.store.as_ref();
+    let others = match alike_waiting(store, round, viewer).await {
+        Ok(others) => others,
+        Err(error) => {
+            tracing::warn!(%error, "the identical questions could not be read; only this one was answered");
+            return (0, 0);
+        }
+    };
+    let Some(response) = given.values().next() else {
+        return (0, 0);
+    };
+    let (mut answered, mut elsewhere) = (0, 0);
+    for other in others {
+        let (Some(key), Ok(idempotency_key)) = (
+            other.requests.keys().next().cloned(),
+            IdempotencyKey::parse(format!("web-{attempt}-{}", other.round_id.0.simple())),
+        ) else {
+            continue;
+        };
+        let responses = std::collections::BTreeMap::from([(key, response.clone())]);
+        match store
+            .submit_responses_to(
+                &other,
+                responses,
+                idempotency_key,
+                Some(viewer.principal.label()),
+            )
+            .await
+        {
+            Ok((other, submission)) => {
+                (services.on_answer)(&other, submission);
+                answered += 1;
+            }
+            Err(_) => elsewhere += 1,
+        }
+    }
+    (answered, elsewhere)
 }
 
 /// Makes `round`'s answer stand for questions like it in its session for an hour, made by the viewer. A

@@ -117,6 +117,36 @@ pub async fn revoke_standing(
     Ok(id)
 }
 
+/// Declines or dismisses several questions at once (the queue's batch triage).
+#[server(prefix = "/fn", endpoint = "triage", input = Json, output = TextJson)]
+pub async fn triage(
+    round_ids: Vec<String>,
+    action: String,
+    attempt: String,
+    csrf: String,
+) -> Result<Vec<crate::ui::model::TriageOutcome>, ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .triage(&viewer, &round_ids, &action, &attempt, &csrf)
+        .await
+        .map_err(ServerFnError::new)
+}
+
+/// Hands a waiting question to someone (admins; its banner's "Hand to").
+#[server(prefix = "/fn", endpoint = "assign", output = TextJson)]
+pub async fn assign_round(
+    session_id: String,
+    round_id: String,
+    assignee: String,
+    csrf: String,
+) -> Result<(), ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .assign(&viewer, &session_id, &round_id, &assignee, &csrf)
+        .await
+        .map_err(ServerFnError::new)
+}
+
 /// Gives a waiting question an hour more (its banner's "+1 hour"); returns the new deadline.
 #[server(prefix = "/fn", endpoint = "extend-deadline", output = TextJson)]
 pub async fn extend_deadline(

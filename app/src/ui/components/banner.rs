@@ -12,11 +12,11 @@ use crate::{
     ui::{
         browser::{BrowserPatterns, Live, focus_first_invalid, form_pairs},
         model::{
-            ActiveRound, AnswerNotice, AnswerPost, AskerSeenView, RequestBody, RequestView,
-            STANDING_CONTROL, Viewer, control_name,
+            ALIKE_CONTROL, ActiveRound, AnswerNotice, AnswerPost, AskerSeenView, RequestBody,
+            RequestView, STANDING_CONTROL, Viewer, control_name,
         },
         posted_answer::{choice_name, control_problems, read_answer},
-        server_fns::{ExtendDeadline, post_answer},
+        server_fns::{AssignRound, ExtendDeadline, post_answer},
     },
 };
 
@@ -141,10 +141,15 @@ pub fn RoundBanner(
             {extension(
                 session_id.clone(),
                 round_id.clone(),
-                extension_csrf,
+                extension_csrf.clone(),
                 can_answer,
                 round.askers_deadline,
             )}
+            {viewer
+                .principal
+                .role
+                .can_manage()
+                .then(|| reassign(session_id.clone(), round_id.clone(), extension_csrf))}
             <form
                 method="post"
                 action=format!("/sessions/{session_id}/answer")
@@ -165,6 +170,23 @@ pub fn RoundBanner(
                 <p class="banner-problem" role="alert">
                     {move || form.problem.get()}
                 </p>
+                {(round.alike > 0 && can_answer)
+                    .then(|| {
+                        let label = if round.alike == 1 {
+                            " Answer the 1 identical question waiting elsewhere the same way".to_owned()
+                        } else {
+                            format!(
+                                " Answer the {} identical questions waiting elsewhere the same way",
+                                round.alike,
+                            )
+                        };
+                        view! {
+                            <label class="banner-alike">
+                                <input type="checkbox" name=ALIKE_CONTROL />
+                                {label}
+                            </label>
+                        }
+                    })}
                 {(can_stand && can_answer)
                     .then(|| {
                         view! {
@@ -263,6 +285,39 @@ fn extension(
         }
         .into_any(),
     )
+}
+
+/// An admin's "Hand to": a person, group or key (`user:rita`, `group:platform-oncall`), or empty for the
+/// session's own responders.
+fn reassign(session_id: String, round_id: String, csrf: String) -> impl IntoView {
+    let assign = ServerAction::<AssignRound>::new();
+    let outcome = move || match assign.value().get() {
+        Some(Err(error)) => Some(server_message(&error)),
+        Some(Ok(())) => Some("Handed on.".to_owned()),
+        None => None,
+    };
+    let input_id = format!("assign-{round_id}");
+    view! {
+        <ActionForm action=assign attr:class="banner-assign">
+            <input type="hidden" name="session_id" value=session_id />
+            <input type="hidden" name="round_id" value=round_id />
+            <input type="hidden" name="csrf" value=csrf />
+            <label for=input_id.clone()>"Hand to "</label>
+            <input
+                id=input_id
+                name="assignee"
+                placeholder="group:platform-oncall"
+                autocomplete="off"
+                maxlength="80"
+            />
+            <button type="submit" class="button button-quiet">
+                "Hand on"
+            </button>
+            <span class="banner-problem" role="status">
+                {outcome}
+            </span>
+        </ActionForm>
+    }
 }
 
 /// What a server function's refusal says, without the framework's prefix.

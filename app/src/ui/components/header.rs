@@ -129,6 +129,10 @@ pub fn AppHeader() -> impl IntoView {
                 </dt>
                 <dd>"Move through the attention queue"</dd>
                 <dt>
+                    <kbd>"x"</kbd>
+                </dt>
+                <dd>"Select the entry for Decline or Dismiss selected (Shift-click selects a range)"</dd>
+                <dt>
                     <kbd>"Enter"</kbd>
                 </dt>
                 <dd>"Open the selected session"</dd>

@@ -10,7 +10,7 @@ use crate::{
         browser::Live,
         components::countdown::Countdown,
         model::{QueueItem, QueueView, Viewer},
-        server_fns::load_queue,
+        server_fns::{load_queue, triage},
     },
 };
 
@@ -154,6 +154,98 @@ impl Shown {
     }
 }
 
+/// One card of the queue: an entry, and for a waiting question the entries of other sessions asking exactly
+/// the same (merged: "asked by 10 agents").
+#[derive(Debug, Clone, PartialEq)]
+struct Card {
+    head: QueueItem,
+    alike: Vec<QueueItem>,
+}
+
+impl Card {
+    /// The waiting questions the card stands for (what selecting it selects).
+    fn round_ids(&self) -> Vec<String> {
+        std::iter::once(&self.head)
+            .chain(&self.alike)
+            .filter_map(|item| {
+                item.question
+                    .as_ref()
+                    .map(|question| question.round_id.clone())
+            })
+            .collect()
+    }
+}
+
+/// Merges identical waiting questions into one card, in queue order (the first one asked leads).
+fn cards(items: Vec<QueueItem>) -> Vec<Card> {
+    let mut cards: Vec<Card> = Vec::new();
+    for item in items {
+        let same = item
+            .question
+            .as_ref()
+            .and_then(|question| question.same_as.clone());
+        let merged = same.as_ref().and_then(|key| {
+            cards.iter_mut().find(|card| {
+                card.head
+                    .question
+                    .as_ref()
+                    .and_then(|question| question.same_as.as_ref())
+                    == Some(key)
+            })
+        });
+        match merged {
+            Some(card) => card.alike.push(item),
+            None => cards.push(Card {
+                head: item,
+                alike: Vec::new(),
+            }),
+        }
+    }
+    cards
+}
+
+/// The queue's batch triage: the waiting questions selected (checkbox, `x`, Shift-click for a range), and
+/// the last card clicked, where a range starts.
+#[derive(Clone, Copy)]
+struct Selection {
+    selected: RwSignal<Vec<String>>,
+    anchor: RwSignal<Option<usize>>,
+    order: Memo<Vec<Vec<String>>>,
+}
+
+impl Selection {
+    fn is_selected(&self, ids: &[String]) -> bool {
+        !ids.is_empty()
+            && self
+                .selected
+                .with(|selected| ids.iter().all(|id| selected.contains(id)))
+    }
+
+    /// A click on card `index`: toggles it, or with Shift selects every card from the last one clicked.
+    fn click(&self, index: usize, range: bool) {
+        let order = self.order.get_untracked();
+        let Some(ids) = order.get(index) else {
+            return;
+        };
+        let select = !self.is_selected(ids);
+        let span = match (range, self.anchor.get_untracked()) {
+            (true, Some(anchor)) => anchor.min(index)..=anchor.max(index),
+            _ => index..=index,
+        };
+        self.selected.update(|selected| {
+            for ids in order.get(span).into_iter().flatten() {
+                for id in ids {
+                    selected.retain(|known| known != id);
+                    if select {
+                        selected.push(id.clone());
+                    }
+                }
+            }
+        });
+        self.anchor.set(Some(index));
+    }
+}
+
 fn section(
     heading: &'static str,
     kind: &'static str,
@@ -161,38 +253,58 @@ fn section(
     now_ms: i64,
     shown: Shown,
 ) -> impl IntoView {
-    let items = Memo::new(move |_| {
+    let cards = Memo::new(move |_| {
         current.with(|queue| {
-            queue
+            let items: Vec<QueueItem> = queue
                 .items
                 .iter()
                 .filter(|item| part(item) == kind && shown.shows(item))
                 .cloned()
-                .collect::<Vec<_>>()
+                .collect();
+            if kind == "waiting" {
+                cards(items)
+            } else {
+                items
+                    .into_iter()
+                    .map(|head| Card {
+                        head,
+                        alike: Vec::new(),
+                    })
+                    .collect()
+            }
         })
     });
+    let selection = Selection {
+        selected: RwSignal::new(Vec::new()),
+        anchor: RwSignal::new(None),
+        order: Memo::new(move |_| cards.with(|cards| cards.iter().map(Card::round_ids).collect())),
+    };
     let heading_id = format!("queue-{kind}");
+    let triage = (kind == "waiting").then(|| triage_bar(selection, shown.viewer));
     view! {
-        <Show when=move || items.with(|items| !items.is_empty())>
+        {triage}
+        <Show when=move || cards.with(|cards| !cards.is_empty())>
             <section class="queue-section" data-section=kind aria-labelledby=heading_id.clone()>
                 <h2 id=heading_id.clone() class="queue-heading">
                     {heading}
                     " "
-                    <span class="count">{move || items.with(Vec::len)}</span>
+                    <span class="count">{move || cards.with(Vec::len)}</span>
                 </h2>
                 <ol class="queue">
                     <For
-                        each=move || items.get()
-                        key=|item| {
+                        each=move || cards.get().into_iter().enumerate()
+                        key=|(index, card)| {
                             (
-                                item.session_id.clone(),
-                                item.question.as_ref().map(|q| q.round_id.clone()),
-                                item.open_rounds,
-                                item.lost.as_ref().map(|lost| lost.at),
-                                item.status,
+                                *index,
+                                card.head.session_id.clone(),
+                                card.head.question.as_ref().map(|q| q.round_id.clone()),
+                                card.head.open_rounds,
+                                card.head.lost.as_ref().map(|lost| lost.at),
+                                card.head.status,
+                                card.alike.len(),
                             )
                         }
-                        children=move |item| queue_item(item, now_ms)
+                        children=move |(index, card)| queue_item(card, index, now_ms, selection)
                     />
                 </ol>
             </section>
@@ -200,7 +312,123 @@ fn section(
     }
 }
 
-fn queue_item(item: QueueItem, now_ms: i64) -> impl IntoView {
+/// "3 selected · Decline · Dismiss · Clear", and how the last batch fared.
+fn triage_bar(selection: Selection, viewer: StoredValue<Option<Viewer>>) -> impl IntoView {
+    let results = RwSignal::new(None::<String>);
+    let attempt = StoredValue::new(uuid::Uuid::new_v4().simple().to_string());
+    let run = Action::new(move |action: &String| {
+        let ids = selection.selected.get_untracked();
+        let csrf = viewer.with_value(|viewer| {
+            viewer
+                .as_ref()
+                .map(|viewer| viewer.csrf.clone())
+                .unwrap_or_default()
+        });
+        let action = action.clone();
+        let attempt = attempt.get_value();
+        async move { triage(ids, action, attempt, csrf).await }
+    });
+    Effect::new(move |_| {
+        if let Some(outcome) = run.value().get() {
+            let said = match outcome {
+                Ok(outcomes) => {
+                    let count = |what: &str| outcomes.iter().filter(|o| o.outcome == what).count();
+                    let mut parts = vec![format!("{} answered", count("recorded"))];
+                    for (what, words) in [
+                        ("answered_elsewhere", "answered elsewhere meanwhile"),
+                        ("not_yours", "not yours to answer"),
+                        ("gone", "no longer there"),
+                    ] {
+                        if count(what) > 0 {
+                            parts.push(format!("{} {words}", count(what)));
+                        }
+                    }
+                    parts.join("; ") + "."
+                }
+                Err(error) => error.to_string(),
+            };
+            results.set(Some(said));
+            selection.selected.set(Vec::new());
+            // A new batch is a new attempt; a retried one (the same attempt) answers nothing twice.
+            attempt.set_value(uuid::Uuid::new_v4().simple().to_string());
+        }
+    });
+    let count = move || selection.selected.with(Vec::len);
+    let any = move || count() != 0;
+    view! {
+        <div class="queue-triage" role="region" aria-label="Selected questions">
+            <Show when=any>
+                <span>{move || format!("{} selected", count())}</span>
+                <button type="button" class="button" on:click=move |_| { run.dispatch("decline".to_owned()); }>
+                    "Decline selected"
+                </button>
+                <button type="button" class="button" on:click=move |_| { run.dispatch("cancel".to_owned()); }>
+                    "Dismiss selected"
+                </button>
+                <button type="button" class="button button-quiet" on:click=move |_| selection.selected.set(Vec::new())>
+                    "Clear"
+                </button>
+            </Show>
+            <p class="muted" role="status" data-testid="triage-result">{move || results.get()}</p>
+        </div>
+    }
+}
+
+fn queue_item(card: Card, index: usize, now_ms: i64, selection: Selection) -> impl IntoView {
+    let Card { head: item, alike } = card;
+    let ids = std::iter::once(&item)
+        .chain(&alike)
+        .filter_map(|item| {
+            item.question
+                .as_ref()
+                .map(|question| question.round_id.clone())
+        })
+        .collect::<Vec<_>>();
+    let checkbox = (!ids.is_empty()).then(|| {
+        let label = format!(
+            "Select {}",
+            if item.title.is_empty() {
+                &item.session_id
+            } else {
+                &item.title
+            }
+        );
+        let checked_ids = ids.clone();
+        view! {
+            <input
+                type="checkbox"
+                class="queue-select"
+                aria-label=label
+                prop:checked=move || selection.is_selected(&checked_ids)
+                on:click=move |event: web_sys::MouseEvent| {
+                    event.prevent_default();
+                    selection.click(index, event.shift_key());
+                }
+            />
+        }
+    });
+    let asked_by = (!alike.is_empty()).then(|| {
+        let others = alike
+            .iter()
+            .map(|other| {
+                let title = if other.title.is_empty() { other.session_id.clone() } else { other.title.clone() };
+                view! {
+                    <li>
+                        <a href=format!("/sessions/{}", other.session_id)>{title}</a>
+                    </li>
+                }
+            })
+            .collect_view();
+        view! {
+            <details class="queue-alike">
+                <summary>{format!("asked by {} agents", alike.len() + 1)}</summary>
+                <p class="muted">
+                    "One answer on the first's page, with \"Answer the identical questions the same way\", answers them all; or open each:"
+                </p>
+                <ul>{others}</ul>
+            </details>
+        }
+    });
     let href = format!("/sessions/{}", item.session_id);
     let state = part(&item);
     let title = if item.title.is_empty() {
@@ -252,10 +480,12 @@ fn queue_item(item: QueueItem, now_ms: i64) -> impl IntoView {
     };
     view! {
         <li class="queue-item" data-state=state data-session-id=item.session_id.clone()>
+            {checkbox}
             <a class="queue-link" href=href data-queue-link="">
                 <span class="queue-title">{title}</span>
                 {detail}
             </a>
+            {asked_by}
         </li>
     }
 }

@@ -354,23 +354,36 @@ fn history_section(current: Memo<Page>) -> impl IntoView {
 
 fn notice_view(notice: AnswerNotice) -> impl IntoView {
     let (kind, text) = match &notice {
-        AnswerNotice::Recorded { action, .. } => (
+        AnswerNotice::Recorded { action, alike, .. } => (
             "ok",
-            match action {
-                RecordedAction::All(ResponseAction::Accept) => {
-                    "Your answer was recorded; the agent receives it on its next poll."
+            format!(
+                "{}{}",
+                match action {
+                    RecordedAction::All(ResponseAction::Accept) => {
+                        "Your answer was recorded; the agent receives it on its next poll."
+                    }
+                    RecordedAction::All(ResponseAction::Decline) => {
+                        "You declined; the agent is told so on its next poll."
+                    }
+                    RecordedAction::All(ResponseAction::Cancel) => {
+                        "You dismissed the question; the agent is told it was dismissed."
+                    }
+                    RecordedAction::Mixed => {
+                        "Your answers were recorded, each as you chose; the agent receives them on its next poll."
+                    }
+                },
+                match alike {
+                    Some((answered, 0)) => format!(
+                        " {answered} identical question{} answered the same way.",
+                        if *answered == 1 { " was" } else { "s were" }
+                    ),
+                    Some((answered, elsewhere)) => format!(
+                        " {answered} identical question{} answered the same way; {elsewhere} had been answered or had ended meanwhile.",
+                        if *answered == 1 { " was" } else { "s were" }
+                    ),
+                    None => String::new(),
                 }
-                RecordedAction::All(ResponseAction::Decline) => {
-                    "You declined; the agent is told so on its next poll."
-                }
-                RecordedAction::All(ResponseAction::Cancel) => {
-                    "You dismissed the question; the agent is told it was dismissed."
-                }
-                RecordedAction::Mixed => {
-                    "Your answers were recorded, each as you chose; the agent receives them on its next poll."
-                }
-            }
-            .to_owned(),
+            ),
         ),
         AnswerNotice::AlreadyAnswered {
             by, at_ms, actions, ..
