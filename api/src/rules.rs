@@ -2,14 +2,14 @@
 //! They are made from a banner by a person; here they are looked after.
 
 use anteroom_domain::{expiry::wire_time, standing::StandingAnswer};
-use axum::{Json, extract::State, http::StatusCode};
+use axum::{Json, extract::State};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    error::{ApiResult, Forbidden, Invalid, NotFound, Unauthorized},
+    error::{ApiError, ApiResult, Forbidden, Invalid, NotFound, Unauthorized},
     extract::{ApiJson, ApiPath, Caller},
 };
 use crate::AppState;
@@ -21,6 +21,16 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(pause, revoke))
+}
+
+/// A rule's number from its path; anything else names no rule.
+fn rule_id(raw: &str) -> ApiResult<i64> {
+    raw.parse().map_err(|_| {
+        ApiError::not_found(format!(
+            "No standing answer #{} exists.",
+            raw.chars().take(40).collect::<String>()
+        ))
+    })
 }
 
 /// A rule as the API, `/mcp` and the pages read it: what it answers, how, by whom, until when, and its hits.
@@ -72,19 +82,20 @@ struct Pause {
 
 #[utoipa::path(
     patch,
-    path = "/api/v1/rules/{id}",
+    path = "/api/v1/rules/{rule_id}",
     tag = "answers",
     request_body = Pause,
-    params(("id" = i64, Path, description = "The rule's number")),
+    params(("rule_id" = String, Path, description = "The rule's number", pattern = "^[0-9]{1,18}$")),
     responses((status = 200, description = "The rule, paused or resumed", body = Object), Invalid, Forbidden, NotFound, Unauthorized)
 )]
 async fn pause(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(id): ApiPath<i64>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<Pause>,
 ) -> ApiResult<Json<Value>> {
     caller.require(|role| role.can_answer(), "pause standing answers")?;
+    let id = rule_id(&id)?;
     let rule = state
         .store
         .pause_standing_answer(id, body.paused, &caller.label())
@@ -94,20 +105,21 @@ async fn pause(
 
 #[utoipa::path(
     delete,
-    path = "/api/v1/rules/{id}",
+    path = "/api/v1/rules/{rule_id}",
     tag = "answers",
-    params(("id" = i64, Path, description = "The rule's number")),
-    responses((status = 204, description = "Revoked: it answers nothing more"), Forbidden, NotFound, Unauthorized)
+    params(("rule_id" = String, Path, description = "The rule's number", pattern = "^[0-9]{1,18}$")),
+    responses((status = 200, description = "The rule, revoked: it answers nothing more", body = Object), Invalid, Forbidden, NotFound, Unauthorized)
 )]
 async fn revoke(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath(id): ApiPath<i64>,
-) -> ApiResult<StatusCode> {
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
     caller.require(|role| role.can_answer(), "revoke standing answers")?;
-    state
+    let id = rule_id(&id)?;
+    let rule = state
         .store
         .revoke_standing_answer(id, &caller.label())
         .await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(Json(rule_view(&rule)))
 }

@@ -1,6 +1,6 @@
 //! Response times over the API (docs/teams.md#response-times): the figures the admins' page draws.
 
-use anteroom_domain::stats::{PERIODS, ResponseTimes};
+use anteroom_domain::stats::{MAX_DAYS, ResponseTimes};
 use axum::{Json, extract::State};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -17,9 +17,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 struct Period {
-    /// 7, 30 or 90 (default 30).
+    /// How many days back, 1 to 90 (default 30; the page offers 7, 30 and 90).
+    #[param(minimum = 1, maximum = 90)]
     days: Option<u32>,
 }
 
@@ -37,8 +39,8 @@ async fn response_times(
 ) -> ApiResult<Json<ResponseTimes>> {
     caller.require(|role| role.can_manage(), "read response times")?;
     let days = period.days.unwrap_or(30);
-    if !PERIODS.contains(&days) {
-        return Err(ApiError::validation("days is 7, 30 or 90."));
+    if !(1..=MAX_DAYS).contains(&days) {
+        return Err(ApiError::validation("days is from 1 to 90."));
     }
     Ok(Json(state.store.response_times(days).await?))
 }

@@ -85,18 +85,24 @@ async fn create_group(
     path = "/api/v1/groups/{name}",
     tag = "teams",
     params(("name" = String, Path, description = "The group's name")),
-    responses((status = 204, description = "Removed (its members stay people)"), Forbidden, NotFound, Unauthorized)
+    responses((status = 200, description = "Removed (its members stay people)", body = GroupRemoved), Forbidden, NotFound, Unauthorized)
 )]
 async fn delete_group(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<Json<GroupRemoved>> {
     caller.require(|role| role.can_manage(), "manage groups")?;
     if !state.store.delete_group(&name, &caller.label()).await? {
         return Err(ApiError::not_found(format!("No group is called {name}.")));
     }
-    Ok(StatusCode::NO_CONTENT)
+    Ok(Json(GroupRemoved { removed: name }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct GroupRemoved {
+    /// The group's name.
+    removed: String,
 }
 
 #[utoipa::path(
@@ -124,13 +130,13 @@ async fn add_member(
     path = "/api/v1/groups/{name}/members/{username}",
     tag = "teams",
     params(("name" = String, Path, description = "The group's name"), ("username" = String, Path, description = "The person's username")),
-    responses((status = 204, description = "The person left the group"), Forbidden, NotFound, Unauthorized)
+    responses((status = 200, description = "The group, without the person", body = Group), Forbidden, NotFound, Unauthorized)
 )]
 async fn remove_member(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath((name, username)): ApiPath<(String, String)>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<Json<Group>> {
     caller.require(|role| role.can_manage(), "manage groups")?;
     if !state
         .store
@@ -139,7 +145,17 @@ async fn remove_member(
     {
         return Err(ApiError::not_found(format!("{username} is not in {name}.")));
     }
-    Ok(StatusCode::NO_CONTENT)
+    let group = state
+        .store
+        .list_groups()
+        .await?
+        .into_iter()
+        .find(|group| group.name == name)
+        .unwrap_or(Group {
+            name,
+            members: Vec::new(),
+        });
+    Ok(Json(group))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -33,6 +33,9 @@ pub const BUCKET_BOUNDS_MS: [i64; 20] = [
 /// The periods the page offers, in days.
 pub const PERIODS: [u32; 3] = [7, 30, 90];
 
+/// The longest period the figures cover, in days.
+pub const MAX_DAYS: u32 = 90;
+
 /// How a question ended, for the counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Ending {
@@ -211,7 +214,7 @@ mod tests {
         assert_eq!(quantile(&histogram, 0.5), Some(3_500));
         assert_eq!(quantile(&histogram, 0.95), Some(4_850));
         histogram[12] = 900; // most 30–60 min
-        assert_eq!(quantile(&histogram, 0.05), Some(5_000));
+        assert_eq!(quantile(&histogram, 0.05), Some(3_500));
         assert!(quantile(&histogram, 0.5).is_some_and(|ms| (1_800_000..=3_600_000).contains(&ms)));
         assert_eq!(quantile(&vec![0; BUCKET_BOUNDS_MS.len()], 0.5), None);
         let mut open = vec![0; BUCKET_BOUNDS_MS.len()];

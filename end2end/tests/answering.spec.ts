@@ -9,7 +9,8 @@ test("a question appears live on the queue and the session page, and the answer 
   await signIn(page, "rita");
   await live(page);
 
-  const requestId = await ask(request, session, "Which environment should I deploy to?", deploySchema);
+  // Its own words: an identical question still open from another test would be merged with it into one card.
+  const requestId = await ask(request, session, `Which environment should I deploy to? (${session.id})`, deploySchema);
   // No reload: the event stream brings it.
   const item = page.locator(`.queue-item[data-session-id="${session.id}"]`);
   await expect(item).toBeVisible({ timeout: 2_000 });

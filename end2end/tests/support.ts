@@ -129,3 +129,19 @@ export const everyField = {
   },
   required: ["name", "age"],
 };
+
+/** Calls the management API as the admin key (groups, settings, assignments). */
+export async function adminApi(
+  request: APIRequestContext,
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE",
+  path: string,
+  data?: object,
+) {
+  const response = await request.fetch(path, {
+    method,
+    headers: { Authorization: `Bearer ${adminKey()}` },
+    data,
+  });
+  expect(response.status(), `${method} ${path}: ${await response.text()}`).toBeLessThan(300);
+  return response.status() === 204 ? null : response.json();
+}

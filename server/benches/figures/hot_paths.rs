@@ -74,6 +74,66 @@ impl Bench {
         )
     }
 
+    /// What a standing answer in force costs each create: the same create run with no rule in force, then with
+    /// one in force in another session (so every create reads for it, and none is answered by it).
+    pub(super) async fn creates_with_a_rule(&self) -> Figure {
+        use anteroom_domain::{
+            round::ResponseAction,
+            standing::{NewStandingAnswer, QuestionMatch},
+        };
+        eprintln!("bench: question creates with a standing answer in force");
+        let urls = |sessions: Vec<(String, String)>| -> Vec<Vec<String>> {
+            sessions
+                .chunks(16)
+                .map(|chunk| {
+                    chunk
+                        .iter()
+                        .map(|(_, token)| {
+                            format!(
+                                "{}/api/v1/s/{token}/servers/bench-mcp/elicitations",
+                                self.base
+                            )
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let without =
+            sessions_with_tokens(self.store.as_ref(), "rule-none", CONNECTIONS * 16).await;
+        let none = create_throughput(urls(without)).await;
+        let elsewhere = sessions_with_tokens(self.store.as_ref(), "rule-home", 1).await;
+        let home = anteroom_domain::ids::SessionId::parse(elsewhere[0].0.clone()).expect("id");
+        self.store
+            .create_standing_answer(NewStandingAnswer {
+                created_by: "bench".to_owned(),
+                session_id: Some(home),
+                question: QuestionMatch {
+                    server: "bench-mcp".to_owned(),
+                    tool: "deploy".to_owned(),
+                    message: "A question nobody asks here".to_owned(),
+                    schema: "{}".to_owned(),
+                },
+                action: ResponseAction::Accept,
+                content: None,
+                expires_at: SystemClock.now() + chrono::Duration::hours(1),
+                use_limit: None,
+                prefix: false,
+            })
+            .await
+            .expect("rule");
+        let with = sessions_with_tokens(self.store.as_ref(), "rule-some", CONNECTIONS * 16).await;
+        let some = create_throughput(urls(with)).await;
+        let cost = 1.0 - some / none;
+        Figure::new(
+            "creates/s with a standing answer in force",
+            format!("{some:.0}/s"),
+            format!("{none:.0}/s with none"),
+            format!("{:.1}% slower", cost * 100.0),
+            "≤ 5% slower",
+            Some(cost <= 0.05),
+        )
+    }
+
     /// The stored size of one created question (requests, summary and ids), for the bare insert loop.
     pub(super) async fn round_row_bytes(&self) -> usize {
         let round = self

@@ -75,9 +75,10 @@ struct Args {
 }
 
 /// The figures `--only` can pick, in the order they run.
-const FIGURES: [&str; 13] = [
+const FIGURES: [&str; 14] = [
     "polls",
     "creates",
+    "rule-cost",
     "latency",
     "hook",
     "push",
@@ -208,6 +209,12 @@ async fn run(args: &Args) -> Vec<Figure> {
     }
     if wanted("creates") {
         figures.push(bench.creates(args).await);
+    }
+    if wanted("rule-cost") {
+        // On an instance of its own: a rule made here stays in force for the figures after it.
+        let fresh = Bench::start(args, Arc::new(SystemClock)).await;
+        figures.push(fresh.creates_with_a_rule().await);
+        fresh.stop().await;
     }
     if wanted("latency") {
         figures.extend(bench.latencies().await);

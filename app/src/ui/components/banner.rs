@@ -199,7 +199,7 @@ pub fn RoundBanner(
                                     <legend class="visually-hidden">"How the standing answer holds"</legend>
                                     <label>
                                         "Lasting "
-                                        <select name="standing_minutes">
+                                        <select name="standing_minutes" aria-label="How long it stands">
                                             <option value="60" selected>"1 hour"</option>
                                             <option value="480">"8 hours"</option>
                                             <option value="1440">"24 hours"</option>
@@ -208,7 +208,7 @@ pub fn RoundBanner(
                                     </label>
                                     <label>
                                         " in "
-                                        <select name="standing_scope">
+                                        <select name="standing_scope" aria-label="Where it stands">
                                             <option value="session" selected>"this session"</option>
                                             <option value="every_session">
                                                 "every session (this server)"
@@ -220,6 +220,7 @@ pub fn RoundBanner(
                                         <input
                                             type="number"
                                             name="standing_limit"
+                                            aria-label="At most this many times"
                                             min="1"
                                             max="10000"
                                             inputmode="numeric"
@@ -229,7 +230,11 @@ pub fn RoundBanner(
                                         " times"
                                     </label>
                                     <label>
-                                        <input type="checkbox" name="standing_prefix" />
+                                        <input
+                                            type="checkbox"
+                                            name="standing_prefix"
+                                            aria-label="Also when only the first line matches"
+                                        />
                                         " also when the message only starts the same (its first line)"
                                     </label>
                                 </fieldset>

@@ -315,7 +315,8 @@ fn section(
 /// "3 selected · Decline · Dismiss · Clear", and how the last batch fared.
 fn triage_bar(selection: Selection, viewer: StoredValue<Option<Viewer>>) -> impl IntoView {
     let results = RwSignal::new(None::<String>);
-    let attempt = StoredValue::new(uuid::Uuid::new_v4().simple().to_string());
+    // Made in the browser when the first batch is sent; a new batch is a new attempt.
+    let attempt = StoredValue::new(String::new());
     let run = Action::new(move |action: &String| {
         let ids = selection.selected.get_untracked();
         let csrf = viewer.with_value(|viewer| {
@@ -325,6 +326,9 @@ fn triage_bar(selection: Selection, viewer: StoredValue<Option<Viewer>>) -> impl
                 .unwrap_or_default()
         });
         let action = action.clone();
+        if attempt.with_value(String::is_empty) {
+            attempt.set_value(batch_attempt());
+        }
         let attempt = attempt.get_value();
         async move { triage(ids, action, attempt, csrf).await }
     });
@@ -350,7 +354,7 @@ fn triage_bar(selection: Selection, viewer: StoredValue<Option<Viewer>>) -> impl
             results.set(Some(said));
             selection.selected.set(Vec::new());
             // A new batch is a new attempt; a retried one (the same attempt) answers nothing twice.
-            attempt.set_value(uuid::Uuid::new_v4().simple().to_string());
+            attempt.set_value(String::new());
         }
     });
     let count = move || selection.selected.with(Vec::len);
@@ -372,6 +376,14 @@ fn triage_bar(selection: Selection, viewer: StoredValue<Option<Viewer>>) -> impl
             <p class="muted" role="status" data-testid="triage-result">{move || results.get()}</p>
         </div>
     }
+}
+
+/// A fresh id for a batch, which its answers' idempotency keys are made from: the browser's random UUID.
+fn batch_attempt() -> String {
+    web_sys::window()
+        .and_then(|window| window.crypto().ok())
+        .map(|crypto| crypto.random_uuid().replace('-', ""))
+        .unwrap_or_default()
 }
 
 fn queue_item(card: Card, index: usize, now_ms: i64, selection: Selection) -> impl IntoView {

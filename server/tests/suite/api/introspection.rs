@@ -97,7 +97,7 @@ async fn openapi_document_describes_every_route(db: Backend) {
         "POST /api/v1/rounds/{round_id}/deadline",
         "GET /api/v1/stats/response-times",
         "GET /api/v1/rules",
-        "DELETE /api/v1/rules/{id}",
+        "DELETE /api/v1/rules/{rule_id}",
     ] {
         assert!(
             operations.iter().any(|op| op == expected),
