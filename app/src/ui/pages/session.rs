@@ -166,7 +166,7 @@ fn session_view(
             <section class="banners" aria-label="Open questions">
                 <For
                     each=active
-                    key=|round| (round.round_id.clone(), round.deadline_ms)
+                    key=|round| (round.round_id.clone(), round.deadline_ms, round.responders.clone())
                     children=move |round| {
                         let refused = refused
                             .as_ref()
