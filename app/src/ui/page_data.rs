@@ -1,6 +1,6 @@
 //! The web app's server side: page views built from the store, and answers recorded for a signed-in person.
 
-use std::sync::Arc;
+use std::{collections::BTreeMap, sync::Arc};
 
 use chrono::{DateTime, Utc};
 
@@ -19,15 +19,15 @@ use crate::{
         ManagedInputError,
         access::hash_secret,
         form::{FieldErrors, FormModel},
-        ids::{IdempotencyKey, RoundId, SessionId},
+        ids::{IdempotencyKey, RequestKey, RoundId, SessionId},
         limits::Limits,
         reach::{
             DIGEST_AFTER_MAX, EMAIL_AFTER_MINUTES_MAX, EmailPreference, EmailQuestions, QuietHours,
         },
         responders::{Responder, TeamView, describe},
         round::{
-            ElicitationRequest, FailureCode, ResponseAction, Round, RoundOutcome, RoundStatus,
-            Submission,
+            ElicitationRequest, ElicitationResponse, FailureCode, ResponseAction, Round,
+            RoundOutcome, RoundStatus, Submission,
         },
         standing::{NewStandingAnswer, QuestionMatch, standing_expiry},
         webhook::WebhookDelivery,
@@ -59,6 +59,28 @@ impl PageData {
             on_answer,
             on_round_change,
         }
+    }
+
+    /// Records `responses` to `round` as `viewer`'s answer under `idempotency_key`, and hands what the store
+    /// took to the host's announce hook: every answer a page gives goes through here.
+    async fn record(
+        &self,
+        round: &Round,
+        responses: BTreeMap<RequestKey, ElicitationResponse>,
+        idempotency_key: IdempotencyKey,
+        viewer: &Viewer,
+    ) -> StoreResult<(Round, Submission)> {
+        let (round, submission) = self
+            .store
+            .submit_responses_to(
+                round,
+                responses,
+                idempotency_key,
+                Some(viewer.principal.label()),
+            )
+            .await?;
+        (self.on_answer)(&round, submission);
+        Ok((round, submission))
     }
 
     /// Declines or dismisses (`action`) each of `round_ids` for `viewer` (batch triage): each one only if it
@@ -138,19 +160,10 @@ impl PageData {
             })
             .collect();
         match self
-            .store
-            .submit_responses_to(
-                &round,
-                responses,
-                idempotency_key,
-                Some(viewer.principal.label()),
-            )
+            .record(&round, responses, idempotency_key, viewer)
             .await
         {
-            Ok((round, submission)) => {
-                (self.on_answer)(&round, submission);
-                "recorded"
-            }
+            Ok(_) => "recorded",
             Err(_) => "answered_elsewhere",
         }
     }
@@ -873,17 +886,11 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
     };
     let recorded_action = RecordedAction::of(responses.values().map(|response| response.action));
     let given = responses.clone();
-    match store
-        .submit_responses_to(
-            &round,
-            responses,
-            idempotency_key,
-            Some(viewer.principal.label()),
-        )
+    match services
+        .record(&round, responses, idempotency_key, viewer)
         .await
     {
         Ok((round, submission)) => {
-            (services.on_answer)(&round, submission);
             if post.standing && submission == Submission::Recorded {
                 stand_by_answer(store, &round, viewer, &post.standing_choice).await;
             }
@@ -940,10 +947,7 @@ async fn alike_waiting(
 async fn answer_alike(
     services: &PageData,
     round: &Round,
-    given: &std::collections::BTreeMap<
-        crate::domain::ids::RequestKey,
-        crate::domain::round::ElicitationResponse,
-    >,
+    given: &BTreeMap<RequestKey, ElicitationResponse>,
     viewer: &Viewer,
     attempt: &str,
 ) -> (u32, u32) {
@@ -966,20 +970,12 @@ async fn answer_alike(
         ) else {
             continue;
         };
-        let responses = std::collections::BTreeMap::from([(key, response.clone())]);
-        match store
-            .submit_responses_to(
-                &other,
-                responses,
-                idempotency_key,
-                Some(viewer.principal.label()),
-            )
+        let responses = BTreeMap::from([(key, response.clone())]);
+        match services
+            .record(&other, responses, idempotency_key, viewer)
             .await
         {
-            Ok((other, submission)) => {
-                (services.on_answer)(&other, submission);
-                answered += 1;
-            }
+            Ok(_) => answered += 1,
             Err(_) => elsewhere += 1,
         }
     }
