@@ -116,6 +116,13 @@ pub async fn check_may_answer(state: &AppState, who: &Principal, round: &Round) 
     }))
 }
 
+/// Round `raw_id`, when the caller may answer it (the rule of [`check_may_answer`]).
+async fn answerable_round(state: &AppState, caller: &Caller, raw_id: &str) -> ApiResult<Round> {
+    let round = state.store.get_round(round_id(raw_id)?).await?;
+    check_may_answer(state, &caller.0, &round).await?;
+    Ok(round)
+}
+
 /// Answers a single-request round the way `PATCH …/respond`, the MCP tool, Slack and answer links do: only if
 /// `who` may answer it, its only request, an idempotency key derived from the answer (the same answer again is a
 /// replay, whichever way it came), first answer wins, recorded under `answered_by` and announced.
@@ -178,8 +185,7 @@ async fn submit(
     ApiJson(body): ApiJson<SubmitBody>,
 ) -> ApiResult<Json<RoundAnswered>> {
     caller.require(|role| role.can_answer(), "answer questions")?;
-    let round = state.store.get_round(round_id(&id)?).await?;
-    check_may_answer(&state, &caller.0, &round).await?;
+    let round = answerable_round(&state, &caller, &id).await?;
     let (round, submission) = state
         .store
         .submit_responses_to(
@@ -225,8 +231,7 @@ async fn extend(
             "extend_by_minutes is from 1 to 10080 (7 days).",
         ));
     }
-    let round = state.store.get_round(round_id(&id)?).await?;
-    check_may_answer(&state, &caller.0, &round).await?;
+    let round = answerable_round(&state, &caller, &id).await?;
     let round = state
         .store
         .extend_deadline(

@@ -105,6 +105,10 @@ pub trait RoundStore: Send + Sync {
     /// questions in one query (an orchestrator's list).
     async fn open_rounds_everywhere(&self, limit: u32) -> StoreResult<Vec<Round>>;
 
+    /// At most `limit` waiting rounds of any session whose summary is `summary`, oldest first, read as stored:
+    /// the candidates for questions identical to one with that summary.
+    async fn open_rounds_asking(&self, summary: &str, limit: u32) -> StoreResult<Vec<Round>>;
+
     /// The session (by its producer token's hash) and state of the question `request_id` in it, in one
     /// light query: the hot path of a producer polling a question nobody has answered yet.
     /// Answered from memory while the question is known to be pending (docs in `poll_states.rs`).

@@ -45,6 +45,11 @@ pub const SELECT_OPEN_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1
 pub const SELECT_OPEN_ROUNDS_EVERYWHERE: &str = "SELECT * FROM rounds WHERE status = 'pending' \
      ORDER BY created_at_ms, round_id LIMIT $1";
 
+/// Pending rounds not yet due whose summary ("<tool>: <message>") is `$1`: the few candidates for "the same
+/// question", so the page never reads every open question to find them.
+pub const SELECT_OPEN_ROUNDS_ASKING: &str = "SELECT * FROM rounds WHERE status = 'pending' AND summary = $1 \
+     AND deadline_ms > $2 ORDER BY created_at_ms, round_id LIMIT $3";
+
 pub const SELECT_PENDING_ROUNDS: &str = "SELECT * FROM rounds WHERE session_id = $1 AND status = 'pending' \
      ORDER BY created_at_ms, round_id LIMIT 2";
 

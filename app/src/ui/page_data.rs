@@ -543,8 +543,9 @@ fn said(error: StoreError) -> String {
     }
 }
 
-/// How many waiting questions are compared for "answer all alike", and how many one answer answers at most.
-const ALIKE_SCAN: u32 = 2_000;
+/// How many waiting questions with the same summary are compared for "answer all alike", and how many one
+/// answer answers at most.
+const ALIKE_SCAN: u32 = 1_000;
 const ALIKE_MAX: usize = 200;
 
 /// How much longer one press of a banner's "+1 hour" gives people.
@@ -636,32 +637,17 @@ async fn session_page(
     } else {
         store.team_view().await?
     };
-    // Identical questions waiting elsewhere, which one answer may answer too (read only when a banner could
-    // offer it).
-    let keys: Vec<Option<String>> = open
-        .iter()
-        .map(|round| QuestionMatch::of(round).ok().map(|question| question.key()))
-        .collect();
-    let everywhere = if keys.iter().any(Option::is_some) {
-        store.open_rounds_everywhere(ALIKE_SCAN).await?
-    } else {
-        Vec::new()
-    };
-    let alike = |round: &Round, key: &Option<String>| -> u32 {
-        let Some(key) = key else { return 0 };
-        let count = everywhere
-            .iter()
-            .filter(|other| other.round_id != round.round_id)
-            .filter(|other| QuestionMatch::of(other).is_ok_and(|question| &question.key() == key))
-            .filter(|other| viewer.may_answer(&team.scope(other)))
-            .take(ALIKE_MAX)
-            .count();
-        u32::try_from(count).unwrap_or(u32::MAX)
-    };
+    // Identical questions waiting elsewhere, which one answer may answer too: one small read per banner
+    // that could offer it.
+    let mut alike = Vec::with_capacity(open.len());
+    for round in &open {
+        let count = alike_waiting(store, round, &viewer, &team).await?.len();
+        alike.push(u32::try_from(count).unwrap_or(u32::MAX));
+    }
     let active: Vec<ActiveRound> = open
         .iter()
-        .zip(&keys)
-        .map(|(round, key)| ActiveRound {
+        .zip(alike)
+        .map(|(round, alike)| ActiveRound {
             round_id: round.round_id.to_string(),
             attempt: uuid::Uuid::new_v4().simple().to_string(),
             asker: asker(round),
@@ -673,7 +659,7 @@ async fn session_page(
                 interval_ms: seen.interval_ms,
             }),
             responders: team.scope(round),
-            alike: alike(round, key),
+            alike,
             requests: request_views(round),
             can_stand: QuestionMatch::of(round).is_ok(),
         })
@@ -920,18 +906,19 @@ async fn submit_answer(services: &PageData, viewer: &Viewer, post: AnswerPost) -
 }
 
 /// The waiting questions identical to `round` (same server, tool, message and form, any session) that
-/// `viewer` may answer, at most [`ALIKE_MAX`]: what one answer may answer alike.
+/// `viewer` may answer by `team`, at most [`ALIKE_MAX`]: what one answer may answer alike. Only rounds with
+/// the same summary are read, and none for a question that cannot be merged (a secret field, a URL).
 async fn alike_waiting(
     store: &dyn Store,
     round: &Round,
     viewer: &Viewer,
+    team: &TeamView,
 ) -> StoreResult<Vec<Round>> {
     let Ok(key) = QuestionMatch::of(round).map(|question| question.key()) else {
         return Ok(Vec::new());
     };
-    let team = store.team_view().await?;
     Ok(store
-        .open_rounds_everywhere(ALIKE_SCAN)
+        .open_rounds_asking(&round.summary, ALIKE_SCAN)
         .await?
         .into_iter()
         .filter(|other| other.round_id != round.round_id)
@@ -952,7 +939,11 @@ async fn answer_alike(
     attempt: &str,
 ) -> (u32, u32) {
     let store = services.store.as_ref();
-    let others = match alike_waiting(store, round, viewer).await {
+    let others = match store.team_view().await {
+        Ok(team) => alike_waiting(store, round, viewer, &team).await,
+        Err(error) => Err(error),
+    };
+    let others = match others {
         Ok(others) => others,
         Err(error) => {
             tracing::warn!(%error, "the identical questions could not be read; only this one was answered");

@@ -177,6 +177,18 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         self.seen_all(rows)
     }
 
+    async fn open_rounds_asking(&self, summary: &str, limit: u32) -> StoreResult<Vec<Round>> {
+        let rows = self
+            .all::<RoundRow>(
+                Statement::new(sql::SELECT_OPEN_ROUNDS_ASKING)
+                    .bind(summary)
+                    .bind(to_ms(self.clock_now()))
+                    .bind(i64::from(limit)),
+            )
+            .await?;
+        self.seen_all(rows)
+    }
+
     async fn poll_probe(
         &self,
         token_hash: &str,

@@ -381,8 +381,51 @@ async fn a_question_nobody_answers_climbs_its_ladder_once_then_ends_honestly(h: 
     );
 }
 
+async fn the_same_question_is_found_by_its_summary_while_it_waits(h: &Harness) {
+    use chrono::Duration;
+    let first = ask(h, "s1").await;
+    let second = ask(h, "s2").await;
+    let found = h
+        .store
+        .open_rounds_asking(&first.summary, 10)
+        .await
+        .expect("read");
+    assert_eq!(
+        found.iter().map(|round| round.round_id).collect::<Vec<_>>(),
+        vec![first.round_id, second.round_id]
+    );
+    assert!(
+        h.store
+            .open_rounds_asking("book_shipment: Somewhere else?", 10)
+            .await
+            .expect("read")
+            .is_empty()
+    );
+    answer(h, &first, accept(serde_json::json!({"city": "Oslo"})), "k1")
+        .await
+        .expect("answered");
+    assert_eq!(
+        h.store
+            .open_rounds_asking(&first.summary, 10)
+            .await
+            .expect("read")
+            .len(),
+        1
+    );
+    h.clock.advance(Duration::minutes(61));
+    assert!(
+        h.store
+            .open_rounds_asking(&first.summary, 10)
+            .await
+            .expect("read")
+            .is_empty(),
+        "due"
+    );
+}
+
 crate::on_both_backends!(
     groups_keep_their_members_and_refuse_the_unknown,
     only_a_questions_responders_may_answer_it,
     a_question_nobody_answers_climbs_its_ladder_once_then_ends_honestly,
+    the_same_question_is_found_by_its_summary_while_it_waits,
 );
