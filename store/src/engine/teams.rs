@@ -137,6 +137,18 @@ impl<D: Dialect> SqlStore<D> {
         Ok(taken)
     }
 
+    /// How many steps each waiting question has climbed, in one reading.
+    async fn steps_reached(&self) -> StoreResult<std::collections::HashMap<RoundId, usize>> {
+        Ok(self
+            .all::<(String, i64)>(Statement::new(sql::SELECT_OPEN_ESCALATIONS).bind(TEAM_VIEW_MAX))
+            .await?
+            .into_iter()
+            .filter_map(|(round, steps)| {
+                Some((RoundId::parse(&round).ok()?, usize::try_from(steps).ok()?))
+            })
+            .collect())
+    }
+
     /// A session's stored settings, or `None` when nobody set any.
     pub(super) async fn stored_settings(
         &self,
@@ -198,14 +210,7 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
             .await?
             .into_iter()
             .collect();
-        let reached = self
-            .all::<(String, i64)>(Statement::new(sql::SELECT_OPEN_ESCALATIONS).bind(TEAM_VIEW_MAX))
-            .await?
-            .into_iter()
-            .filter_map(|(round, steps)| {
-                Some((RoundId::parse(&round).ok()?, usize::try_from(steps).ok()?))
-            })
-            .collect();
+        let reached = self.steps_reached().await?;
         Ok(TeamView {
             assignments,
             sessions,
@@ -215,6 +220,8 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
 
     async fn escalate(&self) -> StoreResult<Escalated> {
         let mut done = Escalated::default();
+        // Read once per tick, not once per waiting question.
+        let steps_reached = self.steps_reached().await?;
         for (session, settings) in self
             .settings_of_sessions(sql::SELECT_LADDER_SETTINGS)
             .await?
@@ -222,11 +229,7 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
             for round in self.open_rounds(&session, ESCALATE_ROUNDS_MAX).await? {
                 let now = self.clock_now();
                 let waited = now - round.created_at;
-                let reached = if settings.escalation.is_empty() {
-                    0
-                } else {
-                    self.escalations_reached(round.round_id).await?
-                };
+                let reached = steps_reached.get(&round.round_id).copied().unwrap_or(0);
                 for (step, rung) in settings.escalation.iter().enumerate().skip(reached) {
                     if waited < chrono::Duration::minutes(i64::from(rung.after_minutes)) {
                         break;
