@@ -2,7 +2,7 @@
 //! are reported as ignored (never as passed) when it is not; and when `ANTEROOM_TEST_MCP_SDKS` is set (by
 //! `cargo xtask test`, which installs the MCP SDKs), so the tests against real SDK servers and clients run then.
 
-fn main() {
+pub fn main() {
     println!("cargo::rustc-check-cfg=cfg(anteroom_postgres_tests)");
     println!("cargo::rustc-check-cfg=cfg(anteroom_mcp_sdk_tests)");
     println!("cargo::rerun-if-env-changed=ANTEROOM_TEST_POSTGRES_URL");

@@ -12,7 +12,13 @@ use crate::{instance::defaults, jobs::Schedules};
 
 /// Anteroom: where headless AI agents wait for a human.
 #[derive(Debug, Parser)]
-#[command(name = "anteroom", version, about, long_about = None)]
+#[command(
+    name = "anteroom",
+    version,
+    long_version = crate::build_info::LONG_VERSION,
+    about,
+    long_about = None
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -26,8 +32,20 @@ pub struct Cli {
 pub enum Command {
     /// Serve the web app and the API (the default).
     Serve(Box<ServeArgs>),
-    /// Apply database migrations and exit.
-    Migrate(DatabaseArgs),
+    /// Apply database migrations and exit; with --status, list them and change nothing.
+    Migrate(MigrateArgs),
+    /// Write a consistent copy of a SQLite database (while it serves) to a new file, and check it.
+    ///
+    /// PostgreSQL is backed up with pg_dump (docs/operations.md#backup-and-restore).
+    Backup(BackupArgs),
+    /// Put a backup in place of a SQLite database that nothing is serving, after checking it.
+    Restore(RestoreArgs),
+    /// Ask a running Anteroom's /healthz (for a container's HEALTHCHECK, which has no curl); exit 0 when it
+    /// answers.
+    Healthcheck(HealthcheckArgs),
+    /// Write this binary with a built site appended (what `cargo xtask dist` ships).
+    #[command(hide = true, name = "site-bundle")]
+    SiteBundle(SiteBundleArgs),
     /// Manage API keys.
     #[command(subcommand)]
     Apikey(ApikeyCommand),
@@ -64,6 +82,57 @@ pub enum Command {
     /// Write Anteroom into harness configuration files: Claude Code's .mcp.json and Codex's config.toml.
     #[command(subcommand, name = "mcp-config")]
     McpConfig(McpConfigCommand),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MigrateArgs {
+    /// List the migrations this binary carries and which the database has applied; apply nothing.
+    #[arg(long)]
+    pub status: bool,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BackupArgs {
+    /// The file to write (it must not exist yet).
+    #[arg(long)]
+    pub to: PathBuf,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    /// A file `anteroom backup` wrote.
+    #[arg(long)]
+    pub from: PathBuf,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HealthcheckArgs {
+    /// The address `anteroom serve` listens on (an unspecified address is asked on loopback).
+    #[arg(long, env = "ANTEROOM_ADDR", default_value_t = defaults().addr)]
+    pub addr: SocketAddr,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SiteBundleArgs {
+    /// The built site (`target/site`).
+    #[arg(long)]
+    pub site: PathBuf,
+    /// The file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// How `anteroom env` prints the block.
@@ -410,9 +479,10 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
 
-    /// Folder holding the built browser bundle (`pkg/`) and public files.
-    #[arg(long, env = "ANTEROOM_SITE_ROOT", default_value_os_t = defaults().site_root.clone())]
-    pub site_root: PathBuf,
+    /// Folder holding the built browser bundle (`pkg/`) and public files, instead of the site this binary
+    /// carries (for development; a binary without one serves target/site).
+    #[arg(long, env = "ANTEROOM_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
 
     /// Accept anonymous producers on the bare /api/v1/elicitations routes (the original, insecure behaviour).
     #[arg(
@@ -480,6 +550,22 @@ pub struct ServeArgs {
     /// Schedule of the purge of old finished rounds.
     #[arg(long, env = "ANTEROOM_PURGE_SCHEDULE", default_value_t = default_schedules().purge)]
     pub purge_schedule: String,
+
+    /// Schedule of backups of a SQLite database (six fields, seconds first, e.g. `0 0 3 * * *`); none when unset.
+    #[arg(long, env = "ANTEROOM_BACKUP_CRON")]
+    pub backup_cron: Option<String>,
+
+    /// Folder the scheduled backups are written to (default: `backups` beside the database file).
+    #[arg(long, env = "ANTEROOM_BACKUP_DIR")]
+    pub backup_dir: Option<PathBuf>,
+
+    /// How many scheduled backups are kept (the oldest beyond it are removed).
+    #[arg(long, env = "ANTEROOM_BACKUP_KEEP", default_value_t = 7)]
+    pub backup_keep: usize,
+
+    /// Log lines as `text` (for a terminal) or `json` (one object per line, for a log shipper).
+    #[arg(long, env = "ANTEROOM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 
     /// Days resolved and failed rounds are kept.
     #[arg(long, env = "ANTEROOM_RETENTION_DAYS", default_value_t = defaults().retention_days)]

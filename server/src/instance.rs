@@ -28,6 +28,7 @@ use crate::{
     events::EventHub,
     jobs::{self, Schedules},
     postgres_events,
+    router::site_files::SiteFiles,
     state::ConnectionLimits,
 };
 
@@ -54,8 +55,9 @@ pub struct Settings {
     pub addr: SocketAddr,
     /// The base URL producers and browsers use; `http://ADDR` (the bound address) when unset.
     pub public_url: Option<String>,
-    /// Folder holding the built browser bundle (`pkg/`) and public files.
-    pub site_root: PathBuf,
+    /// Folder holding the built browser bundle (`pkg/`) and public files (`ANTEROOM_SITE_ROOT`); `None`: the
+    /// site this binary carries (`cargo xtask dist`), else `target/site`.
+    pub site_root: Option<PathBuf>,
     /// Accept anonymous producers on the bare `/api/v1/elicitations` routes.
     pub allow_unauthenticated_producers: bool,
     /// PostgreSQL only: the LISTEN/NOTIFY channel instances on one database share their events on.
@@ -92,7 +94,7 @@ impl Default for Settings {
             database: Database::Url("sqlite://anteroom.sqlite3".to_owned()),
             addr: SocketAddr::from(([127, 0, 0, 1], 3000)),
             public_url: None,
-            site_root: PathBuf::from("target/site"),
+            site_root: None,
             allow_unauthenticated_producers: false,
             event_channel: "anteroom_events".to_owned(),
             development: false,
@@ -210,10 +212,14 @@ pub fn redact(url: &str) -> String {
 pub struct Instance {
     pub state: AppState,
     leptos_options: LeptosOptions,
+    /// Where the browser bundle and public files come from.
+    pub site: SiteFiles,
     /// The address it listens on (the real port when the settings asked for port 0).
     pub local_addr: SocketAddr,
     listener: TcpListener,
     scheduler: Option<JobScheduler>,
+    /// A SQLite database's file, marked in use while this instance lives (a restore refuses it meanwhile).
+    _in_use: Option<crate::backup::InUse>,
 }
 
 impl Instance {
@@ -221,9 +227,13 @@ impl Instance {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let events = EventHub::default();
         let options = settings.store_options(&events);
+        let mut in_use = None;
         let (store, relay_pool): (Arc<dyn Store>, Option<PgPool>) = match &settings.database {
             Database::Url(url) => {
                 let store = open_store(url, options).await?;
+                if store.backend() == Backend::Sqlite {
+                    in_use = crate::backup::InUse::mark(url)?;
+                }
                 let relay_pool = if store.backend() == Backend::Postgres {
                     let pool = PgPoolOptions::new()
                         .max_connections(2)
@@ -256,9 +266,13 @@ impl Instance {
             .clone()
             .filter(|url| !url.trim().is_empty())
             .unwrap_or_else(|| format!("http://{local_addr}"));
+        let site = SiteFiles::choose(settings.site_root.as_deref());
         let leptos_options = LeptosOptions::builder()
             .output_name("anteroom")
-            .site_root(settings.site_root.to_string_lossy().into_owned())
+            .site_root(match &site {
+                SiteFiles::Folder(folder) => folder.to_string_lossy().into_owned(),
+                SiteFiles::Embedded(_) => String::new(),
+            })
             .site_pkg_dir("pkg")
             .site_addr(local_addr)
             .build();
@@ -285,9 +299,11 @@ impl Instance {
         Ok(Self {
             state,
             leptos_options,
+            site,
             local_addr,
             listener,
             scheduler,
+            _in_use: in_use,
         })
     }
 
@@ -296,7 +312,13 @@ impl Instance {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        crate::serve(self.listener, self.state, self.leptos_options, shutdown).await?;
+        crate::serve(
+            self.listener,
+            self.state,
+            (self.leptos_options, self.site),
+            shutdown,
+        )
+        .await?;
         if let Some(mut scheduler) = self.scheduler
             && let Err(error) = scheduler.shutdown().await
         {

@@ -3,6 +3,8 @@
 
 pub mod answer_links;
 pub mod ask;
+pub mod backup;
+pub mod build_info;
 pub mod config;
 pub mod hook_config;
 pub mod instance;
@@ -47,12 +49,12 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
-    leptos_options: LeptosOptions,
+    (leptos_options, site): (LeptosOptions, router::site_files::SiteFiles),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let events = state.events.clone();
     let limits = state.config.connections;
-    let router = router::router(state, leptos_options);
+    let router = router::router(state, leptos_options, site);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     // HTTP/1.1 only: browsers speak HTTP/2 only over TLS, which a proxy in front terminates, and a cleartext

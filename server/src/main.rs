@@ -9,7 +9,6 @@ use anteroom_server::{
     ask,
     config::{ApikeyCommand, Cli, Command, HookCommand, SessionCommand, UserCommand},
 };
-use anteroom_store::StoreOptions;
 use clap::Parser;
 
 /// Ends the process with `code` without waiting for the runtime's blocking tasks.
@@ -28,11 +27,27 @@ async fn main() -> ExitCode {
         Some(Command::Serve(args)) => commands::serve::run(*args).await.map(|()| 0),
         None => commands::serve::run(cli.serve).await.map(|()| 0),
         Some(Command::Migrate(args)) => {
-            commands::init_logging("info");
-            commands::open_store(&args, StoreOptions::default())
-                .await
-                .map(|_| 0)
+            commands::init_logging("info", commands::log_format_from_env());
+            commands::migrate::run(args).await
         }
+        Some(Command::Backup(args)) => {
+            commands::init_logging("warn", commands::log_format_from_env());
+            commands::backup::back_up(args).await.map(|()| 0)
+        }
+        Some(Command::Restore(args)) => {
+            commands::init_logging("warn", commands::log_format_from_env());
+            commands::backup::restore(args).await.map(|()| 0)
+        }
+        Some(Command::Healthcheck(args)) => commands::healthcheck::run(args).await.map(|()| 0),
+        Some(Command::SiteBundle(args)) => std::env::current_exe()
+            .map_err(anyhow::Error::from)
+            .and_then(|exe| {
+                let bytes = anteroom_server::router::site_files::write_with_site(
+                    &exe, &args.site, &args.out,
+                )?;
+                eprintln!("wrote {} ({bytes} bytes)", args.out.display());
+                Ok(0)
+            }),
         Some(Command::Apikey(ApikeyCommand::Create {
             name,
             role,

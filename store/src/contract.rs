@@ -744,4 +744,14 @@ pub trait Store:
 
     /// A cheap round trip proving the database answers (for `/readyz`).
     async fn ping(&self) -> StoreResult<()>;
+
+    /// The migrations this binary carries beside those the database has applied (`anteroom migrate --status`).
+    async fn schema_status(&self) -> StoreResult<crate::migrations::SchemaStatus>;
+
+    /// The newest migration the database has applied, in one round trip (`/readyz`).
+    async fn schema_version(&self) -> StoreResult<Option<i64>>;
+
+    /// Writes a consistent copy of an embedded (SQLite) database to `path`, which must not exist yet, while
+    /// writers go on (`anteroom backup`); on PostgreSQL it says to use `pg_dump`.
+    async fn backup_to(&self, path: &std::path::Path) -> StoreResult<()>;
 }

@@ -8,8 +8,11 @@
 use std::{borrow::Cow, future::Future};
 
 use sqlx::{
-    Arguments, Database, Encode, FromRow, Pool, Transaction, Type, error::BoxDynError,
-    migrate::MigrateError, postgres::PgRow, sqlite::SqliteRow,
+    Arguments, Database, Encode, FromRow, Pool, Transaction, Type,
+    error::BoxDynError,
+    migrate::{MigrateError, Migrator},
+    postgres::PgRow,
+    sqlite::SqliteRow,
 };
 
 use crate::Backend;
@@ -151,9 +154,12 @@ pub trait Dialect: Send + Sync + 'static {
         statement: Statement,
     ) -> impl Future<Output = sqlx::Result<Option<R>>> + Send + '_;
 
-    /// Applies this backend's migrations (`migrations/<backend>`).
+    /// Applies this backend's migrations under the database's migration lock.
     fn migrate(pool: &Pool<Self::Db>)
     -> impl Future<Output = Result<(), MigrateError>> + Send + '_;
+
+    /// This backend's migrations (`migrations/<backend>`), as compiled into the binary.
+    fn migrator() -> &'static Migrator;
 }
 
 /// A driver's argument list holding `params`.

@@ -15,6 +15,7 @@ mod askers;
 mod contract;
 pub mod dialect;
 mod engine;
+pub mod migrations;
 mod poll_states;
 pub mod postgres;
 mod records;
@@ -35,7 +36,9 @@ pub use contract::{
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};
-pub use sqlite::{SqliteDialect, SqliteStore};
+pub use sqlite::{
+    SqliteDialect, SqliteFileReport, SqliteStore, inspect_file as inspect_sqlite_file,
+};
 
 use crate::domain::{
     ManagedInputError,
@@ -103,6 +106,21 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("database migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// A newer Anteroom upgraded the database past the migrations this binary carries (docs/operations.md#upgrades).
+    #[error(
+        "the database is at schema version {database} ({description}), which a newer Anteroom applied: this \
+         binary (Anteroom {version}) knows up to {binary}. Run the newer Anteroom, or restore the backup taken \
+         before the upgrade (docs/operations.md#upgrades)",
+        version = migrations::ANTEROOM_VERSION
+    )]
+    SchemaNewer {
+        database: i64,
+        description: String,
+        binary: i64,
+    },
+    /// The operation exists for another database engine only; the message says what to do instead.
+    #[error("{0}")]
+    NotOnThisBackend(&'static str),
     /// A stored record could not be read back (never caused by input).
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),

@@ -4,7 +4,7 @@ use std::{str::FromStr, sync::Arc, time::Duration as StdDuration};
 
 use sqlx::{
     PgConnection, PgPool, Postgres, Transaction,
-    migrate::MigrateError,
+    migrate::{MigrateError, Migrator},
     postgres::{PgConnectOptions, PgPoolOptions},
 };
 
@@ -65,7 +65,12 @@ impl Dialect for PostgresDialect {
     }
 
     async fn migrate(pool: &PgPool) -> Result<(), MigrateError> {
-        sqlx::migrate!("../migrations/postgres").run(pool).await
+        Self::migrator().run(pool).await
+    }
+
+    fn migrator() -> &'static Migrator {
+        static MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+        &MIGRATOR
     }
 }
 

@@ -4,7 +4,7 @@ use std::{str::FromStr, sync::Arc, time::Duration as StdDuration};
 
 use sqlx::{
     Sqlite, SqliteConnection, SqlitePool, Transaction,
-    migrate::MigrateError,
+    migrate::{MigrateError, Migrator},
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
 
@@ -67,7 +67,12 @@ impl Dialect for SqliteDialect {
     }
 
     async fn migrate(pool: &SqlitePool) -> Result<(), MigrateError> {
-        sqlx::migrate!("../migrations/sqlite").run(pool).await
+        Self::migrator().run(pool).await
+    }
+
+    fn migrator() -> &'static Migrator {
+        static MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+        &MIGRATOR
     }
 }
 
@@ -99,4 +104,60 @@ impl SqliteStore {
             Arc::new(StoreContext::new(options)),
         ))
     }
+}
+
+/// What a SQLite file holds, read without changing it: a backup's check before it is kept or restored.
+#[derive(Debug, Clone)]
+pub struct SqliteFileReport {
+    /// `PRAGMA integrity_check`'s lines: exactly `["ok"]` for a sound file.
+    pub integrity: Vec<String>,
+    pub schema: crate::migrations::SchemaStatus,
+    /// Questions in it (`None` before the first migration).
+    pub rounds: Option<i64>,
+}
+
+impl SqliteFileReport {
+    pub fn is_intact(&self) -> bool {
+        self.integrity == ["ok"]
+    }
+}
+
+/// Opens the SQLite file at `path` read-only and checks it: its integrity, its schema, how many questions.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a file check reads pragmas and counts no store statement covers"
+)]
+pub async fn inspect_file(path: &std::path::Path) -> StoreResult<SqliteFileReport> {
+    use crate::Store as _;
+    let connect = SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .create_if_missing(false);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(connect)
+        .await?;
+    let integrity: Vec<(String,)> = sqlx::query_as("PRAGMA integrity_check")
+        .fetch_all(&pool)
+        .await?;
+    let store = SqliteStore::with_pools(
+        pool.clone(),
+        pool.clone(),
+        Arc::new(StoreContext::new(crate::StoreOptions::default())),
+    );
+    let schema = store.schema_status().await?;
+    let rounds = if schema.database_version().is_some() {
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM rounds")
+            .fetch_one(&pool)
+            .await?;
+        Some(count)
+    } else {
+        None
+    };
+    pool.close().await;
+    Ok(SqliteFileReport {
+        integrity: integrity.into_iter().map(|(line,)| line).collect(),
+        schema,
+        rounds,
+    })
 }

@@ -85,6 +85,8 @@ pub struct TestServer {
     pub responder_key: String,
     pub viewer_key: String,
     pub http: reqwest::Client,
+    /// The database's URL, when the kit opened it by URL (SQLite).
+    pub database_url: Option<String>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<std::io::Result<()>>,
     data: Data,
@@ -117,9 +119,15 @@ impl TestServer {
                 (database, Data::Postgres(schema))
             }
         };
+        let database_url = match &database {
+            Database::Url(url) => Some(url.clone()),
+            Database::Postgres { .. } => None,
+        };
         let instance = Self::build(database, &clock, settings).await;
         let keys = create_keys(&instance.state.store).await;
-        Some(Self::launch(instance, data, clock, keys))
+        let mut server = Self::launch(instance, data, clock, keys);
+        server.database_url = database_url;
+        Some(server)
     }
 
     /// Two instances on one PostgreSQL schema, sharing events through LISTEN/NOTIFY.
@@ -163,7 +171,7 @@ impl TestServer {
             database,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             public_url: None,
-            site_root: "target/site".into(),
+            site_root: Some("target/site".into()),
             schedules: None,
             clock: Arc::new(clock.clone()),
             ..settings
@@ -193,6 +201,7 @@ impl TestServer {
                 .timeout(std::time::Duration::from_secs(60))
                 .build()
                 .expect("client"),
+            database_url: None,
             stop,
             task,
             data,

@@ -103,6 +103,15 @@ fn every_check() -> Result<()> {
         bail!("{} is missing after the test build", binary.display());
     }
 
+    step(
+        "one file: the debug binary with the debug site appended (tests/onefile.spec.ts starts it)",
+    );
+    let onefile = crate::dist::test_binary();
+    if let Some(folder) = onefile.parent() {
+        std::fs::create_dir_all(folder)?;
+    }
+    crate::dist::pack(&binary, &workspace_root().join("target/site"), &onefile)?;
+
     waited("Schemathesis", schemathesis)?;
     crate::fuzz::api_fuzz(API_FUZZ_SECONDS)?;
 
@@ -113,7 +122,8 @@ fn every_check() -> Result<()> {
     run(Command::new(end2end.join("node_modules/.bin/playwright"))
         .arg("test")
         .current_dir(&end2end)
-        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"))
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        .env("ANTEROOM_ONEFILE_BINARY", &onefile))
     .map_err(|error| error.context("end-to-end tests failed"))
 }
 

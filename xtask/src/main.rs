@@ -10,6 +10,7 @@
 mod assets;
 mod background;
 mod check;
+mod dist;
 mod fuzz;
 mod site;
 mod tools;
@@ -28,6 +29,9 @@ usage: cargo xtask <task> [options]
 tasks:
   run [--release] [-- ARGS]   build the site and the server, then run `anteroom ARGS` (default: serve)
   build [--release]           build the browser bundle into target/site and the anteroom binary
+  dist [--musl]               release build, then dist/anteroom-<version>-x86_64-linux: one file holding the
+                              server and the site, its SHA-256 beside it, checked from an empty folder
+                              (--musl: statically linked; needs Debian's musl-tools)
   test                        run every check: fmt, clippy, unit and integration tests (SQLite, and
                               PostgreSQL when ANTEROOM_TEST_POSTGRES_URL is set), Playwright in Chromium
   lint                        cargo fmt --check and clippy for the server and the browser builds (compiled
@@ -79,6 +83,9 @@ fn run_task(args: Vec<String>) -> Result<()> {
     }
     if task == "soak" {
         return soak(rest);
+    }
+    if task == "dist" {
+        return dist::dist(rest);
     }
     let (flags, passthrough) = match rest.iter().position(|arg| arg == "--") {
         Some(split) => (&rest[..split], &rest[split + 1..]),

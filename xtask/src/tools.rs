@@ -19,13 +19,18 @@ pub const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// Adds the wasm target to the active Rust toolchain unless it is there already.
 pub fn ensure_wasm_target(run: Runner) -> Result<()> {
+    ensure_rust_target(WASM_TARGET, run)
+}
+
+/// Adds the Rust standard library for `target` through rustup when it is missing.
+pub fn ensure_rust_target(target: &str, run: Runner) -> Result<()> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .current_dir(workspace_root())
         .output();
     match installed {
-        Ok(output) if String::from_utf8_lossy(&output.stdout).contains(WASM_TARGET) => Ok(()),
-        Ok(_) => run(Command::new("rustup").args(["target", "add", WASM_TARGET])),
+        Ok(output) if String::from_utf8_lossy(&output.stdout).contains(target) => Ok(()),
+        Ok(_) => run(Command::new("rustup").args(["target", "add", target])),
         // Without rustup, assume the toolchain was set up by other means; cargo will say if the target is missing.
         Err(_) => Ok(()),
     }

@@ -151,7 +151,7 @@ impl Bench {
         let instance = Instance::build(Settings {
             database,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            site_root: args.site.clone(),
+            site_root: Some(args.site.clone()),
             development: true,
             schedules: None,
             clock,

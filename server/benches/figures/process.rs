@@ -240,7 +240,10 @@ pub(super) fn bundle_size(args: &Args) -> Figure {
             .ok()?;
         out.status.success().then_some(out.stdout.len())
     };
-    let stem = anteroom_server::router::assets::SiteAssets::read(&args.site).script;
+    let stem = anteroom_server::router::assets::SiteAssets::read(
+        &anteroom_server::router::site_files::SiteFiles::Folder(args.site.clone()),
+    )
+    .script;
     match (
         gzip(&format!("{stem}_bg.wasm")),
         gzip(&format!("{stem}.js")),

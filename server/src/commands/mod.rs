@@ -3,15 +3,18 @@
 use std::{io::IsTerminal, sync::Arc};
 
 use anteroom_domain::expiry::{ExpiryPolicy, OperatorMinutes};
-use anteroom_server::config::DatabaseArgs;
+use anteroom_server::config::{DatabaseArgs, LogFormat};
 use anteroom_store::{Store, StoreOptions};
 
 pub mod apikey;
 pub mod audit;
+pub mod backup;
 pub mod env;
 pub mod group;
+pub mod healthcheck;
 pub mod hook;
 pub mod mcp_config;
+pub mod migrate;
 pub mod serve;
 pub mod session;
 pub mod user;
@@ -37,14 +40,30 @@ pub(crate) async fn open_store(
     anteroom_server::instance::open_store(&args.database_url, options).await
 }
 
-/// Logs go to stderr, so sub-commands keep stdout for their output.
-pub(crate) fn init_logging(filter: &str) {
+/// Logs go to stderr, so sub-commands keep stdout for their output: as text, or as one JSON object per line
+/// (`ANTEROOM_LOG_FORMAT=json`: the message, the level, the target and every field a key of its own).
+pub(crate) fn init_logging(filter: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // A second initialisation (tests) is harmless, so its error is ignored.
-    let _ = tracing_subscriber::fmt()
+    let logger = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        .with_writer(std::io::stderr);
+    // A second initialisation (tests) is harmless, so its error is ignored.
+    let _ = match format {
+        LogFormat::Text => logger.with_ansi(std::io::stderr().is_terminal()).try_init(),
+        LogFormat::Json => logger
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    };
+}
+
+/// `ANTEROOM_LOG_FORMAT` for the commands that take no `--log-format` (every one but `serve`).
+pub(crate) fn log_format_from_env() -> LogFormat {
+    match std::env::var("ANTEROOM_LOG_FORMAT") {
+        Ok(format) if format.trim().eq_ignore_ascii_case("json") => LogFormat::Json,
+        _ => LogFormat::Text,
+    }
 }

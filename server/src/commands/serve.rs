@@ -1,6 +1,7 @@
 //! `anteroom serve` (the default): the web app, the API and the scheduled jobs, until Ctrl-C or SIGTERM.
 
 use anteroom_domain::webhook::WebhookEndpoint;
+use anteroom_server::backup::BackupSchedule;
 use anteroom_server::{
     MailConfig, SlackConfig,
     config::ServeArgs,
@@ -8,7 +9,9 @@ use anteroom_server::{
     jobs::Schedules,
     state::ConnectionLimits,
 };
+use anteroom_store::Backend;
 use anyhow::{Context, bail};
+use std::path::PathBuf;
 
 use super::{expiry_policy, init_logging};
 
@@ -62,6 +65,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
             probe_gate: args.probe_schedule.clone(),
             deliver_webhooks: args.webhook_schedule.clone(),
             purge: args.purge_schedule.clone(),
+            backup: backup_schedule(args)?,
             ..Schedules::default()
         }),
         retention_days: args.retention_days,
@@ -79,6 +83,36 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         expiry: expiry_policy(args.public.expiration_minutes.as_deref()),
         ..Settings::default()
     })
+}
+
+/// The scheduled backup, when `ANTEROOM_BACKUP_CRON` asks for one (SQLite only: PostgreSQL has pg_dump).
+fn backup_schedule(args: &ServeArgs) -> anyhow::Result<Option<BackupSchedule>> {
+    let Some(cron) = args
+        .backup_cron
+        .clone()
+        .filter(|cron| !cron.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    let url = &args.database.database_url;
+    if Backend::from_url(url)? != Backend::Sqlite {
+        bail!(
+            "ANTEROOM_BACKUP_CRON backs up a SQLite database; back PostgreSQL up with pg_dump \
+             (docs/operations.md#backup-and-restore)"
+        );
+    }
+    let folder = match &args.backup_dir {
+        Some(folder) => folder.clone(),
+        None => anteroom_server::backup::sqlite_file(url)?
+            .context("ANTEROOM_BACKUP_CRON: an in-memory database has nothing to back up")?
+            .parent()
+            .map_or_else(|| PathBuf::from("backups"), |parent| parent.join("backups")),
+    };
+    Ok(Some(BackupSchedule {
+        cron,
+        folder,
+        keep: args.backup_keep,
+    }))
 }
 
 /// The Slack app, when its token, secret and channel are all given (some but not all is a mistake worth
@@ -129,15 +163,16 @@ fn mail(args: &ServeArgs) -> anyhow::Result<Option<MailConfig>> {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging(&args.log);
+    init_logging(&args.log, args.log_format);
     let settings = settings(&args)?;
-    if !settings.site_root.join("pkg").is_dir() {
+    let instance = Instance::build(settings).await?;
+    if !instance.site.has_bundle() {
         tracing::warn!(
-            site_root = %settings.site_root.display(),
-            "no browser bundle found: pages render but will not hydrate; build with `cargo xtask build`"
+            site = %instance.site.describe(),
+            "no browser bundle found: pages render but will not hydrate; build with `cargo xtask build`, or \
+             deploy the one-file binary `cargo xtask dist` makes"
         );
     }
-    let instance = Instance::build(settings).await?;
     let config = &instance.state.config;
     if config.secure_cookies && !is_https_or_loopback(&config.public_url) {
         tracing::warn!(

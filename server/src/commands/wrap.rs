@@ -15,7 +15,7 @@ use super::init_logging;
 /// server's exit code when it had one.
 pub async fn run(args: WrapArgs) -> anyhow::Result<u8> {
     // stdout is the protocol's: logs go to stderr only.
-    init_logging("warn");
+    init_logging("warn", super::log_format_from_env());
     let (program, rest) = args
         .command
         .split_first()

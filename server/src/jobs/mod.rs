@@ -40,6 +40,8 @@ pub struct Schedules {
     pub purge: String,
     pub seal_audit: String,
     pub escalate: String,
+    /// Scheduled backups of an embedded database; none by default.
+    pub backup: Option<crate::backup::BackupSchedule>,
 }
 
 impl Default for Schedules {
@@ -53,6 +55,7 @@ impl Default for Schedules {
             purge: default_schedule::PURGE.to_owned(),
             seal_audit: default_schedule::SEAL_AUDIT.to_owned(),
             escalate: default_schedule::ESCALATE.to_owned(),
+            backup: None,
         }
     }
 }
@@ -125,6 +128,32 @@ pub async fn start(
             })
         })?)
         .await?;
+    if let Some(backup) = schedules.backup.clone() {
+        let state = state.clone();
+        let cron = backup.cron.clone();
+        scheduler
+            .add(Job::new_async(cron.as_str(), move |_id, _scheduler| {
+                let (state, backup) = (state.clone(), backup.clone());
+                Box::pin(async move {
+                    match crate::backup::scheduled(
+                        state.store.as_ref(),
+                        &backup.folder,
+                        backup.keep,
+                    )
+                    .await
+                    {
+                        Ok(report) => tracing::info!(%report, "backup: written"),
+                        Err(error) => {
+                            tracing::error!(
+                                error = format!("{error:#}"),
+                                "backup: FAILED; the next tick tries again"
+                            );
+                        }
+                    }
+                })
+            })?)
+            .await?;
+    }
     if development {
         tracing::info!("development mode: the gate probe does not run");
     } else {

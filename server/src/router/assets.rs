@@ -1,14 +1,16 @@
 //! The site's files as a browser gets them: the fingerprinted names the build chose (`assets.json`), served
 //! from their precompressed `.br`/`.gz` copies and cached for a year, while pages are revalidated every time.
 
-use std::path::Path;
-
 use axum::{
     Router,
-    http::{HeaderValue, Response, header},
+    body::Body,
+    http::{HeaderValue, Request, Response, header},
+    routing::get,
 };
 use serde::Deserialize;
-use tower_http::{services::ServeDir, set_header::SetResponseHeaderLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use super::site_files::SiteFiles;
 
 /// The name a site built without fingerprints (or by hand) uses for the bundle and stylesheet.
 const PLAIN_NAME: &str = "anteroom";
@@ -23,10 +25,10 @@ pub struct SiteAssets {
 }
 
 impl SiteAssets {
-    /// The names in `site_root/assets.json`, or the plain names when there is no readable manifest.
-    pub fn read(site_root: &Path) -> Self {
-        std::fs::read(site_root.join("assets.json"))
-            .ok()
+    /// The names in the site's `assets.json`, or the plain names when there is no readable manifest.
+    pub fn read(files: &SiteFiles) -> Self {
+        files
+            .read("assets.json")
             .and_then(|bytes| serde_json::from_slice::<Self>(&bytes).ok())
             .filter(|assets| {
                 is_plain_file_name(&assets.script) && is_plain_file_name(&assets.stylesheet)
@@ -54,25 +56,25 @@ fn is_plain_file_name(name: &str) -> bool {
 
 /// `/pkg/…`: the bundle and stylesheet. Their names change with their content, so a browser may keep them a
 /// year without asking again; the `.br` or `.gz` copy is sent to a browser that accepts it.
-pub fn pkg_routes<S: Clone + Send + Sync + 'static>(site_root: &Path) -> Router<S> {
-    let files = ServeDir::new(site_root.join("pkg"))
-        .precompressed_br()
-        .precompressed_gzip();
-    Router::new().nest_service(
-        "/pkg",
-        tower::ServiceBuilder::new()
-            .layer(SetResponseHeaderLayer::overriding(
-                header::CACHE_CONTROL,
-                |response: &Response<_>| {
-                    // A missing file must not be remembered for a year.
-                    response
-                        .status()
-                        .is_success()
-                        .then(|| HeaderValue::from_static("public, max-age=31536000, immutable"))
-                },
-            ))
-            .service(files),
-    )
+pub fn pkg_routes<S: Clone + Send + Sync + 'static>(files: SiteFiles) -> Router<S> {
+    Router::new()
+        .route(
+            "/pkg/{*file}",
+            get(move |request: Request<Body>| {
+                let files = files.clone();
+                async move { files.serve(request).await }
+            }),
+        )
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            |response: &Response<_>| {
+                // A missing file must not be remembered for a year.
+                response
+                    .status()
+                    .is_success()
+                    .then(|| HeaderValue::from_static("public, max-age=31536000, immutable"))
+            },
+        ))
 }
 
 /// Pages and the other public files: always revalidated, so a new build's page (naming a new bundle) is
@@ -91,7 +93,8 @@ mod tests {
     #[test]
     fn the_manifest_names_the_files_and_a_missing_or_odd_one_falls_back_to_plain_names() {
         let site = tempfile::tempdir().expect("dir");
-        let plain = SiteAssets::read(site.path());
+        let files = SiteFiles::Folder(site.path().to_path_buf());
+        let plain = SiteAssets::read(&files);
         assert_eq!(plain.script, "anteroom");
         assert_eq!(plain.stylesheet_href(), "/pkg/anteroom.css");
 
@@ -100,7 +103,7 @@ mod tests {
             r#"{"script": "anteroom-0123abcd", "stylesheet": "anteroom-89ef.css"}"#,
         )
         .expect("manifest");
-        let hashed = SiteAssets::read(site.path());
+        let hashed = SiteAssets::read(&files);
         assert_eq!(hashed.script, "anteroom-0123abcd");
         assert_eq!(hashed.stylesheet_href(), "/pkg/anteroom-89ef.css");
 
@@ -109,6 +112,6 @@ mod tests {
             r#"{"script": "../../etc/passwd", "stylesheet": "a\"><script>.css"}"#,
         )
         .expect("manifest");
-        assert_eq!(SiteAssets::read(site.path()), plain);
+        assert_eq!(SiteAssets::read(&files), plain);
     }
 }

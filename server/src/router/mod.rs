@@ -3,22 +3,25 @@
 
 pub mod assets;
 mod health;
+pub mod site_files;
 
-use std::{sync::OnceLock, time::Duration};
+use std::{future::Future, sync::OnceLock, time::Duration};
 
 use anteroom_app::{App, shell};
 use axum::{
     Router,
     body::Body,
     extract::FromRef,
-    http::{HeaderValue, Request, Response, header},
+    http::{HeaderValue, Request, Response, StatusCode, header},
     routing::get,
 };
 use leptos::{
     config::LeptosOptions,
     prelude::{provide_context, use_context},
 };
-use leptos_axum::{AxumRouteListing, LeptosRoutes, file_and_error_handler, generate_route_list};
+use leptos_axum::{
+    AxumRouteListing, LeptosRoutes, generate_route_list, render_app_to_stream_in_order_with_context,
+};
 use tower_http::{
     compression::{
         CompressionLayer,
@@ -30,6 +33,7 @@ use tower_http::{
 use tracing::Span;
 
 use crate::{AppState, credentials};
+use site_files::SiteFiles;
 
 /// The pages' Content-Security-Policy: scripts only from this origin or inline with this response's nonce
 /// (the hydration bootstrap and its data), WebAssembly compiled from this origin, nothing framing the pages
@@ -82,10 +86,34 @@ fn app_routes() -> Vec<AxumRouteListing> {
     ROUTES.get_or_init(|| generate_route_list(App)).clone()
 }
 
+/// A public file (`/favicon.svg`, `/sw.js`) when the request names one, else the app's "not found" page.
+async fn file_or_not_found<F>(
+    files: SiteFiles,
+    request: Request<Body>,
+    not_found: F,
+) -> Response<Body>
+where
+    F: Fn(Request<Body>) -> std::pin::Pin<Box<dyn Future<Output = Response<Body>> + Send>>,
+{
+    let mut lookup = Request::new(Body::empty());
+    *lookup.method_mut() = request.method().clone();
+    *lookup.uri_mut() = request.uri().clone();
+    *lookup.headers_mut() = request.headers().clone();
+    let file = files.serve(lookup).await;
+    if file.status().is_success() || file.status() == StatusCode::NOT_MODIFIED {
+        return file;
+    }
+    let mut page = not_found(request).await;
+    // A page that decided its own status (a redirect) keeps it.
+    if page.status() == StatusCode::OK {
+        *page.status_mut() = StatusCode::NOT_FOUND;
+    }
+    page
+}
+
 /// Builds the whole router for one server instance.
-pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
-    let site_root = std::path::PathBuf::from(leptos_options.site_root.as_ref());
-    let site_assets = assets::SiteAssets::read(&site_root);
+pub fn router(state: AppState, mut leptos_options: LeptosOptions, files: SiteFiles) -> Router {
+    let site_assets = assets::SiteAssets::read(&files);
     leptos_options.output_name = site_assets.script.clone().into();
     let stylesheet = site_assets.stylesheet_href();
     let services = crate::pages::services(&state);
@@ -94,22 +122,21 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions) -> Router {
     let site = SiteState {
         leptos_options: leptos_options.clone(),
     };
-    let page_stylesheet = stylesheet.clone();
+    let page_context = move || {
+        provide_context(services.clone());
+        page_policy_with_nonce();
+    };
+    let page_shell = move || shell(leptos_options.clone(), stylesheet.clone());
+    let not_found =
+        render_app_to_stream_in_order_with_context(page_context.clone(), page_shell.clone());
+    let public_files = files.clone();
     let pages = Router::new()
-        .leptos_routes_with_context(
-            &site,
-            app_routes(),
-            move || {
-                provide_context(services.clone());
-                page_policy_with_nonce();
-            },
-            move || shell(leptos_options.clone(), page_stylesheet.clone()),
-        )
-        .fallback(file_and_error_handler::<SiteState, _>(move |options| {
-            shell(options, stylesheet.clone())
-        }))
+        .leptos_routes_with_context(&site, app_routes(), page_context, page_shell)
+        .fallback(move |request: Request<Body>| {
+            file_or_not_found(public_files.clone(), request, not_found.clone())
+        })
         .with_state(site);
-    let pages = assets::revalidate_every_time(pages).merge(assets::pkg_routes(&site_root));
+    let pages = assets::revalidate_every_time(pages).merge(assets::pkg_routes(files));
 
     Router::new()
         .route("/healthz", get(health::healthz))

@@ -38,7 +38,7 @@ async fn start_server_with_site(build_site: impl FnOnce(&std::path::Path)) -> Ru
     let instance = Instance::build(Settings {
         database: Database::Url(url),
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        site_root: data.path().to_path_buf(),
+        site_root: Some(data.path().to_path_buf()),
         schedules: None,
         ..Settings::default()
     })

@@ -19,6 +19,7 @@ mod instances;
 mod jobs;
 mod mail;
 mod mcp;
+mod operations;
 mod processes;
 mod push;
 mod slack;

@@ -12,6 +12,7 @@ mod outbox;
 mod reach;
 mod rounds;
 mod rows;
+mod schema;
 mod sessions;
 pub(crate) mod standing;
 mod stats;
@@ -221,12 +222,24 @@ impl<D: Dialect> Store for SqlStore<D> {
     }
 
     async fn migrate(&self) -> StoreResult<()> {
-        Ok(D::migrate(&self.pool).await?)
+        self.apply_migrations().await
     }
 
     async fn ping(&self) -> StoreResult<()> {
         self.execute(Statement::new("SELECT 1")).await?;
         Ok(())
+    }
+
+    async fn schema_status(&self) -> StoreResult<crate::migrations::SchemaStatus> {
+        self.read_schema_status().await
+    }
+
+    async fn schema_version(&self) -> StoreResult<Option<i64>> {
+        self.read_schema_version().await
+    }
+
+    async fn backup_to(&self, path: &std::path::Path) -> StoreResult<()> {
+        self.copy_into(path).await
     }
 }
 

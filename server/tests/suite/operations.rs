@@ -1,0 +1,713 @@
+//! Operating Anteroom (docs/operations.md): the version a binary reports, backups taken while it serves and
+//! put back, upgrades (a newer database refused, instances racing the same migrations), PostgreSQL's own
+//! dump and restore as documented, and JSON logs — all through the real `anteroom` binary.
+
+use std::{
+    process::Output,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration as StdDuration,
+};
+
+use anteroom_store::{
+    Backend, PostgresDialect, PostgresStore, Store, StoreOptions,
+    dialect::Dialect,
+    inspect_sqlite_file,
+    testing::{TestSchema, postgres_url},
+};
+use anteroom_testkit::{TestServer, pulsemcp::PulsemcpClient, start_time};
+use chrono::Duration;
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_anteroom");
+
+async fn anteroom(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(BINARY);
+    command.args(args).env_remove("ANTEROOM_LOG_FORMAT");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().await.expect("run anteroom")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("address")
+        .port()
+}
+
+/// `anteroom serve` on `database_url` and its base URL, killed when dropped; its stderr when it exited before
+/// answering `/readyz`.
+async fn serve(
+    database_url: &str,
+    extra: &[(&str, &str)],
+) -> Result<(tokio::process::Child, String), String> {
+    let address = format!("127.0.0.1:{}", free_port());
+    let mut command = Command::new(BINARY);
+    command
+        .arg("serve")
+        .env("DATABASE_URL", database_url)
+        .env("ANTEROOM_ADDR", &address)
+        .env("ANTEROOM_DEVELOPMENT", "true")
+        .env("RUST_LOG", "warn")
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (key, value) in extra {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("start anteroom serve");
+    let http = reqwest::Client::new();
+    for _ in 0..300 {
+        if let Ok(reply) = http.get(format!("http://{address}/readyz")).send().await
+            && reply.status() == 200
+        {
+            return Ok((child, format!("http://{address}")));
+        }
+        if child.try_wait().expect("wait").is_some() {
+            let output = child.wait_with_output().await.expect("output");
+            return Err(text(&output.stderr));
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    panic!("anteroom serve on {address} never became ready");
+}
+
+#[tokio::test]
+async fn the_binary_names_its_version_build_and_backends_and_readyz_its_schema() {
+    let output = anteroom(&["--version"], &[]).await;
+    let version = text(&output.stdout);
+    let lines: Vec<&str> = version.lines().collect();
+    assert_eq!(
+        lines.first(),
+        Some(&concat!("anteroom ", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    assert!(
+        lines.iter().any(|line| line.starts_with("commit:   ")),
+        "{version}"
+    );
+    assert!(
+        lines.iter().any(|line| line.starts_with("built:    20")),
+        "{version}"
+    );
+    assert!(lines.contains(&"backends: sqlite, postgres"), "{version}");
+
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let ready: Value = server
+        .http
+        .get(server.url("/readyz"))
+        .send()
+        .await
+        .expect("GET /readyz")
+        .json()
+        .await
+        .expect("JSON");
+    let status = server.store.schema_status().await.expect("status");
+    assert_eq!(ready["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(ready["migration"], json!(status.binary_version()));
+    assert!(
+        ready["commit"]
+            .as_str()
+            .is_some_and(|commit| !commit.is_empty())
+    );
+    server.stop().await;
+}
+
+/// Sessions the load rotates over: each may ask 5 questions a second, the load asks 4 a second on each.
+const LOAD_SESSIONS: usize = 10;
+
+/// Questions asked and answered as fast as one producer and one responder go (over [`LOAD_SESSIONS`]
+/// sessions, within each one's rate limit), until `stop`; returns each answer acknowledged (`200`) as its
+/// session, its request id, and whether it was acknowledged before `mark` was raised.
+async fn answer_load(
+    server: &TestServer,
+    stop: Arc<AtomicBool>,
+    mark: Arc<AtomicBool>,
+) -> Vec<(String, String, bool)> {
+    let mut clients = Vec::new();
+    for index in 0..LOAD_SESSIONS {
+        let env = server.session(&format!("load-{index}")).await;
+        clients.push((
+            env.session_id.clone(),
+            PulsemcpClient::new(&env.request_url, &env.poll_url, Some(&env.session_id)),
+        ));
+    }
+    let expires = (start_time() + Duration::hours(1)).to_rfc3339();
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let mut acknowledged = Vec::new();
+    let mut n = 0;
+    while !stop.load(Ordering::SeqCst) {
+        n += 1;
+        let (session, client) = &clients[n % LOAD_SESSIONS];
+        let request_id = format!("load-{n}");
+        let body = client.body(
+            &request_id,
+            &format!("Question {n}?"),
+            schema.clone(),
+            "deploy",
+            &expires,
+        );
+        let id = client.create(&request_id, &body).await.expect("asked");
+        let reply = server
+            .respond(
+                &server.responder_key,
+                &id,
+                json!({"action_type": "accept", "content": {"n": n}}),
+            )
+            .await;
+        // Read before the acknowledgement arrives: an answer acknowledged after the backup began may or may
+        // not be in it, one acknowledged before must be.
+        let before = !mark.load(Ordering::SeqCst);
+        assert_eq!(reply.status(), 200, "answered");
+        acknowledged.push((session.clone(), request_id, before));
+        tokio::time::sleep(StdDuration::from_millis(25)).await;
+    }
+    acknowledged
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_taken_while_answers_arrive_holds_every_answer_acknowledged_before_it_began() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let url = server.database_url.clone().expect("a SQLite file");
+    let folder = tempfile::tempdir().expect("dir");
+    let backup = folder.path().join("backup.sqlite3");
+
+    let (stop, mark) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let load = {
+        let (stop, mark) = (stop.clone(), mark.clone());
+        async { answer_load(&server, stop, mark).await }
+    };
+    let backup_while_loaded = async {
+        tokio::time::sleep(StdDuration::from_millis(800)).await;
+        mark.store(true, Ordering::SeqCst);
+        let output = anteroom(
+            &["backup", "--to", backup.to_str().expect("path")],
+            &[("DATABASE_URL", &url)],
+        )
+        .await;
+        // The load goes on a moment after the copy is done.
+        tokio::time::sleep(StdDuration::from_millis(300)).await;
+        stop.store(true, Ordering::SeqCst);
+        output
+    };
+    let (acknowledged, output) = tokio::join!(load, backup_while_loaded);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("integrity ok"),
+        "{}",
+        text(&output.stderr)
+    );
+    let before: Vec<(&String, &String)> = acknowledged
+        .iter()
+        .filter(|(_, _, before)| *before)
+        .map(|(session, id, _)| (session, id))
+        .collect();
+    let after = acknowledged.len() - before.len();
+    assert!(
+        !before.is_empty(),
+        "answers were acknowledged before the backup began"
+    );
+    assert!(
+        after > 0,
+        "writers went on while the backup ran and after it"
+    );
+    server.stop().await;
+
+    // Restored into a new file by the CLI, then read back by a store of its own.
+    let restored = folder.path().join("restored.sqlite3");
+    let restored_url = format!("sqlite://{}", restored.display());
+    let output = anteroom(
+        &["restore", "--from", backup.to_str().expect("path")],
+        &[("DATABASE_URL", &restored_url)],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report = inspect_sqlite_file(&restored).await.expect("inspect");
+    assert!(report.is_intact());
+    // At the load's own time: a later clock would expire the answers nobody picked up.
+    let store = anteroom_store::connect(
+        &restored_url,
+        StoreOptions {
+            clock: Arc::new(anteroom_domain::clock::ManualClock::new(start_time())),
+            ..StoreOptions::default()
+        },
+    )
+    .await
+    .expect("open the restored file");
+    for (session, id) in &before {
+        let session = anteroom_domain::ids::SessionId::parse(session.as_str()).expect("id");
+        let rounds = store.list_rounds(&session).await.expect("rounds");
+        let round = rounds
+            .iter()
+            .find(|round| round.request_id.as_str() == id.as_str())
+            .unwrap_or_else(|| panic!("{id}, acknowledged before the backup, is missing"));
+        assert!(
+            round.responses.is_some() && round.responded_at.is_some(),
+            "{id}'s answer is in the backup: {:?}",
+            round.status
+        );
+    }
+    eprintln!(
+        "backup under load: {} answers acknowledged before it began (all restored), {after} after",
+        before.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_refuses_a_served_database_and_a_file_that_is_not_a_sound_backup() {
+    let folder = tempfile::tempdir().expect("dir");
+    let live = folder.path().join("live.sqlite3");
+    let live_url = format!("sqlite://{}", live.display());
+    let (server, base) = serve(&live_url, &[]).await.expect("serves");
+    let backup = folder.path().join("b.sqlite3");
+    let output = anteroom(
+        &["backup", "--to", backup.to_str().expect("path")],
+        &[("DATABASE_URL", &live_url)],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+
+    // A second backup to the same name never overwrites it.
+    let again = anteroom(
+        &["backup", "--to", backup.to_str().expect("path")],
+        &[("DATABASE_URL", &live_url)],
+    )
+    .await;
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("already exists"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // The served database is not replaced.
+    let refused = anteroom(
+        &["restore", "--from", backup.to_str().expect("path")],
+        &[("DATABASE_URL", &live_url)],
+    )
+    .await;
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("in use by a running Anteroom"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(
+        reqwest::get(format!("{base}/readyz"))
+            .await
+            .expect("still serving")
+            .status()
+            .is_success()
+    );
+
+    // A file that is no database, and one cut short, are refused before anything is touched.
+    let garbage = folder.path().join("garbage.sqlite3");
+    std::fs::write(&garbage, b"not a database at all").expect("write");
+    let target_url = format!("sqlite://{}", folder.path().join("other.sqlite3").display());
+    let refused = anteroom(
+        &["restore", "--from", garbage.to_str().expect("path")],
+        &[("DATABASE_URL", &target_url)],
+    )
+    .await;
+    assert!(!refused.status.success());
+    let cut = folder.path().join("cut.sqlite3");
+    let bytes = std::fs::read(&backup).expect("backup");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write");
+    let refused = anteroom(
+        &["restore", "--from", cut.to_str().expect("path")],
+        &[("DATABASE_URL", &target_url)],
+    )
+    .await;
+    assert!(!refused.status.success(), "{}", text(&refused.stdout));
+    assert!(
+        !folder.path().join("other.sqlite3").exists(),
+        "nothing was put in place"
+    );
+
+    // Stopped, the database is replaced, and the one it replaced is kept beside it.
+    drop(server);
+    tokio::time::sleep(StdDuration::from_millis(200)).await;
+    let restored = anteroom(
+        &["restore", "--from", backup.to_str().expect("path")],
+        &[("DATABASE_URL", &live_url)],
+    )
+    .await;
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert!(
+        text(&restored.stderr).contains("is kept as"),
+        "{}",
+        text(&restored.stderr)
+    );
+    let kept = std::fs::read_dir(folder.path())
+        .expect("dir")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("live.sqlite3.before-restore-")
+        })
+        .count();
+    assert!(kept >= 1, "the replaced database is kept");
+    let (_server, _) = serve(&live_url, &[])
+        .await
+        .expect("serves the restored file");
+
+    // PostgreSQL says what to use instead.
+    let output = anteroom(
+        &["backup", "--to", "x.dump"],
+        &[("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")],
+    )
+    .await;
+    assert!(!output.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_backups_are_written_checked_and_pruned_to_the_newest_few() {
+    let folder = tempfile::tempdir().expect("dir");
+    let url = format!(
+        "sqlite://{}",
+        folder.path().join("anteroom.sqlite3").display()
+    );
+    let backups = folder.path().join("copies");
+    let (_server, _base) = serve(
+        &url,
+        &[
+            ("ANTEROOM_BACKUP_CRON", "* * * * * *"),
+            ("ANTEROOM_BACKUP_DIR", backups.to_str().expect("path")),
+            ("ANTEROOM_BACKUP_KEEP", "2"),
+        ],
+    )
+    .await
+    .expect("serves");
+    let names = |backups: &std::path::Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(backups)
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok())
+                    .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.ends_with(".sqlite3"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    // Four ticks at least: two kept, the older ones removed.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..100 {
+        seen.extend(names(&backups));
+        if seen.len() >= 4 {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    assert!(seen.len() >= 4, "backups were taken each second: {seen:?}");
+    let kept = names(&backups);
+    assert!(kept.len() <= 2, "{kept:?}");
+    for name in kept {
+        let report = inspect_sqlite_file(&backups.join(&name))
+            .await
+            .expect("inspect");
+        assert!(report.is_intact(), "{name}");
+        assert!(
+            report.schema.pending().is_empty(),
+            "{name} has the whole schema"
+        );
+    }
+
+    // PostgreSQL has no scheduled backup of its own: starting with one asked for is refused, saying why.
+    let output = anteroom(
+        &["serve"],
+        &[
+            ("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none"),
+            ("ANTEROOM_BACKUP_CRON", "0 0 3 * * *"),
+        ],
+    )
+    .await;
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("pg_dump"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binary_older_than_its_database_refuses_it_naming_both_versions() {
+    let folder = tempfile::tempdir().expect("dir");
+    let url = format!(
+        "sqlite://{}",
+        folder.path().join("anteroom.sqlite3").display()
+    );
+    let status = anteroom(&["migrate", "--status"], &[("DATABASE_URL", &url)]).await;
+    assert!(
+        text(&status.stdout).contains("pending"),
+        "{}",
+        text(&status.stdout)
+    );
+    let migrated = anteroom(&["migrate"], &[("DATABASE_URL", &url)]).await;
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+    let status = anteroom(&["migrate", "--status"], &[("DATABASE_URL", &url)]).await;
+    assert!(
+        text(&status.stdout).contains("Up to date."),
+        "{}",
+        text(&status.stdout)
+    );
+
+    // A newer Anteroom's migration, as it would have recorded it.
+    let store = anteroom_store::SqliteStore::connect(&url, StoreOptions::default())
+        .await
+        .expect("open");
+    let known = store
+        .schema_status()
+        .await
+        .expect("status")
+        .binary_version();
+    let newer = known + 1;
+    newer_migration(store.pool(), newer).await;
+
+    let status = anteroom(&["migrate", "--status"], &[("DATABASE_URL", &url)]).await;
+    assert_eq!(status.status.code(), Some(3), "{}", text(&status.stdout));
+    let listing = text(&status.stdout);
+    assert!(listing.contains("unknown to this binary"), "{listing}");
+    assert!(
+        listing.contains(&format!("schema version {newer}")),
+        "{listing}"
+    );
+
+    let refused = serve(&url, &[])
+        .await
+        .expect_err("an older binary must not serve");
+    assert!(
+        refused.contains(&format!("schema version {newer} (from the future)")),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(&format!("knows up to {known}")),
+        "{refused}"
+    );
+    assert!(refused.contains(env!("CARGO_PKG_VERSION")), "{refused}");
+}
+
+/// Records a migration this binary does not carry, as a newer Anteroom would have.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test plays a newer binary's migrator"
+)]
+async fn newer_migration<DB: sqlx::Database>(pool: &sqlx::Pool<DB>, version: i64)
+where
+    for<'c> &'c sqlx::Pool<DB>: sqlx::Executor<'c, Database = DB>,
+{
+    sqlx::raw_sql(&format!(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES ({version}, 'from the future', TRUE, X'00', 1)"
+    ))
+    .execute(pool)
+    .await
+    .expect("record a newer migration");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(anteroom_postgres_tests),
+    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
+)]
+async fn two_instances_starting_together_on_an_old_postgres_database_apply_each_migration_once() {
+    let Some(url) = postgres_url() else {
+        panic!("built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too");
+    };
+    let schema = TestSchema::create(&url).await.expect("schema");
+    // The database as an older Anteroom left it: its first half of the migrations.
+    let all = PostgresDialect::migrator().migrations.clone();
+    let half = all.len() / 2;
+    let mut older = sqlx::migrate::Migrator::DEFAULT;
+    older.migrations = std::borrow::Cow::Owned(all.iter().take(half).cloned().collect());
+    assert!(half >= 10, "an older database has some of the schema");
+    older.run(&schema.pool).await.expect("the older schema");
+
+    let database_url = format!(
+        "{url}{}options=-c%20search_path%3D{}",
+        if url.contains('?') { "&" } else { "?" },
+        schema.name()
+    );
+    let channel = format!("anteroom_test_{}", uuid::Uuid::now_v7().simple());
+    let extra = [("ANTEROOM_EVENT_CHANNEL", channel.as_str())];
+    let (first, second) = tokio::join!(serve(&database_url, &extra), serve(&database_url, &extra));
+    let (first, _) = first.expect("the first instance serves");
+    let (second, _) = second.expect("the second instance serves");
+
+    let store = PostgresStore::from_pool(schema.pool.clone(), StoreOptions::default());
+    let status = store.schema_status().await.expect("status");
+    assert!(status.pending().is_empty(), "every migration is applied");
+    assert!(status.applied.iter().all(|applied| applied.success));
+    let mut versions: Vec<i64> = status
+        .applied
+        .iter()
+        .map(|applied| applied.version)
+        .collect();
+    versions.dedup();
+    assert_eq!(versions.len(), all.len(), "each once: {versions:?}");
+    drop((first, second));
+    schema.drop_schema().await.expect("drop schema");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(anteroom_postgres_tests),
+    ignore = "set ANTEROOM_TEST_POSTGRES_URL to run the PostgreSQL tests"
+)]
+async fn the_documented_pg_dump_and_pg_restore_move_a_database_the_server_then_serves() {
+    let Some(url) = postgres_url() else {
+        panic!("built with ANTEROOM_TEST_POSTGRES_URL set: set it when the tests run too");
+    };
+    if std::process::Command::new("pg_dump")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        panic!("pg_dump is not installed: the PostgreSQL tests need PostgreSQL's client tools");
+    }
+    let suffix = uuid::Uuid::now_v7().simple().to_string();
+    let (source, target) = (
+        format!("anteroom_dump_{suffix}"),
+        format!("anteroom_restore_{suffix}"),
+    );
+    let admin = sqlx::PgPool::connect(&url).await.expect("connect");
+    create_database(&admin, &source).await;
+    create_database(&admin, &target).await;
+    let with_database = |name: &str| -> String {
+        let mut parsed = url::Url::parse(&url).expect("url");
+        parsed.set_path(&format!("/{name}"));
+        parsed.to_string()
+    };
+    let (source_url, target_url) = (with_database(&source), with_database(&target));
+
+    // Something to move: a session made through the CLI on the source.
+    let made = anteroom(
+        &[
+            "session",
+            "create",
+            "--id",
+            "moved",
+            "--title",
+            "Moved by pg_dump",
+        ],
+        &[
+            ("DATABASE_URL", &source_url),
+            ("ANTEROOM_PUBLIC_URL", "http://127.0.0.1:1"),
+        ],
+    )
+    .await;
+    assert!(made.status.success(), "{}", text(&made.stderr));
+
+    // The commands of docs/operations.md#backup-and-restore, as written there.
+    let folder = tempfile::tempdir().expect("dir");
+    let dump = folder.path().join("anteroom.dump");
+    let dumped = std::process::Command::new("pg_dump")
+        .args(["--format=custom", "--file"])
+        .arg(&dump)
+        .arg(&source_url)
+        .output()
+        .expect("pg_dump");
+    assert!(dumped.status.success(), "{}", text(&dumped.stderr));
+    let restored = std::process::Command::new("pg_restore")
+        .args(["--no-owner", "--dbname", &target_url])
+        .arg(&dump)
+        .output()
+        .expect("pg_restore");
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+
+    let status = anteroom(&["migrate", "--status"], &[("DATABASE_URL", &target_url)]).await;
+    assert!(
+        text(&status.stdout).contains("Up to date."),
+        "{}",
+        text(&status.stdout)
+    );
+    let (server, base) = serve(&target_url, &[])
+        .await
+        .expect("serves the restored database");
+    let key = anteroom(
+        &["apikey", "create", "--name", "check", "--role", "viewer"],
+        &[("DATABASE_URL", &target_url)],
+    )
+    .await;
+    let session: Value = reqwest::Client::new()
+        .get(format!("{base}/api/v1/sessions/moved"))
+        .bearer_auth(text(&key.stdout).trim())
+        .send()
+        .await
+        .expect("GET session")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(session["title"], "Moved by pg_dump", "{session}");
+    drop(server);
+    admin.close().await;
+    let admin = sqlx::PgPool::connect(&url).await.expect("connect");
+    drop_database(&admin, &source).await;
+    drop_database(&admin, &target).await;
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test makes databases of its own"
+)]
+async fn create_database(admin: &sqlx::PgPool, name: &str) {
+    sqlx::raw_sql(&format!("CREATE DATABASE {name}"))
+        .execute(admin)
+        .await
+        .expect("create database");
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test drops the databases it made"
+)]
+async fn drop_database(admin: &sqlx::PgPool, name: &str) {
+    sqlx::raw_sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(admin)
+        .await
+        .expect("drop database");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_object_a_line_with_every_field_a_key() {
+    let folder = tempfile::tempdir().expect("dir");
+    let url = format!(
+        "sqlite://{}",
+        folder.path().join("anteroom.sqlite3").display()
+    );
+    let output = anteroom(
+        &["migrate"],
+        &[("DATABASE_URL", &url), ("ANTEROOM_LOG_FORMAT", "json")],
+    )
+    .await;
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let lines: Vec<Value> = text(&output.stderr)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect();
+    let up_to_date = lines
+        .iter()
+        .find(|line| line["message"] == "database schema is up to date")
+        .expect("the migration's line");
+    assert_eq!(up_to_date["level"], "INFO");
+    assert_eq!(
+        up_to_date["database"], "sqlite",
+        "a field is a key of its own"
+    );
+    assert!(up_to_date["timestamp"].is_string());
+}
