@@ -20,6 +20,9 @@ use crate::{
 /// passes silently).
 pub const LOOK_EVERY: Duration = Duration::from_secs(1);
 
+/// The `Retry-After` a held call is given when the server shuts down under it.
+const RESTART_SECONDS: u64 = 5;
+
 /// What a call that stops waiting leaves in the question's record.
 const STOPPED_WAITING: &str = "The agent that asked stopped waiting for the answer.";
 
@@ -92,11 +95,21 @@ impl HeldQuestion {
 
     /// Waits for an event about the question or the next look, then reads it: `Some` once nobody can answer
     /// it any more (answered, expired, ended), `None` while it still waits.
+    /// When the server shuts down meanwhile, the call is told to ask again (`503`, `Retry-After`) and the
+    /// question ends as its asker having stopped waiting, so nobody answers into a call that is gone.
     pub async fn next_look(&mut self) -> ApiResult<Option<Round>> {
-        self.watch
+        let wake = self
+            .watch
             .next(tokio::time::Instant::now() + LOOK_EVERY)
             .await;
-        self.look().await
+        let looked = self.look().await?;
+        if wake == crate::events::RoundWake::Closing && looked.is_none() {
+            return Err(ApiError::unavailable_for(
+                RESTART_SECONDS,
+                "Anteroom is restarting; ask again in a moment.",
+            ));
+        }
+        Ok(looked)
     }
 
     /// Reads the question now: `Some` once nobody can answer it any more.

@@ -94,6 +94,14 @@ impl ApiError {
         }
     }
 
+    /// Not now (the server is shutting down): try again in `seconds` (sent as `Retry-After`).
+    pub fn unavailable_for(seconds: u64, message: impl Into<String>) -> Self {
+        Self {
+            retry_after: Some(u32::try_from(seconds.max(1)).unwrap_or(u32::MAX)),
+            ..Self::new(ErrorCode::Unavailable, message)
+        }
+    }
+
     /// Too many requests: try again in `seconds` (sent as `Retry-After`).
     pub fn rate_limited(seconds: u64, message: impl Into<String>) -> Self {
         Self {

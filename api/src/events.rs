@@ -200,6 +200,7 @@ impl EventHub {
     pub fn watch_round(&self, round_id: RoundId) -> RoundWatch {
         RoundWatch {
             events: self.subscribe(),
+            closed: self.closed(),
             round_id: round_id.to_string(),
         }
     }
@@ -269,6 +270,8 @@ impl anteroom_store::StoreObserver for EventHub {
 /// event at all and a lagging or closed hub may have lost one.
 pub struct RoundWatch {
     events: broadcast::Receiver<Event>,
+    /// The hub's closing: the server shuts down, and whoever waits should answer now.
+    closed: watch::Receiver<bool>,
     round_id: String,
 }
 
@@ -279,13 +282,22 @@ pub enum RoundWake {
     Event(EventKind),
     /// Time to look again: the caller's instant came, or an event may have been missed.
     Look,
+    /// The server is shutting down: answer the caller now (it asks again, of whichever instance serves).
+    Closing,
 }
 
 impl RoundWatch {
     /// Waits for an event about the round, or until `look_at`.
     pub async fn next(&mut self, look_at: tokio::time::Instant) -> RoundWake {
+        if *self.closed.borrow() {
+            return RoundWake::Closing;
+        }
         loop {
-            match tokio::time::timeout_at(look_at, self.events.recv()).await {
+            let received = tokio::select! {
+                received = tokio::time::timeout_at(look_at, self.events.recv()) => received,
+                _ = self.closed.changed() => return RoundWake::Closing,
+            };
+            match received {
                 Ok(Ok(event)) if event.round_id.as_deref() == Some(self.round_id.as_str()) => {
                     return RoundWake::Event(event.kind);
                 }

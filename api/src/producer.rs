@@ -278,6 +278,12 @@ async fn answer_poll(
                 RoundWake::Event(_) | RoundWake::Look => {
                     round = state.store.get_round(round.round_id).await?;
                 }
+                // Shutting down: the question as it stands now; the poller's next poll finds an instance
+                // that serves (docs/operations.md#start-up-and-shutdown).
+                RoundWake::Closing => {
+                    round = state.store.get_round(round.round_id).await?;
+                    break;
+                }
             }
         }
     }

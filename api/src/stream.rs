@@ -74,7 +74,15 @@ pub fn event_stream(
                 return None;
             }
             tokio::select! {
-                _ = closed.changed() => None,
+                // The last word before the server stops: the browser reconnects (to whichever instance
+                // serves) after this many milliseconds instead of its default.
+                _ = closed.changed() => Some((
+                    SseEvent::default()
+                        .event("closing")
+                        .data("Anteroom is restarting")
+                        .retry(RECONNECT_AFTER_SHUTDOWN),
+                    (receiver, closed, guard),
+                )),
                 received = receiver.recv() => match received {
                     Ok(event) => Some((to_sse(&event), (receiver, closed, guard))),
                     Err(RecvError::Lagged(_)) => Some((resync(), (receiver, closed, guard))),
@@ -85,3 +93,6 @@ pub fn event_stream(
     );
     stream::iter(backlog).chain(live)
 }
+
+/// How soon a browser reconnects once a shutdown ended its stream.
+const RECONNECT_AFTER_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(2);

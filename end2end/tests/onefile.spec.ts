@@ -70,7 +70,8 @@ test.describe("the one-file binary", () => {
     await page.getByRole("button", { name: "Create and sign in" }).click();
     await expect(page.getByTestId("signed-in-as")).toContainText("owner");
     await live(page);
-    expect(wasm).toEqual(["br public, max-age=31536000, immutable"]);
+    expect(wasm.length).toBeGreaterThan(0);
+    expect(new Set(wasm)).toEqual(new Set(["br public, max-age=31536000, immutable"]));
 
     // An API key from the same file, on the same database, while it serves.
     const key = spawnSync("./anteroom", ["apikey", "create", "--name", "onefile", "--role", "admin"], {

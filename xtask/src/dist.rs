@@ -26,34 +26,39 @@ pub fn dist(args: &[String]) -> Result<()> {
         [flag] if flag == "--musl" => true,
         other => bail!("unknown dist options {other:?} (only --musl)"),
     };
-    site::build(Profile::Release)?;
+    site::build_bundle(Profile::Release, false)?;
+    site::report_bundle_size()?;
     let root = workspace_root();
+    let mut server = cargo();
+    server.args([
+        "build",
+        "--release",
+        "--package",
+        "anteroom-server",
+        "--bin",
+        "anteroom",
+    ]);
     let binary = if musl {
         step(&format!(
             "static server binary ({MUSL_TARGET}, musl-gcc for the C parts)"
         ));
         crate::tools::ensure_rust_target(MUSL_TARGET, &run)?;
-        run(cargo()
-            .args([
-                "build",
-                "--release",
-                "--package",
-                "anteroom-server",
-                "--bin",
-                "anteroom",
-            ])
+        run(server
             .args(["--target", MUSL_TARGET])
             .env("CC_x86_64_unknown_linux_musl", "musl-gcc"))?;
         root.join("target")
             .join(MUSL_TARGET)
             .join("release/anteroom")
     } else {
+        step("server binary (release)");
+        run(&mut server)?;
         root.join("target/release/anteroom")
     };
 
     step("one file: the binary with the site appended");
     let folder = root.join("dist");
-    fs::create_dir_all(&folder)?;
+    // The Containerfile copies this empty folder as the data volume's first owner-correct contents.
+    fs::create_dir_all(folder.join("data"))?;
     let name = format!("anteroom-{}-x86_64-linux", env!("CARGO_PKG_VERSION"));
     let file = folder.join(&name);
     pack(&binary, &root.join("target/site"), &file)?;
@@ -193,7 +198,7 @@ fn wait_for(address: &str, path: &str, limit: Duration, server: &mut Child) -> R
 }
 
 /// One HTTP/1.1 GET, the whole response as text (bodies lossily decoded: only headers and HTML are read).
-fn get(address: &str, path: &str, accept_encoding: &str) -> Result<String> {
+pub fn get(address: &str, path: &str, accept_encoding: &str) -> Result<String> {
     let mut stream = TcpStream::connect(address)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let encoding = if accept_encoding.is_empty() {

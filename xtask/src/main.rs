@@ -10,6 +10,7 @@
 mod assets;
 mod background;
 mod check;
+mod container;
 mod dist;
 mod fuzz;
 mod site;
@@ -32,6 +33,9 @@ tasks:
   dist [--musl]               release build, then dist/anteroom-<version>-x86_64-linux: one file holding the
                               server and the site, its SHA-256 beside it, checked from an empty folder
                               (--musl: statically linked; needs Debian's musl-tools)
+  container [-- PODMAN_FLAGS]  dist --musl, then build the Containerfile's image with Podman and run it: /readyz
+                              through the published port, the HEALTHCHECK, a non-root user (PODMAN_FLAGS go
+                              before podman's sub-command, e.g. --runtime runc --cgroup-manager cgroupfs)
   test                        run every check: fmt, clippy, unit and integration tests (SQLite, and
                               PostgreSQL when ANTEROOM_TEST_POSTGRES_URL is set), Playwright in Chromium
   lint                        cargo fmt --check and clippy for the server and the browser builds (compiled
@@ -86,6 +90,14 @@ fn run_task(args: Vec<String>) -> Result<()> {
     }
     if task == "dist" {
         return dist::dist(rest);
+    }
+    if task == "container" {
+        let flags = match rest.split_first() {
+            Some((separator, flags)) if separator == "--" => flags,
+            Some((other, _)) => bail!("unknown container option {other}\n\n{USAGE}"),
+            None => &[],
+        };
+        return container::container(flags);
     }
     let (flags, passthrough) = match rest.iter().position(|arg| arg == "--") {
         Some(split) => (&rest[..split], &rest[split + 1..]),

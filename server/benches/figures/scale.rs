@@ -240,6 +240,18 @@ pub(super) async fn response_times_page(args: &Args) -> Figure {
     )
     .await;
     let many = timed_gets(&page, &cookie, 50).await;
+    if let Data::Sqlite(dir) = &bench.data {
+        // What a million questions take on disk (docs/operations.md#sizing): the file and its WAL.
+        let bytes: u64 = std::fs::read_dir(dir.path())
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok()?.metadata().ok())
+                    .map(|meta| meta.len())
+                    .sum()
+            })
+            .unwrap_or(0);
+        eprintln!("bench: the SQLite database with 1.01M questions takes {bytes} bytes on disk");
+    }
     bench.stop().await;
     let p99 = percentile(&many, 99.0);
     let ceiling = percentile(&few, 99.0);

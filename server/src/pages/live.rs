@@ -132,24 +132,23 @@ pub async fn live(
     if request.extensions().get::<Viewer>().is_none() {
         return ApiError::unauthorized("Sign in first.").into_response();
     }
+    // At a shutdown the events end with their "closing" word (how soon to reconnect), and the queue views
+    // end with them, so the stream closes once that word is sent.
     let events = crate::api::stream::event_stream(&state, request.headers());
+    let mut closed = state.events.closed();
     let views = stream::unfold(feed.subscribe(), |mut views| async move {
         views.changed().await.ok()?;
         let json = views.borrow_and_update().clone();
         Some((json, views))
     })
-    .filter_map(|json| async move {
-        json.map(|json| SseEvent::default().event("queue").data(&*json))
-    });
-    let mut closed = state.events.closed();
-    let ends = async move {
-        tokio::select! {
-            _ = closed.wait_for(|closed| *closed) => {}
-            () = tokio::time::sleep(STREAM_LIFETIME) => {}
-        }
-    };
+    .filter_map(
+        |json| async move { json.map(|json| SseEvent::default().event("queue").data(&*json)) },
+    )
+    .take_until(Box::pin(async move {
+        let _ = closed.wait_for(|closed| *closed).await;
+    }));
     let merged = stream::select(events, views)
-        .take_until(Box::pin(ends))
+        .take_until(Box::pin(tokio::time::sleep(STREAM_LIFETIME)))
         .map(Ok::<_, std::convert::Infallible>);
     Sse::new(merged)
         .keep_alive(KeepAlive::default())

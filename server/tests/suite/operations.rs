@@ -711,3 +711,66 @@ async fn json_logs_are_one_object_a_line_with_every_field_a_key() {
     );
     assert!(up_to_date["timestamp"].is_string());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_answers_long_polls_streams_and_held_hooks_at_once_with_when_to_come_back() {
+    let server = TestServer::start(Backend::Sqlite).await.expect("server");
+    let env = server.session("restarting").await;
+    let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some(&env.session_id));
+    let expires = (start_time() + Duration::hours(1)).to_rfc3339();
+    let body = client.body(
+        "r1",
+        "Proceed?",
+        json!({"type": "object", "properties": {}}),
+        "deploy",
+        &expires,
+    );
+    let id = client.create("r1", &body).await.expect("asked");
+
+    // Each would wait 30 s (the poll), for ever (the stream) or 10 minutes (the hook): longer than the
+    // shutdown's 10-second grace.
+    let http = server.http.clone();
+    let poll = tokio::spawn(http.get(format!("{}/{id}?wait=30", env.poll_url)).send());
+    let stream = tokio::spawn(
+        http.get(server.url("/api/v1/events"))
+            .bearer_auth(&server.viewer_key)
+            .send(),
+    );
+    let hook = tokio::spawn(
+        http.post(server.url("/hooks/claude/pre-tool-use"))
+            .bearer_auth(&env.token)
+            .json(&json!({
+                "session_id": "run-1", "cwd": "/srv", "hook_event_name": "PreToolUse",
+                "tool_name": "Bash", "tool_input": {"command": "make deploy"}
+            }))
+            .send(),
+    );
+    // All three are waiting once the hook's question exists and the stream has begun.
+    server.rounds_once("restarting", 2).await;
+    let stream = stream.await.expect("task").expect("the stream begins");
+    assert_eq!(stream.status(), 200);
+
+    let stopped = tokio::spawn(server.stop());
+
+    let poll = poll
+        .await
+        .expect("task")
+        .expect("the poll is answered, not cut");
+    assert_eq!(poll.status(), 200);
+    let poll: Value = poll.json().await.expect("JSON");
+    assert_eq!(poll["action"], "pending", "{poll}");
+
+    let hook = hook
+        .await
+        .expect("task")
+        .expect("the hook is answered, not cut");
+    assert_eq!(hook.status(), 503);
+    assert_eq!(hook.headers()["retry-after"], "5");
+    let hook: Value = hook.json().await.expect("JSON");
+    assert_eq!(hook["error"], "unavailable", "{hook}");
+
+    let events = stream.text().await.expect("the stream ends");
+    assert!(events.contains("event: closing"), "{events}");
+    assert!(events.contains("retry: 2000"), "{events}");
+    stopped.await.expect("the server stops");
+}
