@@ -13,7 +13,7 @@ use std::{
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 
-use crate::{Profile, cargo, run, site, step, workspace_root};
+use crate::{Profile, run, site, step, workspace_root};
 
 /// The target a static build is made for, when `--musl` is given.
 const MUSL_TARGET: &str = "x86_64-unknown-linux-musl";
@@ -29,15 +29,7 @@ pub fn dist(args: &[String]) -> Result<()> {
     site::build_bundle(Profile::Release, false)?;
     site::report_bundle_size()?;
     let root = workspace_root();
-    let mut server = cargo();
-    server.args([
-        "build",
-        "--release",
-        "--package",
-        "anteroom-server",
-        "--bin",
-        "anteroom",
-    ]);
+    let mut server = crate::release_server();
     let binary = if musl {
         step(&format!(
             "static server binary ({MUSL_TARGET}, musl-gcc for the C parts)"
@@ -54,6 +46,14 @@ pub fn dist(args: &[String]) -> Result<()> {
         run(&mut server)?;
         root.join("target/release/anteroom")
     };
+
+    step("symbols stripped (a panic's backtrace then shows addresses, not names)");
+    let stripped = root.join("target/dist-work/anteroom");
+    fs::create_dir_all(root.join("target/dist-work"))?;
+    fs::copy(&binary, &stripped)?;
+    // binutils' strip comes with the C compiler the build needs anyway.
+    run(Command::new("strip").arg(&stripped))?;
+    let binary = stripped;
 
     step("one file: the binary with the site appended");
     let folder = root.join("dist");
@@ -121,7 +121,10 @@ fn check_from_empty_folder(file: &Path) -> Result<()> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let address = format!("127.0.0.1:{port}");
 
-    let version = Command::new(&copy).arg("--version").output()?;
+    let version = Command::new(&copy)
+        .arg("--version")
+        .output()
+        .context("anteroom --version")?;
     print!("{}", String::from_utf8_lossy(&version.stdout));
 
     let server = Command::new(&copy)
@@ -140,15 +143,18 @@ fn check_from_empty_folder(file: &Path) -> Result<()> {
         if !ready.contains("\"status\":\"ready\"") || !ready.contains("\"version\"") {
             bail!("/readyz answered {ready}");
         }
-        let login = get(&address, "/login", "")?;
+        let login = get(&address, "/login", "").context("GET /login")?;
+        // The page links the stylesheet and loads `/pkg/<script>.js`: the script's name, up to its quote.
         let script = login
             .split("/pkg/")
-            .nth(1)
-            .and_then(|rest| rest.split(".js").next())
+            .skip(1)
+            .filter_map(|rest| rest.split(['"', '\'']).next())
+            .find_map(|name| name.strip_suffix(".js"))
             .filter(|_| login.starts_with("HTTP/1.1 200"))
             .with_context(|| format!("/login names no bundle:\n{login}"))?
             .to_owned();
-        let wasm = get(&address, &format!("/pkg/{script}_bg.wasm"), "br")?;
+        let wasm = get(&address, &format!("/pkg/{script}_bg.wasm"), "br")
+            .with_context(|| format!("GET /pkg/{script}_bg.wasm"))?;
         let head = wasm
             .lines()
             .take(12)
@@ -199,7 +205,8 @@ fn wait_for(address: &str, path: &str, limit: Duration, server: &mut Child) -> R
 
 /// One HTTP/1.1 GET, the whole response as text (bodies lossily decoded: only headers and HTML are read).
 pub fn get(address: &str, path: &str, accept_encoding: &str) -> Result<String> {
-    let mut stream = TcpStream::connect(address)?;
+    let mut stream =
+        TcpStream::connect(address).with_context(|| format!("connect to {address}"))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let encoding = if accept_encoding.is_empty() {
         String::new()

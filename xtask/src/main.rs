@@ -277,14 +277,21 @@ fn minutes_and_backend(
 /// The release binary without the browser bundle (the faults and the soak are all API and streams).
 fn release_binary() -> Result<()> {
     step("release build of the server (no browser bundle)");
-    run(cargo().args([
+    run(&mut release_server())
+}
+
+/// `cargo build` of the release `anteroom` binary alone.
+pub fn release_server() -> Command {
+    let mut command = cargo();
+    command.args([
         "build",
         "--release",
         "--package",
         "anteroom-server",
         "--bin",
         "anteroom",
-    ]))
+    ]);
+    command
 }
 
 /// Builds the release binary, then soaks it for the given minutes (the bench's `--soak-minutes`).
