@@ -108,14 +108,16 @@ pub enum StoreError {
     Migration(#[from] sqlx::migrate::MigrateError),
     /// A newer Anteroom upgraded the database past the migrations this binary carries (docs/operations.md#upgrades).
     #[error(
-        "the database is at schema version {database} ({description}), which a newer Anteroom applied: this \
-         binary (Anteroom {version}) knows up to {binary}. Run the newer Anteroom, or restore the backup taken \
-         before the upgrade (docs/operations.md#upgrades)",
+        "the database is at schema version {database} ({description}), which {release} applied: this binary \
+         (Anteroom {version}) knows up to {binary}. Run the newer Anteroom, or restore the backup taken before the \
+         upgrade (docs/operations.md#upgrades)",
         version = migrations::ANTEROOM_VERSION
     )]
     SchemaNewer {
         database: i64,
         description: String,
+        /// `Anteroom 0.2.0`, or `a newer Anteroom` when the database does not say.
+        release: String,
         binary: i64,
     },
     /// The operation exists for another database engine only; the message says what to do instead.

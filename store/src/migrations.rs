@@ -26,6 +26,8 @@ pub struct AppliedMigration {
 pub struct SchemaStatus {
     pub known: Vec<KnownMigration>,
     pub applied: Vec<AppliedMigration>,
+    /// The Anteroom release that most recently began running on the database (from migration 21 on).
+    pub newest_release: Option<String>,
 }
 
 impl SchemaStatus {
@@ -82,6 +84,14 @@ impl SchemaStatus {
         Some(StoreError::SchemaNewer {
             database: newest.version,
             description: newest.description.clone(),
+            release: self
+                .newest_release
+                .clone()
+                .filter(|release| release != ANTEROOM_VERSION)
+                .map_or_else(
+                    || "a newer Anteroom".to_owned(),
+                    |release| format!("Anteroom {release}"),
+                ),
             binary: self.binary_version(),
         })
     }
@@ -121,6 +131,7 @@ mod tests {
         let older = SchemaStatus {
             known: known(&[1, 2, 3]),
             applied: applied(&[1]),
+            newest_release: None,
         };
         assert_eq!(older.database_version(), Some(1));
         assert_eq!(older.binary_version(), 3);
@@ -130,16 +141,28 @@ mod tests {
         let empty = SchemaStatus {
             known: known(&[1, 2]),
             applied: Vec::new(),
+            newest_release: None,
         };
         assert_eq!(empty.database_version(), None);
         assert_eq!(empty.pending().len(), 2);
 
-        let newer = SchemaStatus {
+        let mut newer = SchemaStatus {
             known: known(&[1, 2]),
             applied: applied(&[1, 2, 3, 4]),
+            newest_release: None,
         };
         assert!(newer.pending().is_empty());
         let message = newer.refusal().expect("refused").to_string();
+        assert!(
+            message.contains("which a newer Anteroom applied"),
+            "{message}"
+        );
+        newer.newest_release = Some("9.1.0".to_owned());
+        let message = newer.refusal().expect("refused").to_string();
+        assert!(
+            message.contains("which Anteroom 9.1.0 applied"),
+            "{message}"
+        );
         assert!(message.contains("schema version 4 (step 4)"), "{message}");
         assert!(message.contains("knows up to 2"), "{message}");
         assert!(message.contains(ANTEROOM_VERSION), "{message}");

@@ -55,6 +55,14 @@ fn describe(database: &str, status: &SchemaStatus) -> String {
         "description",
         "applied"
     );
+    if let Some(release) = &status.newest_release {
+        text.insert_str(
+            text.find("\n\n").unwrap_or(text.len()),
+            &format!(
+                "\nlast begun:  Anteroom {release} (the newest release recorded on this database)"
+            ),
+        );
+    }
     let mut versions: Vec<i64> = status
         .known
         .iter()

@@ -477,6 +477,12 @@ async fn a_binary_older_than_its_database_refuses_it_naming_both_versions() {
         .expect("status")
         .binary_version();
     let newer = known + 1;
+    let status = anteroom(&["migrate", "--status"], &[("DATABASE_URL", &url)]).await;
+    assert!(
+        text(&status.stdout).contains(concat!("last begun:  Anteroom ", env!("CARGO_PKG_VERSION"))),
+        "{}",
+        text(&status.stdout)
+    );
     newer_migration(store.pool(), newer).await;
 
     let status = anteroom(&["migrate", "--status"], &[("DATABASE_URL", &url)]).await;
@@ -492,7 +498,9 @@ async fn a_binary_older_than_its_database_refuses_it_naming_both_versions() {
         .await
         .expect_err("an older binary must not serve");
     assert!(
-        refused.contains(&format!("schema version {newer} (from the future)")),
+        refused.contains(&format!(
+            "schema version {newer} (from the future), which Anteroom 99.0.0 applied"
+        )),
         "{refused}"
     );
     assert!(
@@ -513,7 +521,8 @@ where
 {
     sqlx::raw_sql(&format!(
         "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
-         VALUES ({version}, 'from the future', TRUE, X'00', 1)"
+         VALUES ({version}, 'from the future', TRUE, X'00', 1); \
+         INSERT INTO anteroom_releases (version, first_started_at_ms) VALUES ('99.0.0', 9999999999999)"
     ))
     .execute(pool)
     .await

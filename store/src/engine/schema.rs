@@ -9,7 +9,8 @@ use super::SqlStore;
 use crate::{
     Backend, StoreError, StoreResult,
     dialect::{Dialect, Statement},
-    migrations::{AppliedMigration, KnownMigration, SchemaStatus},
+    migrations::{ANTEROOM_VERSION, AppliedMigration, KnownMigration, SchemaStatus},
+    records::to_ms,
 };
 
 /// What `anteroom backup` says on PostgreSQL, where the database's own tool takes a consistent copy.
@@ -27,7 +28,18 @@ impl<D: Dialect> SqlStore<D> {
             return Err(refusal);
         }
         match D::migrate(&self.pool).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.execute(
+                    Statement::new(
+                        "INSERT INTO anteroom_releases (version, first_started_at_ms) VALUES ($1, $2) \
+                         ON CONFLICT (version) DO NOTHING",
+                    )
+                    .bind(ANTEROOM_VERSION)
+                    .bind(to_ms(self.clock_now())),
+                )
+                .await?;
+                Ok(())
+            }
             // A newer instance upgraded the database between the read above and the lock.
             Err(MigrateError::VersionMissing(_)) => Err(self
                 .read_schema_status()
@@ -47,14 +59,7 @@ impl<D: Dialect> SqlStore<D> {
                 description: migration.description.to_string(),
             })
             .collect();
-        let table_exists = match D::BACKEND {
-            Backend::Sqlite => {
-                "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
-            }
-            Backend::Postgres => "SELECT to_regclass('_sqlx_migrations') IS NOT NULL",
-        };
-        let (exists,): (bool,) = self.one(Statement::new(table_exists)).await?;
-        let applied = if exists {
+        let applied = if self.has_table("_sqlx_migrations").await? {
             self.all::<(i64, String, String, bool)>(Statement::new(
                 "SELECT version, description, CAST(installed_on AS TEXT), success \
                  FROM _sqlx_migrations ORDER BY version",
@@ -73,7 +78,32 @@ impl<D: Dialect> SqlStore<D> {
         } else {
             Vec::new()
         };
-        Ok(SchemaStatus { known, applied })
+        let newest_release = if self.has_table("anteroom_releases").await? {
+            self.optional::<(String,)>(Statement::new(
+                "SELECT version FROM anteroom_releases ORDER BY first_started_at_ms DESC, version DESC LIMIT 1",
+            ))
+            .await?
+            .map(|(version,)| version)
+        } else {
+            None
+        };
+        Ok(SchemaStatus {
+            known,
+            applied,
+            newest_release,
+        })
+    }
+
+    /// Whether the table `name` (one of the store's own names, never input) exists in the current schema.
+    async fn has_table(&self, name: &'static str) -> StoreResult<bool> {
+        let sql = match D::BACKEND {
+            Backend::Sqlite => {
+                "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = $1"
+            }
+            Backend::Postgres => "SELECT to_regclass($1) IS NOT NULL",
+        };
+        let (exists,): (bool,) = self.one(Statement::new(sql).bind(name)).await?;
+        Ok(exists)
     }
 
     pub(super) async fn read_schema_version(&self) -> StoreResult<Option<i64>> {
