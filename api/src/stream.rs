@@ -67,25 +67,29 @@ pub fn event_stream(
     };
     let guard = state.events.subscriber_guard();
     let closed = state.events.closed();
+    // The last word before a shutdown is said once, whichever comes first: the closing or an event.
     let live = stream::unfold(
-        (receiver, closed, guard),
-        |(mut receiver, mut closed, guard)| async move {
-            if *closed.borrow() {
+        (receiver, closed, guard, false),
+        |(mut receiver, mut closed, guard, said_closing)| async move {
+            if said_closing {
                 return None;
             }
+            let closing = || {
+                // The browser reconnects (to whichever instance serves) after this instead of its default.
+                SseEvent::default()
+                    .event("closing")
+                    .data("Anteroom is restarting")
+                    .retry(RECONNECT_AFTER_SHUTDOWN)
+            };
+            if *closed.borrow() {
+                return Some((closing(), (receiver, closed, guard, true)));
+            }
             tokio::select! {
-                // The last word before the server stops: the browser reconnects (to whichever instance
-                // serves) after this many milliseconds instead of its default.
-                _ = closed.changed() => Some((
-                    SseEvent::default()
-                        .event("closing")
-                        .data("Anteroom is restarting")
-                        .retry(RECONNECT_AFTER_SHUTDOWN),
-                    (receiver, closed, guard),
-                )),
+                biased;
+                _ = closed.changed() => Some((closing(), (receiver, closed, guard, true))),
                 received = receiver.recv() => match received {
-                    Ok(event) => Some((to_sse(&event), (receiver, closed, guard))),
-                    Err(RecvError::Lagged(_)) => Some((resync(), (receiver, closed, guard))),
+                    Ok(event) => Some((to_sse(&event), (receiver, closed, guard, false))),
+                    Err(RecvError::Lagged(_)) => Some((resync(), (receiver, closed, guard, false))),
                     Err(RecvError::Closed) => None,
                 },
             }

@@ -7,7 +7,9 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anteroom_store::{Backend, SqliteFileReport, Store, inspect_sqlite_file};
+use anteroom_store::{
+    Backend, SqliteFileReport, Store, checkpoint_sqlite_file, copy_sqlite_file, inspect_sqlite_file,
+};
 use anyhow::{Context, bail};
 use sqlx::sqlite::SqliteConnectOptions;
 
@@ -54,8 +56,22 @@ pub fn sqlite_file(database_url: &str) -> anyhow::Result<Option<PathBuf>> {
     use std::str::FromStr;
     let options = SqliteConnectOptions::from_str(database_url)
         .with_context(|| format!("{database_url:?} is not a SQLite database URL"))?;
+    // sqlx renames an in-memory database to a made-up file name: the URL says what it is.
+    if database_url.contains(":memory:") || database_url.contains("mode=memory") {
+        return Ok(None);
+    }
     let file = options.get_filename();
-    Ok((!file.as_os_str().is_empty() && file != Path::new(":memory:")).then(|| file.to_path_buf()))
+    Ok((!file.as_os_str().is_empty()).then(|| file.to_path_buf()))
+}
+
+/// The SQLite file `database_url` names, which must exist: a command that only reads a database must not
+/// create an empty one at a mistyped path.
+pub fn existing_sqlite_file(database_url: &str) -> anyhow::Result<PathBuf> {
+    let path = sqlite_file(database_url)?.context("an in-memory database has no file")?;
+    if !path.is_file() {
+        bail!("there is no database at {}", path.display());
+    }
+    Ok(path)
 }
 
 /// Writes a consistent copy of `store`'s database to `to` (which must not exist), then checks it: the copy
@@ -85,8 +101,11 @@ pub async fn back_up(store: &dyn Store, to: &Path) -> anyhow::Result<BackupRepor
             return Err(error);
         }
     };
+    // `VACUUM INTO` does not sync what it wrote: the copy is on disk before its name says it is done.
+    File::open(&partial)?.sync_all()?;
     std::fs::rename(&partial, to)
         .with_context(|| format!("cannot rename {} to {}", partial.display(), to.display()))?;
+    sync_folder_of(to)?;
     Ok(BackupReport {
         bytes: std::fs::metadata(to)?.len(),
         path: to.to_path_buf(),
@@ -115,9 +134,11 @@ async fn check(path: &Path) -> anyhow::Result<SqliteFileReport> {
     Ok(file)
 }
 
-/// Holds a shared lock on a SQLite database's file while an instance serves it, so that a restore (which
-/// needs the lock alone) refuses to replace a database in use. SQLite's own locks are POSIX record locks on
-/// the same file; these are `flock` locks, which Linux keeps apart from them.
+/// Marks a SQLite database as served, with a shared `flock` on `FILE.lock` beside it, held from before the
+/// first connection until the instance ends; a restore needs the lock alone, so it refuses while any instance
+/// serves the database, and an instance refuses to start while a restore runs. The lock is on a file of its own,
+/// never renamed and never opened by SQLite (closing another descriptor of the database would drop SQLite's own
+/// locks).
 #[derive(Debug)]
 pub struct InUse(
     #[allow(
@@ -128,25 +149,58 @@ pub struct InUse(
 );
 
 impl InUse {
-    /// Marks `database_url`'s file as in use, when it names a file that exists.
+    /// Marks `database_url`'s database as served (nothing for PostgreSQL or an in-memory database).
     pub fn mark(database_url: &str) -> anyhow::Result<Option<Self>> {
+        if Backend::from_url(database_url)? != Backend::Sqlite {
+            return Ok(None);
+        }
         let Some(path) = sqlite_file(database_url)? else {
             return Ok(None);
         };
-        let Ok(file) = File::open(&path) else {
-            return Ok(None);
-        };
-        file.lock_shared()
-            .with_context(|| format!("cannot mark {} as in use", path.display()))?;
-        Ok(Some(Self(file)))
+        let lock = open_lock_file(&path)?;
+        match lock.try_lock_shared() {
+            Ok(()) => Ok(Some(Self(lock))),
+            Err(std::fs::TryLockError::WouldBlock) => bail!(
+                "{} is being restored (`anteroom restore` holds {}); start again when it is done",
+                path.display(),
+                lock_path(&path).display()
+            ),
+            Err(std::fs::TryLockError::Error(error)) => {
+                Err(error).with_context(|| format!("cannot lock {}", lock_path(&path).display()))
+            }
+        }
     }
+}
+
+fn lock_path(database: &Path) -> PathBuf {
+    with_suffix(database, ".lock")
+}
+
+fn open_lock_file(database: &Path) -> anyhow::Result<File> {
+    let path = lock_path(database);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))
+}
+
+/// Makes renames in `path`'s folder durable.
+fn sync_folder_of(path: &Path) -> anyhow::Result<()> {
+    let folder = path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    File::open(folder)?.sync_all()?;
+    Ok(())
 }
 
 /// What a restore did.
 #[derive(Debug)]
 pub struct RestoreReport {
     pub restored: BackupReport,
-    /// Where the database it replaced was kept (with its WAL), if there was one.
+    /// Where the database it replaced was kept (checkpointed: the one file is all of it), if there was one.
     pub kept: Option<PathBuf>,
 }
 
@@ -165,51 +219,51 @@ pub async fn restore(from: &Path, database_url: &str) -> anyhow::Result<RestoreR
     }
     let target =
         sqlite_file(database_url)?.context("an in-memory database cannot be restored into")?;
-    let file = check(from).await?;
+    check(from).await?;
 
-    // Held until the new file is in place: a server starting meanwhile waits for nothing, but a restore
-    // never replaces a file a running server has open.
-    let _exclusive = match File::open(&target) {
-        Ok(existing) => {
-            if existing.try_lock().is_err() {
-                bail!(
-                    "{} is in use by a running Anteroom; stop it first (a restore replaces the file)",
-                    target.display()
-                );
-            }
-            Some(existing)
-        }
-        Err(_) => None,
-    };
+    // Held until the new file is in place: no instance serves the database meanwhile, nor starts.
+    let lock = open_lock_file(&target)?;
+    if lock.try_lock().is_err() {
+        bail!(
+            "{} is in use by a running Anteroom; stop it first (a restore replaces the file)",
+            target.display()
+        );
+    }
     let incoming = with_suffix(&target, ".restoring");
-    std::fs::copy(from, &incoming)
+    let _ = std::fs::remove_file(&incoming);
+    // Through SQLite, so whatever the backup's own WAL holds comes too; then the copy itself is checked.
+    copy_sqlite_file(from, &incoming)
+        .await
         .with_context(|| format!("cannot copy {} to {}", from.display(), incoming.display()))?;
+    let file = match check(&incoming).await {
+        Ok(file) => file,
+        Err(error) => {
+            let _ = std::fs::remove_file(&incoming);
+            return Err(error);
+        }
+    };
     File::open(&incoming)?.sync_all()?;
 
     let kept = if target.exists() {
+        // The WAL's contents into the main file first: the kept file is then the whole old database, and no
+        // old WAL is left for the restored file to replay.
+        checkpoint_sqlite_file(&target)
+            .await
+            .with_context(|| format!("cannot checkpoint {}", target.display()))?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
         let kept = with_suffix(&target, &format!(".before-restore-{stamp}"));
-        // The WAL and its index travel with their database, or the next open would apply the old WAL to
-        // the restored file.
-        for suffix in ["-wal", "-shm"] {
-            let companion = with_suffix(&target, suffix);
-            if companion.exists() {
-                std::fs::rename(&companion, with_suffix(&kept, suffix))?;
-            }
-        }
         std::fs::rename(&target, &kept)?;
         Some(kept)
     } else {
         None
     };
-    std::fs::rename(&incoming, &target)?;
-    if let Some(folder) = target
-        .parent()
-        .filter(|folder| !folder.as_os_str().is_empty())
-    {
-        // The renames are durable once the folder is.
-        File::open(folder)?.sync_all()?;
+    // Emptied by the checkpoint, or stale: they belong to no file now.
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(with_suffix(&target, suffix));
     }
+    std::fs::rename(&incoming, &target)?;
+    sync_folder_of(&target)?;
+    drop(lock);
     Ok(RestoreReport {
         restored: BackupReport {
             bytes: std::fs::metadata(&target)?.len(),
@@ -238,9 +292,7 @@ pub async fn scheduled(
         .filter(|path| {
             path.file_name()
                 .and_then(|name| name.to_str())
-                .is_some_and(|name| {
-                    name.starts_with(SCHEDULED_PREFIX) && name.ends_with(SCHEDULED_SUFFIX)
-                })
+                .is_some_and(is_scheduled_backup_name)
         })
         .collect();
     taken.sort();
@@ -253,8 +305,52 @@ pub async fn scheduled(
     Ok(report)
 }
 
+/// Whether `name` is one the scheduled backup gives (`anteroom-20261204T031500.000Z.sqlite3`) and nothing else:
+/// the pruning removes only those.
+fn is_scheduled_backup_name(name: &str) -> bool {
+    let Some(stamp) = name
+        .strip_prefix(SCHEDULED_PREFIX)
+        .and_then(|rest| rest.strip_suffix(SCHEDULED_SUFFIX))
+    else {
+        return false;
+    };
+    stamp.len() == "20261204T031500.000Z".len()
+        && stamp.char_indices().all(|(at, c)| match at {
+            8 => c == 'T',
+            15 => c == '.',
+            19 => c == 'Z',
+            _ => c.is_ascii_digit(),
+        })
+}
+
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_scheduled_backups_own_names_are_pruned_and_memory_has_no_file() {
+        assert!(is_scheduled_backup_name(
+            "anteroom-20261204T031500.000Z.sqlite3"
+        ));
+        for other in [
+            "anteroom-1.sqlite3",
+            "anteroom.sqlite3",
+            "anteroom-20261204T031500.000Z.sqlite3-wal",
+            "anteroom-before-upgrade.sqlite3",
+            "anteroom-2026120XT031500.000Z.sqlite3",
+        ] {
+            assert!(!is_scheduled_backup_name(other), "{other}");
+        }
+        assert_eq!(sqlite_file("sqlite::memory:").expect("url"), None);
+        assert_eq!(
+            sqlite_file("sqlite://data/anteroom.sqlite3").expect("url"),
+            Some(PathBuf::from("data/anteroom.sqlite3"))
+        );
+    }
 }

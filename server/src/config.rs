@@ -564,7 +564,13 @@ pub struct ServeArgs {
     pub backup_keep: usize,
 
     /// Log lines as `text` (for a terminal) or `json` (one object per line, for a log shipper).
-    #[arg(long, env = "ANTEROOM_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    #[arg(
+        long,
+        env = "ANTEROOM_LOG_FORMAT",
+        value_enum,
+        ignore_case = true,
+        default_value_t = LogFormat::Text
+    )]
     pub log_format: LogFormat,
 
     /// Days resolved and failed rounds are kept.

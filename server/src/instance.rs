@@ -230,10 +230,9 @@ impl Instance {
         let mut in_use = None;
         let (store, relay_pool): (Arc<dyn Store>, Option<PgPool>) = match &settings.database {
             Database::Url(url) => {
+                // Before the first connection: a restore in progress is waited for by nobody, refused here.
+                in_use = crate::backup::InUse::mark(url)?;
                 let store = open_store(url, options).await?;
-                if store.backend() == Backend::Sqlite {
-                    in_use = crate::backup::InUse::mark(url)?;
-                }
                 let relay_pool = if store.backend() == Backend::Postgres {
                     let pool = PgPoolOptions::new()
                         .max_connections(2)

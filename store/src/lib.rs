@@ -37,7 +37,8 @@ pub use contract::{
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};
 pub use sqlite::{
-    SqliteDialect, SqliteFileReport, SqliteStore, inspect_file as inspect_sqlite_file,
+    SqliteDialect, SqliteFileReport, SqliteStore, checkpoint_file as checkpoint_sqlite_file,
+    copy_file as copy_sqlite_file, inspect_file as inspect_sqlite_file,
 };
 
 use crate::domain::{

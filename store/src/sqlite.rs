@@ -161,3 +161,53 @@ pub async fn inspect_file(path: &std::path::Path) -> StoreResult<SqliteFileRepor
         rounds,
     })
 }
+
+/// Copies the SQLite database at `from` (with whatever its WAL holds) into the new file `to` through SQLite
+/// itself (`VACUUM INTO` on a read-only connection): a copy of the main file alone would miss what is still in
+/// the WAL.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a file copy made by SQLite, outside any store"
+)]
+pub async fn copy_file(from: &std::path::Path, to: &std::path::Path) -> StoreResult<()> {
+    let to = to.to_str().ok_or(crate::StoreError::NotOnThisBackend(
+        "the copy's path must be valid UTF-8",
+    ))?;
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(
+            SqliteConnectOptions::new()
+                .filename(from)
+                .read_only(true)
+                .create_if_missing(false),
+        )
+        .await?;
+    let copied = sqlx::query("VACUUM INTO $1").bind(to).execute(&pool).await;
+    pool.close().await;
+    copied?;
+    Ok(())
+}
+
+/// Moves everything the WAL of the SQLite database at `path` holds into its main file and empties the WAL, so
+/// the main file alone is the whole database (before it is renamed away by a restore).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a checkpoint of a file no store has open"
+)]
+pub async fn checkpoint_file(path: &std::path::Path) -> StoreResult<()> {
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(
+            SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(false)
+                .busy_timeout(StdDuration::from_secs(5)),
+        )
+        .await?;
+    let checkpointed = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&pool)
+        .await;
+    pool.close().await;
+    checkpointed?;
+    Ok(())
+}

@@ -6,13 +6,16 @@ use anteroom_server::{
     backup,
     config::{BackupArgs, RestoreArgs},
 };
-use anteroom_store::StoreOptions;
+use anteroom_store::{Backend, StoreOptions};
 use anyhow::Context;
 
 pub async fn back_up(args: BackupArgs) -> anyhow::Result<()> {
     // Connected, not migrated: a backup changes nothing, not even the schema of a database an older
     // Anteroom is serving.
     let url = &args.database.database_url;
+    if Backend::from_url(url)? == Backend::Sqlite {
+        backup::existing_sqlite_file(url)?;
+    }
     let store = anteroom_store::connect(url, StoreOptions::default())
         .await
         .with_context(|| format!("cannot open the database at {}", redact(url)))?;

@@ -8,7 +8,7 @@
 
 use anteroom_server::{config::MigrateArgs, instance::redact};
 use anteroom_store::{
-    StoreOptions,
+    Backend, StoreOptions,
     migrations::{ANTEROOM_VERSION, SchemaStatus},
 };
 use anyhow::Context;
@@ -29,6 +29,10 @@ pub async fn run(args: MigrateArgs) -> anyhow::Result<u8> {
                 .map_or_else(|| "none".to_owned(), |version| version.to_string())
         );
         return Ok(0);
+    }
+    // Reading changes nothing: a mistyped SQLite path is an error, not a new empty database.
+    if Backend::from_url(url)? == Backend::Sqlite {
+        anteroom_server::backup::existing_sqlite_file(url)?;
     }
     let store = anteroom_store::connect(url, StoreOptions::default())
         .await

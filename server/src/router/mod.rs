@@ -190,7 +190,16 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions, files: SiteFil
                 SizeAbove::new(1024)
                     .and(NotForContentType::GRPC)
                     .and(NotForContentType::IMAGES)
-                    .and(NotForContentType::SSE),
+                    .and(NotForContentType::SSE)
+                    // A strong ETag names one body: the site's files come as stored, or not at all.
+                    .and(
+                        |_: StatusCode,
+                         _: http::Version,
+                         headers: &http::HeaderMap,
+                         _: &http::Extensions| {
+                            !headers.contains_key(header::ETAG)
+                        },
+                    ),
             ),
         )
         // One `tracing` line per request, written when the response is ready: the route template and the path

@@ -452,12 +452,15 @@ async fn a_binary_older_than_its_database_refuses_it_naming_both_versions() {
         "sqlite://{}",
         folder.path().join("anteroom.sqlite3").display()
     );
+    // A mistyped path is an error, not a new empty database.
     let status = anteroom(&["migrate", "--status"], &[("DATABASE_URL", &url)]).await;
+    assert!(!status.status.success());
     assert!(
-        text(&status.stdout).contains("pending"),
+        text(&status.stderr).contains("there is no database"),
         "{}",
-        text(&status.stdout)
+        text(&status.stderr)
     );
+    assert!(!folder.path().join("anteroom.sqlite3").exists());
     let migrated = anteroom(&["migrate"], &[("DATABASE_URL", &url)]).await;
     assert!(migrated.status.success(), "{}", text(&migrated.stderr));
     let status = anteroom(&["migrate", "--status"], &[("DATABASE_URL", &url)]).await;
@@ -782,4 +785,56 @@ async fn a_shutdown_answers_long_polls_streams_and_held_hooks_at_once_with_when_
     assert!(events.contains("event: closing"), "{events}");
     assert!(events.contains("retry: 2000"), "{events}");
     stopped.await.expect("the server stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_brings_what_the_backups_own_wal_holds() {
+    use anteroom_store::AgentSessionStore;
+    let folder = tempfile::tempdir().expect("dir");
+    let source = folder.path().join("source.sqlite3");
+    let source_url = format!("sqlite://{}", source.display());
+    let migrated = anteroom(&["migrate"], &[("DATABASE_URL", &source_url)]).await;
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+
+    // A session written while a connection stays open: it is in the WAL, not yet in the main file.
+    let store = anteroom_store::SqliteStore::connect(&source_url, StoreOptions::default())
+        .await
+        .expect("open");
+    store
+        .register_session(anteroom_domain::session::NewSession {
+            id: anteroom_domain::ids::SessionId::parse("in-the-wal").expect("id"),
+            title: Some("Only in the WAL".to_owned()),
+            agent: None,
+        })
+        .await
+        .expect("session");
+    let wal = folder.path().join("source.sqlite3-wal");
+    assert!(
+        std::fs::metadata(&wal).expect("a WAL").len() > 0,
+        "the write is in the WAL"
+    );
+    // A database copied with its WAL beside it, as a kept `…before-restore-…` file is.
+    let copy = folder.path().join("copy.sqlite3");
+    std::fs::copy(&source, &copy).expect("copy");
+    std::fs::copy(&wal, folder.path().join("copy.sqlite3-wal")).expect("copy the WAL");
+    drop(store);
+
+    let target_url = format!(
+        "sqlite://{}",
+        folder.path().join("target.sqlite3").display()
+    );
+    let restored = anteroom(
+        &["restore", "--from", copy.to_str().expect("path")],
+        &[("DATABASE_URL", &target_url)],
+    )
+    .await;
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    let target = anteroom_store::connect(&target_url, StoreOptions::default())
+        .await
+        .expect("open the restored file");
+    let session = target
+        .get_session(&anteroom_domain::ids::SessionId::parse("in-the-wal").expect("id"))
+        .await
+        .expect("the session written to the backup's WAL was restored");
+    assert_eq!(session.title, "Only in the WAL");
 }
