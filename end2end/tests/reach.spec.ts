@@ -131,7 +131,9 @@ test("a question pushed to this browser is answered from its notification's butt
       data: JSON.stringify(data),
     });
   await deliver(message);
-  await expect.poll(() => shownNotifications(page)).toEqual([
+  // The service worker is woken for the push first: on a loaded machine (a full test run) that took over the
+  // default 5 s once.
+  await expect.poll(() => shownNotifications(page), { timeout: 20_000 }).toEqual([
     { title: "shop-mcp asks (deploy)", body: "Ship the release to production?", tag: message.tag, actions: ["Yes", "No"] },
   ]);
 
