@@ -130,10 +130,20 @@ test("a question pushed to this browser is answered from its notification's butt
       registrationId: await registrationId,
       data: JSON.stringify(data),
     });
-  await deliver(message);
-  // The service worker is woken for the push first: on a loaded machine (a full test run) that took over the
-  // default 5 s once.
-  await expect.poll(() => shownNotifications(page), { timeout: 20_000 }).toEqual([
+  // A delivery through DevTools is now and then not shown at all in a full run (3 times in about 15 runs, never
+  // alone; with no error, and not after 20 s either): delivered again, as a push service retries an
+  // unacknowledged message, at most three times, and said on the log. None shown after three fails the test.
+  let shown: Awaited<ReturnType<typeof shownNotifications>> = [];
+  for (let attempt = 1; attempt <= 3 && shown.length === 0; attempt++) {
+    if (attempt > 1) console.warn(`reach.spec: the push was not shown; delivering it again (attempt ${attempt})`);
+    await deliver(message);
+    await expect
+      .poll(async () => (await shownNotifications(page)).length, { timeout: 7_000 })
+      .toBe(1)
+      .catch(() => undefined);
+    shown = await shownNotifications(page);
+  }
+  expect(shown).toEqual([
     { title: "shop-mcp asks (deploy)", body: "Ship the release to production?", tag: message.tag, actions: ["Yes", "No"] },
   ]);
 
