@@ -42,11 +42,9 @@ impl Bench {
         )
     }
 
-    pub(super) async fn creates(&self, args: &Args) -> Figure {
-        eprintln!("bench: question creates");
-        // Sixteen sessions per connection, so the per-session create limit never bites.
-        let sessions = sessions_with_tokens(self.store.as_ref(), "create", CONNECTIONS * 16).await;
-        let urls: Vec<Vec<String>> = sessions
+    /// Each session's create URL, sixteen sessions to a connection (so the per-session create limit never bites).
+    fn create_urls(&self, sessions: Vec<(String, String)>) -> Vec<Vec<String>> {
+        sessions
             .chunks(16)
             .map(|chunk| {
                 chunk
@@ -59,8 +57,14 @@ impl Bench {
                     })
                     .collect()
             })
-            .collect();
-        let creates = create_throughput(urls).await;
+            .collect()
+    }
+
+    pub(super) async fn creates(&self, args: &Args) -> Figure {
+        eprintln!("bench: question creates");
+        // Sixteen sessions per connection, so the per-session create limit never bites.
+        let sessions = sessions_with_tokens(self.store.as_ref(), "create", CONNECTIONS * 16).await;
+        let creates = create_throughput(self.create_urls(sessions)).await;
         let row_bytes = self.round_row_bytes().await;
         let bare = bare_inserts(args, row_bytes).await;
         let ratio = creates / bare;
@@ -82,25 +86,9 @@ impl Bench {
             standing::{NewStandingAnswer, QuestionMatch},
         };
         eprintln!("bench: question creates with a standing answer in force");
-        let urls = |sessions: Vec<(String, String)>| -> Vec<Vec<String>> {
-            sessions
-                .chunks(16)
-                .map(|chunk| {
-                    chunk
-                        .iter()
-                        .map(|(_, token)| {
-                            format!(
-                                "{}/api/v1/s/{token}/servers/bench-mcp/elicitations",
-                                self.base
-                            )
-                        })
-                        .collect()
-                })
-                .collect()
-        };
         let without =
             sessions_with_tokens(self.store.as_ref(), "rule-none", CONNECTIONS * 16).await;
-        let none = create_throughput(urls(without)).await;
+        let none = create_throughput(self.create_urls(without)).await;
         let elsewhere = sessions_with_tokens(self.store.as_ref(), "rule-home", 1).await;
         let home = anteroom_domain::ids::SessionId::parse(elsewhere[0].0.clone()).expect("id");
         self.store
@@ -122,7 +110,7 @@ impl Bench {
             .await
             .expect("rule");
         let with = sessions_with_tokens(self.store.as_ref(), "rule-some", CONNECTIONS * 16).await;
-        let some = create_throughput(urls(with)).await;
+        let some = create_throughput(self.create_urls(with)).await;
         let cost = 1.0 - some / none;
         Figure::new(
             "creates/s with a standing answer in force",
