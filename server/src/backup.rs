@@ -94,13 +94,7 @@ pub async fn back_up(store: &dyn Store, to: &Path) -> anyhow::Result<BackupRepor
         .backup_to(&partial)
         .await
         .with_context(|| format!("cannot write {}", partial.display()))?;
-    let file = match check(&partial).await {
-        Ok(file) => file,
-        Err(error) => {
-            let _ = std::fs::remove_file(&partial);
-            return Err(error);
-        }
-    };
+    let file = checked_or_removed(&partial).await?;
     // `VACUUM INTO` does not sync what it wrote: the copy is on disk before its name says it is done.
     File::open(&partial)?.sync_all()?;
     std::fs::rename(&partial, to)
@@ -132,6 +126,15 @@ async fn check(path: &Path) -> anyhow::Result<SqliteFileReport> {
         bail!("{}: {refusal}", path.display());
     }
     Ok(file)
+}
+
+/// [`check`]s a copy this command just wrote, removing it when it fails.
+async fn checked_or_removed(copy: &Path) -> anyhow::Result<SqliteFileReport> {
+    let checked = check(copy).await;
+    if checked.is_err() {
+        let _ = std::fs::remove_file(copy);
+    }
+    checked
 }
 
 /// Marks a SQLite database as served, with a shared `flock` on `FILE.lock` beside it, held from before the
@@ -235,13 +238,7 @@ pub async fn restore(from: &Path, database_url: &str) -> anyhow::Result<RestoreR
     copy_sqlite_file(from, &incoming)
         .await
         .with_context(|| format!("cannot copy {} to {}", from.display(), incoming.display()))?;
-    let file = match check(&incoming).await {
-        Ok(file) => file,
-        Err(error) => {
-            let _ = std::fs::remove_file(&incoming);
-            return Err(error);
-        }
-    };
+    let file = checked_or_removed(&incoming).await?;
     File::open(&incoming)?.sync_all()?;
 
     let kept = if target.exists() {
