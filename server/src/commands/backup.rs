@@ -1,24 +1,15 @@
 //! `anteroom backup --to FILE` and `anteroom restore --from FILE`: a SQLite database copied while it serves,
 //! and put back while it does not (docs/operations.md#backup-and-restore).
 
-use anteroom_server::instance::redact;
 use anteroom_server::{
     backup,
     config::{BackupArgs, RestoreArgs},
 };
-use anteroom_store::{Backend, StoreOptions};
-use anyhow::Context;
 
 pub async fn back_up(args: BackupArgs) -> anyhow::Result<()> {
     // Connected, not migrated: a backup changes nothing, not even the schema of a database an older
     // Anteroom is serving.
-    let url = &args.database.database_url;
-    if Backend::from_url(url)? == Backend::Sqlite {
-        backup::existing_sqlite_file(url)?;
-    }
-    let store = anteroom_store::connect(url, StoreOptions::default())
-        .await
-        .with_context(|| format!("cannot open the database at {}", redact(url)))?;
+    let store = super::connect_existing(&args.database.database_url).await?;
     let report = backup::back_up(store.as_ref(), &args.to).await?;
     eprintln!("backed up to {report}");
     Ok(())

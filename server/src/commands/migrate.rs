@@ -8,10 +8,9 @@
 
 use anteroom_server::{config::MigrateArgs, instance::redact};
 use anteroom_store::{
-    Backend, StoreOptions,
+    StoreOptions,
     migrations::{ANTEROOM_VERSION, SchemaStatus},
 };
-use anyhow::Context;
 
 /// Exit status of `migrate --status` when a newer Anteroom upgraded the database (this binary must not serve it).
 const EXIT_NEWER: u8 = 3;
@@ -30,13 +29,7 @@ pub async fn run(args: MigrateArgs) -> anyhow::Result<u8> {
         );
         return Ok(0);
     }
-    // Reading changes nothing: a mistyped SQLite path is an error, not a new empty database.
-    if Backend::from_url(url)? == Backend::Sqlite {
-        anteroom_server::backup::existing_sqlite_file(url)?;
-    }
-    let store = anteroom_store::connect(url, StoreOptions::default())
-        .await
-        .with_context(|| format!("cannot open the database at {}", redact(url)))?;
+    let store = super::connect_existing(url).await?;
     let status = store.schema_status().await?;
     print!("{}", describe(&redact(url), &status));
     Ok(if status.refusal().is_some() {

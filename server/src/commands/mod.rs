@@ -40,6 +40,23 @@ pub(crate) async fn open_store(
     anteroom_server::instance::open_store(&args.database_url, options).await
 }
 
+/// Connects to the database without migrating it, for commands that only read it (`backup`, `migrate
+/// --status`): a SQLite path where there is no database is an error, not a new empty one.
+pub(crate) async fn connect_existing(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    use anyhow::Context;
+    if anteroom_store::Backend::from_url(url)? == anteroom_store::Backend::Sqlite {
+        anteroom_server::backup::existing_sqlite_file(url)?;
+    }
+    anteroom_store::connect(url, StoreOptions::default())
+        .await
+        .with_context(|| {
+            format!(
+                "cannot open the database at {}",
+                anteroom_server::instance::redact(url)
+            )
+        })
+}
+
 /// Logs go to stderr, so sub-commands keep stdout for their output: as text, or as one JSON object per line
 /// (`ANTEROOM_LOG_FORMAT=json`: the message, the level, the target and every field a key of its own).
 pub(crate) fn init_logging(filter: &str, format: LogFormat) {
