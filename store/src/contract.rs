@@ -742,13 +742,11 @@ pub trait Store:
     /// Applies every migration not yet applied; running it again is a no-op.
     async fn migrate(&self) -> StoreResult<()>;
 
-    /// A cheap round trip proving the database answers (for `/readyz`).
-    async fn ping(&self) -> StoreResult<()>;
-
     /// The migrations this binary carries beside those the database has applied (`anteroom migrate --status`).
     async fn schema_status(&self) -> StoreResult<crate::migrations::SchemaStatus>;
 
-    /// The newest migration the database has applied, in one round trip (`/readyz`).
+    /// The newest migration the database has applied, in one round trip that also proves the database answers
+    /// (`/readyz`).
     async fn schema_version(&self) -> StoreResult<Option<i64>>;
 
     /// Writes a consistent copy of an embedded (SQLite) database to `path`, which must not exist yet, while

@@ -225,11 +225,6 @@ impl<D: Dialect> Store for SqlStore<D> {
         self.apply_migrations().await
     }
 
-    async fn ping(&self) -> StoreResult<()> {
-        self.execute(Statement::new("SELECT 1")).await?;
-        Ok(())
-    }
-
     async fn schema_status(&self) -> StoreResult<crate::migrations::SchemaStatus> {
         self.read_schema_status().await
     }
