@@ -2,11 +2,7 @@
 //! built and run with Podman: `/readyz` answers through the published port, the image's own `HEALTHCHECK`
 //! passes, and it runs as the user the Containerfile names.
 
-use std::{
-    net::TcpListener,
-    process::Command,
-    time::{Duration, Instant},
-};
+use std::{net::TcpListener, process::Command, time::Duration};
 
 use anyhow::{Context, Result, bail};
 
@@ -72,16 +68,8 @@ pub fn container(podman_flags: &[String]) -> Result<()> {
 
 fn check(podman: &dyn Fn() -> Command, name: &str, port: u16) -> Result<()> {
     let address = format!("127.0.0.1:{port}");
-    let started = Instant::now();
-    let ready = loop {
-        match dist::get(&address, "/readyz", "") {
-            Ok(reply) if reply.starts_with("HTTP/1.1 200") => break reply,
-            _ if started.elapsed() > Duration::from_secs(30) => {
-                bail!("/readyz on the container's published port did not answer 200 within 30 s")
-            }
-            _ => std::thread::sleep(Duration::from_millis(200)),
-        }
-    };
+    let ready = dist::wait_for(&address, "/readyz", Duration::from_secs(30), None)
+        .context("/readyz on the container's published port")?;
     let body = ready.split("\r\n\r\n").nth(1).unwrap_or_default();
     println!("xtask: /readyz through the published port: {body}");
     run(podman().args(["healthcheck", "run", name]))

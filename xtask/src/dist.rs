@@ -139,7 +139,12 @@ fn check_from_empty_folder(file: &Path) -> Result<()> {
         .with_context(|| format!("cannot start {}", copy.display()))?;
     let mut server = KillOnDrop(server);
     let outcome = (|| -> Result<()> {
-        let ready = wait_for(&address, "/readyz", Duration::from_secs(30), &mut server.0)?;
+        let ready = wait_for(
+            &address,
+            "/readyz",
+            Duration::from_secs(30),
+            Some(&mut server.0),
+        )?;
         if !ready.contains("\"status\":\"ready\"") || !ready.contains("\"version\"") {
             bail!("/readyz answered {ready}");
         }
@@ -184,8 +189,13 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Asks `path` until it answers 200 or `limit` passes (or the server exits).
-fn wait_for(address: &str, path: &str, limit: Duration, server: &mut Child) -> Result<String> {
+/// Asks `path` until it answers 200 or `limit` passes, or `server` (when this task started it) exits.
+pub fn wait_for(
+    address: &str,
+    path: &str,
+    limit: Duration,
+    mut server: Option<&mut Child>,
+) -> Result<String> {
     let started = Instant::now();
     loop {
         if let Ok(response) = get(address, path, "")
@@ -193,7 +203,9 @@ fn wait_for(address: &str, path: &str, limit: Duration, server: &mut Child) -> R
         {
             return Ok(response);
         }
-        if let Some(status) = server.try_wait()? {
+        if let Some(server) = server.as_deref_mut()
+            && let Some(status) = server.try_wait()?
+        {
             bail!("the binary exited ({status}) before it was ready");
         }
         if started.elapsed() > limit {
