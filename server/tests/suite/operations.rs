@@ -33,6 +33,24 @@ async fn anteroom(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().await.expect("run anteroom")
 }
 
+/// `anteroom backup --to FILE` of the database at `url`.
+async fn run_backup(to: &std::path::Path, url: &str) -> Output {
+    anteroom(
+        &["backup", "--to", to.to_str().expect("path")],
+        &[("DATABASE_URL", url)],
+    )
+    .await
+}
+
+/// `anteroom restore --from FILE` into the database at `url`.
+async fn run_restore(from: &std::path::Path, url: &str) -> Output {
+    anteroom(
+        &["restore", "--from", from.to_str().expect("path")],
+        &[("DATABASE_URL", url)],
+    )
+    .await
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -102,15 +120,7 @@ async fn the_binary_names_its_version_build_and_backends_and_readyz_its_schema()
     assert!(lines.contains(&"backends: sqlite, postgres"), "{version}");
 
     let server = TestServer::start(Backend::Sqlite).await.expect("server");
-    let ready: Value = server
-        .http
-        .get(server.url("/readyz"))
-        .send()
-        .await
-        .expect("GET /readyz")
-        .json()
-        .await
-        .expect("JSON");
+    let ready = server.get_json("/readyz", &server.viewer_key).await;
     let status = server.store.schema_status().await.expect("status");
     assert_eq!(ready["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(ready["migration"], json!(status.binary_version()));
@@ -164,8 +174,8 @@ async fn answer_load(
                 json!({"action_type": "accept", "content": {"n": n}}),
             )
             .await;
-        // Read before the acknowledgement arrives: an answer acknowledged after the backup began may or may
-        // not be in it, one acknowledged before must be.
+        // Read once the acknowledgement has arrived: an answer acknowledged before the mark (the backup's start)
+        // must be in the backup; one acknowledged after it may or may not be.
         let before = !mark.load(Ordering::SeqCst);
         assert_eq!(reply.status(), 200, "answered");
         acknowledged.push((session.clone(), request_id, before));
@@ -192,11 +202,7 @@ async fn a_backup_taken_while_answers_arrive_holds_every_answer_acknowledged_bef
     let backup_while_loaded = async {
         tokio::time::sleep(StdDuration::from_millis(800)).await;
         mark.store(true, Ordering::SeqCst);
-        let output = anteroom(
-            &["backup", "--to", backup.to_str().expect("path")],
-            &[("DATABASE_URL", &url)],
-        )
-        .await;
+        let output = run_backup(&backup, &url).await;
         // The load goes on a moment after the copy is done.
         tokio::time::sleep(StdDuration::from_millis(300)).await;
         stop.store(true, Ordering::SeqCst);
@@ -228,11 +234,7 @@ async fn a_backup_taken_while_answers_arrive_holds_every_answer_acknowledged_bef
     // Restored into a new file by the CLI, then read back by a store of its own.
     let restored = folder.path().join("restored.sqlite3");
     let restored_url = format!("sqlite://{}", restored.display());
-    let output = anteroom(
-        &["restore", "--from", backup.to_str().expect("path")],
-        &[("DATABASE_URL", &restored_url)],
-    )
-    .await;
+    let output = run_restore(&backup, &restored_url).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
     let report = inspect_sqlite_file(&restored).await.expect("inspect");
     assert!(report.is_intact());
@@ -272,19 +274,11 @@ async fn a_restore_refuses_a_served_database_and_a_file_that_is_not_a_sound_back
     let live_url = format!("sqlite://{}", live.display());
     let (server, base) = serve(&live_url, &[]).await.expect("serves");
     let backup = folder.path().join("b.sqlite3");
-    let output = anteroom(
-        &["backup", "--to", backup.to_str().expect("path")],
-        &[("DATABASE_URL", &live_url)],
-    )
-    .await;
+    let output = run_backup(&backup, &live_url).await;
     assert!(output.status.success(), "{}", text(&output.stderr));
 
     // A second backup to the same name never overwrites it.
-    let again = anteroom(
-        &["backup", "--to", backup.to_str().expect("path")],
-        &[("DATABASE_URL", &live_url)],
-    )
-    .await;
+    let again = run_backup(&backup, &live_url).await;
     assert!(!again.status.success());
     assert!(
         text(&again.stderr).contains("already exists"),
@@ -293,11 +287,7 @@ async fn a_restore_refuses_a_served_database_and_a_file_that_is_not_a_sound_back
     );
 
     // The served database is not replaced.
-    let refused = anteroom(
-        &["restore", "--from", backup.to_str().expect("path")],
-        &[("DATABASE_URL", &live_url)],
-    )
-    .await;
+    let refused = run_restore(&backup, &live_url).await;
     assert!(!refused.status.success());
     assert!(
         text(&refused.stderr).contains("in use by a running Anteroom"),
@@ -316,20 +306,12 @@ async fn a_restore_refuses_a_served_database_and_a_file_that_is_not_a_sound_back
     let garbage = folder.path().join("garbage.sqlite3");
     std::fs::write(&garbage, b"not a database at all").expect("write");
     let target_url = format!("sqlite://{}", folder.path().join("other.sqlite3").display());
-    let refused = anteroom(
-        &["restore", "--from", garbage.to_str().expect("path")],
-        &[("DATABASE_URL", &target_url)],
-    )
-    .await;
+    let refused = run_restore(&garbage, &target_url).await;
     assert!(!refused.status.success());
     let cut = folder.path().join("cut.sqlite3");
     let bytes = std::fs::read(&backup).expect("backup");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write");
-    let refused = anteroom(
-        &["restore", "--from", cut.to_str().expect("path")],
-        &[("DATABASE_URL", &target_url)],
-    )
-    .await;
+    let refused = run_restore(&cut, &target_url).await;
     assert!(!refused.status.success(), "{}", text(&refused.stdout));
     assert!(
         !folder.path().join("other.sqlite3").exists(),
@@ -339,11 +321,7 @@ async fn a_restore_refuses_a_served_database_and_a_file_that_is_not_a_sound_back
     // Stopped, the database is replaced, and the one it replaced is kept beside it.
     drop(server);
     tokio::time::sleep(StdDuration::from_millis(200)).await;
-    let restored = anteroom(
-        &["restore", "--from", backup.to_str().expect("path")],
-        &[("DATABASE_URL", &live_url)],
-    )
-    .await;
+    let restored = run_restore(&backup, &live_url).await;
     assert!(restored.status.success(), "{}", text(&restored.stderr));
     assert!(
         text(&restored.stderr).contains("is kept as"),
@@ -823,11 +801,7 @@ async fn a_restore_brings_what_the_backups_own_wal_holds() {
         "sqlite://{}",
         folder.path().join("target.sqlite3").display()
     );
-    let restored = anteroom(
-        &["restore", "--from", copy.to_str().expect("path")],
-        &[("DATABASE_URL", &target_url)],
-    )
-    .await;
+    let restored = run_restore(&copy, &target_url).await;
     assert!(restored.status.success(), "{}", text(&restored.stderr));
     let target = anteroom_store::connect(&target_url, StoreOptions::default())
         .await
