@@ -185,9 +185,8 @@ async fn pre_tool_use(
     let wait = options.wait();
     let round = ask_and_wait(state, &session.id, question, &call.session_id, wait).await?;
     let who = round.responded_by.as_deref().unwrap_or("a person");
-    let minutes = i64::try_from(wait.as_secs().div_ceil(60)).unwrap_or(i64::MAX);
     let answer = outward_answer(&round, key);
-    Ok(Json(tool_decision(call, &answer, who, minutes)).into_response())
+    Ok(Json(tool_decision(call, harness, &answer, who, wait)).into_response())
 }
 
 /// `Elicitation`: the MCP server's question, answered by a person.

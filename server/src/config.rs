@@ -252,9 +252,13 @@ pub enum McpConfigCommand {
         /// The hooks' timeout in seconds (Anteroom answers before it).
         #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(10..=86_400))]
         timeout: u64,
-        /// How Codex runs Anteroom.
-        #[arg(long, default_value = "anteroom")]
-        program: String,
+        /// How Codex runs Anteroom (default: this binary's absolute path, so a `PATH` without it cannot turn
+        /// the hook into a failure Codex ignores).
+        #[arg(long)]
+        program: Option<String>,
+        /// Codex's home, whose `config.toml` records the trust in the Codex entry (default `~/.codex`).
+        #[arg(long, env = "CODEX_HOME")]
+        codex_home: Option<std::path::PathBuf>,
         /// Print the diff and change nothing.
         #[arg(long)]
         dry_run: bool,

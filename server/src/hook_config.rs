@@ -77,7 +77,7 @@ impl HookInstall {
 }
 
 /// Whether a hook handler is one of Anteroom's: an HTTP hook to its hook routes, or its Codex command.
-fn is_anteroom_handler(handler: &Value) -> bool {
+pub fn is_anteroom_handler(handler: &Value) -> bool {
     let text = |key: &str| handler.get(key).and_then(Value::as_str).unwrap_or_default();
     match text("type") {
         "http" => text("url").contains("/hooks/claude/"),

@@ -5,6 +5,7 @@ pub mod answer_links;
 pub mod ask;
 pub mod backup;
 pub mod build_info;
+pub mod codex_trust;
 pub mod config;
 pub mod hook_config;
 pub mod instance;

@@ -1,40 +1,55 @@
 //! `anteroom hook codex-pre-tool-use`: Codex's command hook. The `PreToolUse` event arrives on stdin (Codex
 //! sends Claude Code's JSON); Anteroom's hook route asks the session of the environment block's
-//! `ELICITATION_REQUEST_URL`; the decision goes to stdout and the exit status is 0 whatever happened, since a
-//! failed hook would let the call go on: when Anteroom cannot be reached or refuses, the printed decision is a
-//! deny that says why.
+//! `ELICITATION_REQUEST_URL` and its reply (a deny, a pass, or nothing) goes to stdout with exit status 0.
+//! Codex lets a call go on whenever a hook fails (exit 1, a timeout, output it cannot read), so when no
+//! decision can be reached — Anteroom away or refusing, no environment block, a reply that is not JSON — the
+//! hook blocks the call the one way Codex never ignores: the reason on stderr and exit status 2. It also gives
+//! up before Codex's own timeout would, for the same reason.
 
 #![allow(
     clippy::print_stdout,
-    reason = "the decision printed on stdout is what the harness reads"
+    clippy::print_stderr,
+    reason = "the decision printed on stdout, or the reason on stderr, is what the harness reads"
 )]
 
 use std::{io::Read, time::Duration};
 
-use anteroom_domain::hooks::pre_tool_use_reply;
 use anyhow::Context;
 
 /// The most of stdin read: a hook event larger than the server would take is refused here.
 const EVENT_LIMIT: u64 = 1024 * 1024;
+/// The exit status Codex reads as "blocked", with the reason on stderr.
+const EXIT_BLOCK: u8 = 2;
 
 pub async fn codex_pre_tool_use(timeout: u64) -> anyhow::Result<u8> {
-    let decision = match ask(timeout).await {
-        Ok(decision) => decision,
-        Err(error) => pre_tool_use_reply(
-            "deny",
-            &format!("Anteroom could not ask a person, so the call is not allowed: {error:#}"),
-            None,
-        )
-        .to_string(),
-    };
-    // No decision is no output: the harness goes on as it would without the hook.
-    if !decision.trim().is_empty() {
-        println!("{}", decision.trim());
+    match ask(timeout).await {
+        Ok(reply) => {
+            // No decision is no output: the harness goes on as it would without the hook.
+            if !reply.is_empty() {
+                println!("{reply}");
+            }
+            Ok(0)
+        }
+        Err(error) => {
+            // Codex appends ". Command: …" to the reason.
+            eprintln!(
+                "Anteroom could not ask a person, so the call is not allowed: {}",
+                format!("{error:#}").trim_end_matches('.')
+            );
+            Ok(EXIT_BLOCK)
+        }
     }
-    Ok(0)
 }
 
-/// Posts the event on stdin to Anteroom's hook route and returns its reply (empty: no decision).
+/// How long the hook waits for Anteroom: less than Codex's own `timeout`, after which Codex would kill the
+/// hook and let the call run. Anteroom itself answers well before this (docs/hooks.md).
+fn reply_deadline(timeout: u64) -> Duration {
+    let timeout = timeout.max(2);
+    Duration::from_secs(timeout - (timeout / 10).clamp(1, 10))
+}
+
+/// Posts the event on stdin to Anteroom's hook route and returns its reply (empty: no decision), checked to be
+/// JSON.
 async fn ask(timeout: u64) -> anyhow::Result<String> {
     let request_url = std::env::var("ELICITATION_REQUEST_URL").context(
         "ELICITATION_REQUEST_URL is not set: give the hook the session's environment block",
@@ -50,8 +65,7 @@ async fn ask(timeout: u64) -> anyhow::Result<String> {
         .context("cannot read the hook's event on stdin")?;
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5))
-        // Anteroom answers before the hook's own timeout; a few seconds more cover the reply's way back.
-        .timeout(Duration::from_secs(timeout.saturating_add(5)))
+        .timeout(reply_deadline(timeout))
         .build()?;
     let reply = client
         .post(format!("{base}/hooks/codex/pre-tool-use?timeout={timeout}"))
@@ -70,5 +84,24 @@ async fn ask(timeout: u64) -> anyhow::Result<String> {
             said["message"].as_str().unwrap_or("no reason given")
         );
     }
-    Ok(body)
+    let reply = body.trim();
+    if !reply.is_empty() {
+        serde_json::from_str::<serde_json::Value>(reply).context("Anteroom's reply is not JSON")?;
+    }
+    Ok(reply.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hook_gives_up_before_codex_would_kill_it() {
+        assert_eq!(reply_deadline(10), Duration::from_secs(9));
+        assert_eq!(reply_deadline(600), Duration::from_secs(590));
+        assert_eq!(reply_deadline(0), Duration::from_secs(1));
+        for timeout in [1, 2, 10, 30, 600, 86_400] {
+            assert!(reply_deadline(timeout) < Duration::from_secs(timeout.max(2)));
+        }
+    }
 }

@@ -11,8 +11,9 @@ use std::path::Path;
 
 use anteroom_domain::ids::SessionId;
 use anteroom_server::{
+    codex_trust::{entries_to_trust, record_trust},
     config::McpConfigCommand,
-    hook_config::{HookFile, HookInstall, install_hooks},
+    hook_config::{HookFile, HookInstall, install_hooks, is_anteroom_handler},
     mcp_config::{Change, Format, parse_dotenv, rewrite},
 };
 use anteroom_store::StoreOptions;
@@ -75,21 +76,42 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
         McpConfigCommand::Hooks {
             timeout,
             program,
+            codex_home,
             dry_run,
             files,
             public,
         } => {
+            let program = match program {
+                Some(program) => program,
+                None => this_binary()?,
+            };
             let install = HookInstall {
                 public_url: public.public_url(),
                 timeout_seconds: timeout,
                 program,
             };
-            return Ok(apply_each(&files, dry_run, true, |path, text| {
+            let mut failed = apply_each(&files, dry_run, true, |path, text| {
                 let file = HookFile::of(path).context(
                     "not a hook file: settings.json (Claude Code) or hooks.json (Codex)",
                 )?;
                 Ok(install_hooks(text, file, &install)?)
-            }));
+            }) != 0;
+            let codex_files: Vec<_> = files
+                .iter()
+                .filter(|path| HookFile::of(path) == Some(HookFile::CodexHooks))
+                .collect();
+            if !codex_files.is_empty() {
+                let home = match codex_home {
+                    Some(home) => home,
+                    None => std::env::home_dir()
+                        .context("no home folder: name Codex's with --codex-home")?
+                        .join(".codex"),
+                };
+                for path in codex_files {
+                    failed |= trust_in_codex(path, &home, &install, dry_run);
+                }
+            }
+            return Ok(u8::from(failed));
         }
     };
     Ok(apply_each(
@@ -102,6 +124,73 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
             Ok(rewrite(format, text, &change, &files.only)?)
         },
     ))
+}
+
+/// This binary's absolute path, quoted for the shell that runs Codex's command hooks.
+fn this_binary() -> anyhow::Result<String> {
+    let path = std::env::current_exe().context("cannot find this binary's path: give --program")?;
+    let path = path
+        .to_str()
+        .context("this binary's path is not UTF-8: give --program")?;
+    let plain = path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c));
+    Ok(if plain {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    })
+}
+
+/// Records Codex's trust in Anteroom's entry of the `hooks.json` at `path` in `home`'s `config.toml`
+/// (docs/hooks.md), so Codex runs it without `--dangerously-bypass-hook-trust`. Says what it did on stderr;
+/// true when it failed.
+fn trust_in_codex(path: &Path, home: &Path, install: &HookInstall, dry_run: bool) -> bool {
+    let config = home.join("config.toml");
+    let trusted = (|| -> anyhow::Result<&'static str> {
+        // In a dry run the file is not written: trust what it would hold.
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let text = install_hooks(&text, HookFile::CodexHooks, install)?;
+        let absolute = absolute_path(path)?;
+        let entries = entries_to_trust(&text, &absolute, is_anteroom_handler);
+        apply_one(&config, dry_run, true, &|_, config_text| {
+            Ok(record_trust(config_text, &entries)?)
+        })
+    })();
+    match trusted {
+        Ok(outcome) => {
+            let trusts = if dry_run { "would trust" } else { "trusts" };
+            eprintln!(
+                "{}: {outcome} (Codex {trusts} the entry of {}: no --dangerously-bypass-hook-trust needed)",
+                config.display(),
+                path.display()
+            );
+            false
+        }
+        Err(error) => {
+            eprintln!(
+                "{}: {error:#} (left unchanged: Codex skips the untrusted entry of {} until it is trusted with \
+                 /hooks in Codex, or run with --dangerously-bypass-hook-trust)",
+                config.display(),
+                path.display()
+            );
+            true
+        }
+    }
+}
+
+/// `path` made absolute and resolved as Codex names it (its folder through symbolic links; the file may not
+/// exist yet in a dry run).
+fn absolute_path(path: &Path) -> anyhow::Result<std::path::PathBuf> {
+    if let Ok(resolved) = std::fs::canonicalize(path) {
+        return Ok(resolved);
+    }
+    let absolute = std::path::absolute(path).context("cannot make its path absolute")?;
+    let folder = absolute.parent().context("it has no folder")?;
+    let name = absolute.file_name().context("it has no name")?;
+    Ok(std::fs::canonicalize(folder)
+        .unwrap_or_else(|_| folder.to_path_buf())
+        .join(name))
 }
 
 /// What a dry run shows in place of a token a real run would issue.

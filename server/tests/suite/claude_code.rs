@@ -1,7 +1,9 @@
 //! The real Claude Code (`@anthropic-ai/claude-code` from npm, installed with the MCP SDKs) run headless as
 //! `claude -p --settings FILE` against a loopback stand-in for the Messages API that asks to run one Bash
 //! command: the settings `anteroom mcp-config hooks` wrote make Claude Code's own `PreToolUse` hook ask the
-//! session, and the person's deny, with its reason, is the tool result the model reads next.
+//! session: the person's deny, with its reason, is the tool result the model reads next, and the person's allow
+//! is taken as it is (Claude Code's debug log says it parsed the reply and approved the call) and the command
+//! runs.
 
 use std::{
     process::Stdio,
@@ -16,10 +18,17 @@ use serde_json::{Value, json};
 /// The Messages API as far as one tool call needs: a request whose tools include Bash and that carries no
 /// tool result yet gets a streamed `tool_use` of `terraform apply`; any other gets a streamed text that repeats
 /// the tool result it saw. Every request body is kept.
+/// The stand-in's state: the requests it has seen, and the command it asks to run.
+type StandIn = (Arc<Mutex<Vec<Value>>>, Arc<Mutex<String>>);
+
 async fn messages(
-    State(seen): State<Arc<Mutex<Vec<Value>>>>,
+    State((seen, command)): State<StandIn>,
     Json(request): Json<Value>,
 ) -> impl IntoResponse {
+    let command = command
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     let tool_result = request["messages"]
         .as_array()
         .and_then(|messages| messages.last())
@@ -43,7 +52,7 @@ async fn messages(
         (None, true) => (
             json!({"type": "tool_use", "id": "toolu_stub", "name": "Bash", "input": {}}),
             json!({"type": "input_json_delta", "partial_json":
-                json!({"command": "terraform apply -auto-approve", "description": "apply the plan"}).to_string()}),
+                json!({"command": command, "description": "apply the plan"}).to_string()}),
             "tool_use",
         ),
         _ => (
@@ -79,21 +88,24 @@ async fn messages(
     ([(header::CONTENT_TYPE, "text/event-stream")], body)
 }
 
-/// The stand-in on a loopback port: its base URL, and the requests it has seen.
-async fn messages_api() -> (String, Arc<Mutex<Vec<Value>>>) {
+/// The stand-in on a loopback port: its base URL, the requests it has seen, and the command it asks to run.
+async fn messages_api() -> (String, Arc<Mutex<Vec<Value>>>, Arc<Mutex<String>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
+    let command = Arc::new(Mutex::new("terraform apply -auto-approve".to_owned()));
     let app = Router::new()
         .route("/v1/messages", post(messages))
-        .with_state(Arc::clone(&seen));
+        .with_state((Arc::clone(&seen), Arc::clone(&command)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a loopback port");
     let base = format!("http://{}", listener.local_addr().expect("address"));
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (base, seen)
+    (base, seen, command)
 }
 
-async fn claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model(db: Backend) {
+async fn claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model_and_whose_allow_runs_it(
+    db: Backend,
+) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -121,29 +133,34 @@ async fn claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_mo
         "{}",
         String::from_utf8_lossy(&installed.stderr)
     );
-    let (api, seen) = messages_api().await;
+    let (api, seen, command) = messages_api().await;
 
-    let run = tokio::process::Command::new(&claude)
-        .args([
-            "-p",
-            "Apply the plan.",
-            "--output-format",
-            "json",
-            "--settings",
-        ])
-        .arg(&settings)
-        .current_dir(dir.path())
-        .env("HOME", dir.path().join("home"))
-        .env("ANTHROPIC_BASE_URL", &api)
-        .env("ANTHROPIC_API_KEY", "sk-ant-loopback")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("ANTEROOM_SESSION_TOKEN", &env.token)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|error| panic!("{claude}: {error}"));
+    // `--debug` logs what Claude Code made of each hook's reply.
+    let start = || {
+        tokio::process::Command::new(&claude)
+            .args([
+                "-p",
+                "Apply the plan.",
+                "--output-format",
+                "json",
+                "--debug",
+                "--settings",
+            ])
+            .arg(&settings)
+            .current_dir(dir.path())
+            .env("HOME", dir.path().join("home"))
+            .env("ANTHROPIC_BASE_URL", &api)
+            .env("ANTHROPIC_API_KEY", "sk-ant-loopback")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("ANTEROOM_SESSION_TOKEN", &env.token)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|error| panic!("{claude}: {error}"))
+    };
+    let run = start();
 
     let round = server.rounds_once("claude-run", 1).await.remove(0);
     assert_eq!(round.server.as_deref(), Some("claude-code"));
@@ -201,9 +218,52 @@ async fn claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_mo
             .contains("Denied by api key responder in Anteroom: touches the prod database"),
         "{tool_result}"
     );
+
+    // Accepted: Claude Code takes the allow as it is (no hook error in its debug output) and runs the command.
+    *command
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = "touch allowed.txt".to_owned();
+    let run = start();
+    let first = round.round_id;
+    let round = server
+        .rounds_once("claude-run", 2)
+        .await
+        .into_iter()
+        .find(|round| round.round_id != first)
+        .expect("the second question");
+    let accepted = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    assert_eq!(accepted.status(), 200);
+    let output = tokio::time::timeout(StdDuration::from_secs(90), run.wait_with_output())
+        .await
+        .expect("Claude Code ends")
+        .expect("Claude Code ran");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let result: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"));
+    assert_eq!(result["permission_denials"], json!([]), "{stdout}");
+    assert!(
+        dir.path().join("allowed.txt").exists(),
+        "{stdout}\n{stderr}"
+    );
+    // Claude Code's own account of the reply (`--debug` writes it under ~/.claude/debug/, `latest` the newest).
+    let debug = std::fs::read_to_string(dir.path().join("home/.claude/debug/latest"))
+        .expect("Claude Code's debug log");
+    assert!(
+        debug.contains("Successfully parsed and validated hook JSON output")
+            && debug.contains("Hook approved tool use for Bash"),
+        "{debug}"
+    );
     server.stop().await;
 }
 
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
-    claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model,
+    claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model_and_whose_allow_runs_it,
 );

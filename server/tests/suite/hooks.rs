@@ -263,7 +263,7 @@ async fn nobody_answering_is_a_deny_that_says_so_before_the_hooks_timeout(db: Ba
     assert!(
         output
             .permission_decision_reason
-            .contains("Nobody answered in Anteroom within 1 min"),
+            .contains("Nobody answered in Anteroom within 60 s"),
         "{}",
         output.permission_decision_reason
     );
@@ -439,13 +439,14 @@ async fn an_mcp_servers_elicitation_is_answered_in_its_own_terms(db: Backend) {
 }
 
 /// `anteroom hook codex-pre-tool-use`, as Codex runs a command hook: the event on stdin, the decision on stdout.
-async fn codex_hook(request_url: &str, event: &Value) -> (Option<i32>, String) {
+async fn codex_hook(request_url: &str, event: &Value) -> (Option<i32>, String, String) {
     use tokio::io::AsyncWriteExt;
     let mut hook = tokio::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
         .args(["hook", "codex-pre-tool-use", "--timeout", "120"])
         .env("ELICITATION_REQUEST_URL", request_url)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("anteroom hook");
@@ -459,6 +460,7 @@ async fn codex_hook(request_url: &str, event: &Value) -> (Option<i32>, String) {
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
 
@@ -485,7 +487,7 @@ async fn codexs_command_hook_prints_the_persons_decision_and_a_deny_when_anteroo
             json!({"action_type": "cancel"}),
         )
         .await;
-    let (code, stdout) = hook.await.expect("hook");
+    let (code, stdout, _) = hook.await.expect("hook");
     assert_eq!(code, Some(0));
     let reply: PreToolUseReply =
         serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"));
@@ -499,21 +501,19 @@ async fn codexs_command_hook_prints_the_persons_decision_and_a_deny_when_anteroo
         reply.hook_specific_output.permission_decision_reason
     );
 
-    // Nothing listens there: the call is denied, saying why, and the hook still exits 0.
+    // Nothing listens there: no decision can be reached, so the hook blocks the call the way Codex never
+    // ignores (exit 2, the reason on stderr, nothing on stdout), and the reason does not end in a period (Codex
+    // appends ". Command: …").
     let away = env.request_url.replace(&server.base, "http://127.0.0.1:9");
-    let (code, stdout) = codex_hook(&away, &pre_tool_use("Bash", json!({"command": "ls"}))).await;
-    assert_eq!(code, Some(0));
-    let reply: PreToolUseReply =
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"));
-    assert_eq!(reply.hook_specific_output.permission_decision, "deny");
-    assert!(
-        reply
-            .hook_specific_output
-            .permission_decision_reason
-            .contains("not reachable"),
-        "{}",
-        reply.hook_specific_output.permission_decision_reason
-    );
+    let (code, stdout, stderr) =
+        codex_hook(&away, &pre_tool_use("Bash", json!({"command": "ls"}))).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("not reachable"), "{stderr}");
+    assert!(!stderr.trim_end().ends_with('.'), "{stderr}");
+    // No environment block: the same.
+    let (code, _, stderr) = codex_hook("", &pre_tool_use("Bash", json!({"command": "ls"}))).await;
+    assert_eq!(code, Some(2), "{stderr}");
     server.stop().await;
 }
 
@@ -538,8 +538,8 @@ async fn installed_hooks_reach_the_session_as_written(db: Backend) {
                 "--public-url",
                 &server.base,
             ])
-            .arg("--program")
-            .arg(env!("CARGO_BIN_EXE_anteroom"))
+            .arg("--codex-home")
+            .arg(dir.path().join("codex-home"))
             .args([&claude, &codex])
             .output()
             .expect("anteroom mcp-config hooks")
@@ -554,14 +554,15 @@ async fn installed_hooks_reach_the_session_as_written(db: Backend) {
         String::from_utf8_lossy(&first.stderr)
             .matches("created")
             .count(),
-        2
+        3,
+        "both hook files and Codex's config.toml with the trust"
     );
     let again = install();
     assert_eq!(
         String::from_utf8_lossy(&again.stderr)
             .matches("unchanged")
             .count(),
-        2
+        3
     );
 
     let settings: Value =
@@ -600,6 +601,19 @@ async fn installed_hooks_reach_the_session_as_written(db: Backend) {
         .as_str()
         .expect("command")
         .to_owned();
+    assert!(
+        command.starts_with(&format!("{} hook", env!("CARGO_BIN_EXE_anteroom"))),
+        "the binary's absolute path, not whatever `anteroom` Codex's PATH finds: {command}"
+    );
+    let config =
+        std::fs::read_to_string(dir.path().join("codex-home/config.toml")).expect("config.toml");
+    assert!(
+        config.contains(&format!(
+            "[hooks.state.\"{}:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:",
+            std::fs::canonicalize(&codex).expect("hooks.json").display()
+        )),
+        "{config}"
+    );
     let request_url = env.request_url.clone();
     let codex_run = tokio::spawn(async move {
         use tokio::io::AsyncWriteExt;

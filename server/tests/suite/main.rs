@@ -11,6 +11,7 @@
 mod api;
 mod claude_code;
 mod cli;
+mod codex;
 mod delivery;
 mod hooks;
 mod hostile;

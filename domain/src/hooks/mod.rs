@@ -2,15 +2,15 @@
 //! JSON): which tool calls need a person, the question each one becomes, and the reply the harness reads back
 //! (docs/hooks.md). Every field is producer input: read leniently, bounded, and shown as text.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::{
-    ManagedInputError,
-    outward::{OutwardAnswer, PollAction},
-    round::ElicitationRequest,
+use crate::{ManagedInputError, round::ElicitationRequest};
+
+mod reply;
+
+pub use reply::{
+    elicitation_reply, pre_tool_use_pass, pre_tool_use_reply, tool_decision, waited_words,
 };
 
 /// The tools that change something, asked about by default; any `mcp__server__tool` too. `apply_patch` is how
@@ -488,127 +488,10 @@ fn ask_user_question_form(input: &Value, run: &str) -> Result<(String, Value), M
     Ok((message, schema))
 }
 
-/// The `hookSpecificOutput` of a `PreToolUse` reply: allow or deny with the reason the model reads.
-pub fn pre_tool_use_reply(decision: &str, reason: &str, updated_input: Option<Value>) -> Value {
-    let mut output = json!({
-        "hookEventName": "PreToolUse",
-        "permissionDecision": decision,
-        "permissionDecisionReason": reason,
-    });
-    if let Some(input) = updated_input {
-        output["updatedInput"] = input;
-    }
-    json!({ "hookSpecificOutput": output })
-}
-
-/// What a tool call's question came to, as the harness reads it. `who` answered; `waited` says how long
-/// Anteroom held the call when nobody did.
-pub fn tool_decision(
-    call: &PreToolUse,
-    answer: &OutwardAnswer,
-    who: &str,
-    waited_minutes: i64,
-) -> Value {
-    let note = answer
-        .content
-        .as_ref()
-        .and_then(|content| content.get("reason"))
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|note| !note.is_empty());
-    match (answer.action, &answer.failure_code) {
-        (PollAction::Accept, None) if call.tool_name == ASK_USER_QUESTION => {
-            let answers = user_answers(&call.tool_input, answer.content.as_ref());
-            let mut updated = call.tool_input.clone();
-            if let Some(updated) = updated.as_object_mut() {
-                updated.insert("answers".to_owned(), answers);
-            }
-            pre_tool_use_reply(
-                "allow",
-                &format!("Answered by {who} in Anteroom."),
-                Some(updated),
-            )
-        }
-        (PollAction::Accept, None) => {
-            let reason = match note {
-                Some(note) => format!("Allowed by {who} in Anteroom: {note}"),
-                None => format!("Allowed by {who} in Anteroom."),
-            };
-            pre_tool_use_reply("allow", &reason, None)
-        }
-        (PollAction::Decline, None) => {
-            let reason = match answer.reason.as_deref() {
-                Some(reason) => format!("Denied by {who} in Anteroom: {reason}"),
-                None => format!("Denied by {who} in Anteroom."),
-            };
-            pre_tool_use_reply("deny", &reason, None)
-        }
-        (PollAction::Cancel, None) => {
-            let reason = match answer.reason.as_deref() {
-                Some(reason) => format!("Dismissed by {who} in Anteroom: {reason}"),
-                None => format!("Dismissed by {who} in Anteroom: the call is not allowed."),
-            };
-            pre_tool_use_reply("deny", &reason, None)
-        }
-        (PollAction::Expired, None) => pre_tool_use_reply(
-            "deny",
-            &format!(
-                "Nobody answered in Anteroom within {waited_minutes} min, so the call is not allowed. Ask again \
-                 later or change the hook's policy."
-            ),
-            None,
-        ),
-        (_, code) => pre_tool_use_reply(
-            "deny",
-            &format!(
-                "The question in Anteroom ended without an answer ({}), so the call is not allowed.",
-                code.as_deref().unwrap_or("failed")
-            ),
-            None,
-        ),
-    }
-}
-
-/// `{"<question>": "<label>[, <label>]"}`, as `AskUserQuestion`'s `answers` reads.
-fn user_answers(input: &Value, content: Option<&Map<String, Value>>) -> Value {
-    let questions = claude_questions(input).unwrap_or_default();
-    let mut answers = BTreeMap::new();
-    for (index, question) in questions.iter().enumerate() {
-        let chosen = content.and_then(|content| content.get(&format!("q{}", index + 1)));
-        let text = match chosen {
-            Some(Value::String(label)) => label.clone(),
-            Some(Value::Array(labels)) => labels
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", "),
-            _ => continue,
-        };
-        answers.insert(question.question.clone(), Value::String(text));
-    }
-    json!(answers)
-}
-
-/// The reply to an `Elicitation` hook: the person's action and, for accept, the form's content. A question
-/// nobody answered, or that ended otherwise, is `cancel` (the person did not answer), never a made-up decline.
-pub fn elicitation_reply(answer: &OutwardAnswer) -> Value {
-    let action = match (answer.action, &answer.failure_code) {
-        (PollAction::Accept, None) => "accept",
-        (PollAction::Decline, None) => "decline",
-        _ => "cancel",
-    };
-    let mut output = json!({"hookEventName": "Elicitation", "action": action});
-    if action == "accept"
-        && let Some(content) = &answer.content
-    {
-        output["content"] = Value::Object(content.clone());
-    }
-    json!({ "hookSpecificOutput": output })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outward::{OutwardAnswer, PollAction};
 
     fn call(tool: &str, input: Value) -> PreToolUse {
         PreToolUse {
@@ -809,76 +692,19 @@ mod tests {
             failure_code: None,
             reason: None,
         };
-        let reply = tool_decision(&call, &answer, "rita", 9);
+        let reply = tool_decision(
+            &call,
+            Harness::ClaudeCode,
+            &answer,
+            "rita",
+            std::time::Duration::from_secs(9),
+        );
         let output = &reply["hookSpecificOutput"];
         assert_eq!(output["permissionDecision"], "allow");
         assert_eq!(output["updatedInput"]["questions"], input["questions"]);
         assert_eq!(
             output["updatedInput"]["answers"],
             json!({"Which database?": "prod", "Which checks?": "lint, tests"})
-        );
-    }
-
-    #[test]
-    fn each_outcome_is_an_honest_decision() {
-        let bash = call("Bash", json!({"command": "ls"}));
-        let answer = |action, content: Option<Value>, failure: Option<&str>| OutwardAnswer {
-            action,
-            content: content.and_then(|content| content.as_object().cloned()),
-            failure_code: failure.map(str::to_owned),
-            reason: None,
-        };
-        let decision = |answer: &OutwardAnswer| {
-            let reply = tool_decision(&bash, answer, "rita", 9);
-            (
-                reply["hookSpecificOutput"]["permissionDecision"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-                reply["hookSpecificOutput"]["permissionDecisionReason"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            )
-        };
-        assert_eq!(
-            decision(&answer(
-                PollAction::Accept,
-                Some(json!({"reason": "fine for staging"})),
-                None
-            )),
-            (
-                "allow".to_owned(),
-                "Allowed by rita in Anteroom: fine for staging".to_owned()
-            )
-        );
-        assert_eq!(
-            decision(&answer(PollAction::Decline, None, None)),
-            ("deny".to_owned(), "Denied by rita in Anteroom.".to_owned())
-        );
-        let with_reason = OutwardAnswer {
-            reason: Some("touches the prod database".to_owned()),
-            ..answer(PollAction::Decline, None, None)
-        };
-        assert_eq!(
-            decision(&with_reason).1,
-            "Denied by rita in Anteroom: touches the prod database"
-        );
-        assert!(
-            decision(&answer(PollAction::Cancel, None, None))
-                .1
-                .contains("Dismissed by rita")
-        );
-        let expired = decision(&answer(PollAction::Expired, None, None));
-        assert_eq!(expired.0, "deny", "nobody answering is never an allow");
-        assert!(
-            expired
-                .1
-                .contains("Nobody answered in Anteroom within 9 min")
-        );
-        assert_eq!(
-            decision(&answer(PollAction::Expired, None, Some("revoked"))).0,
-            "deny"
         );
     }
 

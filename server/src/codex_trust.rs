@@ -1,0 +1,228 @@
+//! Codex's trust in Anteroom's hook entry, recorded in Codex's `config.toml` so `codex exec` runs the hook
+//! without `--dangerously-bypass-hook-trust`.
+//!
+//! Codex skips an untrusted `hooks.json` entry silently (the command runs, nobody is asked). An entry is trusted
+//! when `[hooks.state."<hooks.json's absolute path>:pre_tool_use:<group>:<handler>"]` holds `trusted_hash` equal
+//! to the entry's hash: SHA-256 over the entry's normalized identity (the event's snake-case label, the group's
+//! matcher, and the one handler with `async`, `command`, `timeout` and `type`), as JSON with sorted keys and no
+//! spaces, the way Codex 0.171's app server reports it as `currentHash` in `hooks/list`. The hash changes when
+//! the entry does, so a refreshed entry is trusted again by the same command that refreshed it.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use toml_edit::DocumentMut;
+
+use crate::mcp_config::ConfigError;
+
+/// Codex's label of the `PreToolUse` event in trust keys and hashes.
+const PRE_TOOL_USE: &str = "pre_tool_use";
+/// Codex's timeout for a command hook that names none.
+const DEFAULT_TIMEOUT: u64 = 600;
+
+/// One hook entry to trust: its key in `[hooks.state]` and the hash Codex expects there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedEntry {
+    pub key: String,
+    pub hash: String,
+}
+
+/// The trust entries for the handlers in `hooks_json` (a Codex `hooks.json`, at `hooks_path`, absolute) that
+/// `is_ours` picks, under `PreToolUse`.
+pub fn entries_to_trust(
+    hooks_json: &str,
+    hooks_path: &Path,
+    is_ours: impl Fn(&Value) -> bool,
+) -> Vec<TrustedEntry> {
+    let Ok(document) = serde_json::from_str::<Value>(hooks_json) else {
+        return Vec::new();
+    };
+    let Some(groups) = document["hooks"]["PreToolUse"].as_array() else {
+        return Vec::new();
+    };
+    let mut entries = Vec::new();
+    for (group_index, group) in groups.iter().enumerate() {
+        let matcher = group.get("matcher").and_then(Value::as_str);
+        for (handler_index, handler) in group["hooks"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            if !is_ours(handler) {
+                continue;
+            }
+            let Some(command) = handler.get("command").and_then(Value::as_str) else {
+                continue;
+            };
+            let timeout = handler
+                .get("timeout")
+                .and_then(Value::as_u64)
+                .unwrap_or(DEFAULT_TIMEOUT)
+                .max(1);
+            let asynchronous = handler
+                .get("async")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            entries.push(TrustedEntry {
+                key: format!(
+                    "{}:{PRE_TOOL_USE}:{group_index}:{handler_index}",
+                    hooks_path.display()
+                ),
+                hash: entry_hash(command, timeout, asynchronous, matcher),
+            });
+        }
+    }
+    entries
+}
+
+/// The hash Codex computes for a command handler of `PreToolUse`. Keys are inserted in sorted order (the
+/// workspace's `serde_json` keeps insertion order), and a matcher that is absent is left out, as Codex's
+/// TOML round trip leaves out what is `None`.
+fn entry_hash(command: &str, timeout: u64, asynchronous: bool, matcher: Option<&str>) -> String {
+    let handler = json!({
+        "async": asynchronous,
+        "command": command,
+        "timeout": timeout,
+        "type": "command",
+    });
+    let mut identity = json!({"event_name": PRE_TOOL_USE, "hooks": [handler]});
+    if let Some(matcher) = matcher {
+        identity["matcher"] = Value::String(matcher.to_owned());
+    }
+    let digest = Sha256::digest(identity.to_string().as_bytes());
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// `config_toml` (Codex's `config.toml`; empty is a new one) with `trusted_hash` set for each entry, every
+/// other key, comment and table kept. Equal to the input when nothing changed.
+pub fn record_trust(config_toml: &str, entries: &[TrustedEntry]) -> Result<String, ConfigError> {
+    let mut document: DocumentMut =
+        config_toml.parse().map_err(|error: toml_edit::TomlError| {
+            ConfigError::Unparsable(format!("not valid TOML: {error}"))
+        })?;
+    let mut changed = false;
+    for entry in entries {
+        let hooks = document
+            .entry("hooks")
+            .or_insert_with(implicit_table)
+            .as_table_mut()
+            .ok_or_else(|| ConfigError::Shape("`hooks` is not a table".to_owned()))?;
+        let state = hooks
+            .entry("state")
+            .or_insert_with(implicit_table)
+            .as_table_mut()
+            .ok_or_else(|| ConfigError::Shape("`hooks.state` is not a table".to_owned()))?;
+        let slot = state
+            .entry(&entry.key)
+            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+            .as_table_like_mut()
+            .ok_or_else(|| {
+                ConfigError::Shape(format!("`hooks.state.\"{}\"` is not a table", entry.key))
+            })?;
+        if slot.get("trusted_hash").and_then(toml_edit::Item::as_str) != Some(entry.hash.as_str()) {
+            slot.insert("trusted_hash", toml_edit::value(&entry.hash));
+            changed = true;
+        }
+    }
+    Ok(if changed {
+        document.to_string()
+    } else {
+        config_toml.to_owned()
+    })
+}
+
+/// A table written only through its sub-tables (`[hooks.state."…"]`, not an empty `[hooks]`).
+fn implicit_table() -> toml_edit::Item {
+    let mut table = toml_edit::Table::new();
+    table.set_implicit(true);
+    toml_edit::Item::Table(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ours(handler: &Value) -> bool {
+        handler["command"]
+            .as_str()
+            .is_some_and(|command| command.contains("anteroom"))
+    }
+
+    #[test]
+    fn the_hash_is_the_one_codex_reports_for_the_entry() {
+        // `currentHash` from the real Codex 0.171 app server's `hooks/list` for exactly this hooks.json.
+        let hooks = r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command",
+            "command": "/usr/bin/anteroom hook codex-pre-tool-use --timeout 600", "timeout": 600}]}]}}"#;
+        let entries = entries_to_trust(hooks, Path::new("/tmp/ch/home/hooks.json"), ours);
+        assert_eq!(
+            entries,
+            vec![TrustedEntry {
+                key: "/tmp/ch/home/hooks.json:pre_tool_use:0:0".to_owned(),
+                hash: "sha256:a62599e4c90453caff6198b6c3dd58ce2d956c68ab0f31455d7e2b1d69cdb685"
+                    .to_owned(),
+            }]
+        );
+    }
+
+    #[test]
+    fn only_our_handler_is_trusted_at_its_place_and_a_matcher_changes_the_hash() {
+        let hooks = r#"{"hooks": {"PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"},
+                                          {"type": "command", "command": "anteroom hook codex-pre-tool-use"}]}]}}"#;
+        let entries = entries_to_trust(hooks, Path::new("/h/hooks.json"), ours);
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].key, "/h/hooks.json:pre_tool_use:0:1");
+        assert_ne!(
+            entries[0].hash,
+            entry_hash("anteroom hook codex-pre-tool-use", 600, false, None)
+        );
+        assert!(entries_to_trust("not json", Path::new("/h/hooks.json"), ours).is_empty());
+    }
+
+    #[test]
+    fn trust_is_recorded_beside_the_rest_and_a_second_run_changes_nothing() {
+        let entry = TrustedEntry {
+            key: "/h/hooks.json:pre_tool_use:0:0".to_owned(),
+            hash: "sha256:ab".to_owned(),
+        };
+        let config = "# mine\nmodel = \"o4\"\n\n[projects.\"/src\"]\ntrust_level = \"trusted\"\n";
+        let written = record_trust(config, std::slice::from_ref(&entry)).expect("recorded");
+        assert!(written.starts_with(config), "{written}");
+        assert!(
+            written.contains(
+                "[hooks.state.\"/h/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:ab\""
+            ),
+            "{written}"
+        );
+        assert!(!written.contains("[hooks]\n"), "{written}");
+        assert_eq!(
+            record_trust(&written, std::slice::from_ref(&entry)).expect("again"),
+            written
+        );
+        let refreshed = TrustedEntry {
+            hash: "sha256:cd".to_owned(),
+            ..entry
+        };
+        let updated = record_trust(&written, &[refreshed]).expect("refreshed");
+        assert!(
+            updated.contains("trusted_hash = \"sha256:cd\""),
+            "{updated}"
+        );
+        assert!(!updated.contains("sha256:ab"), "{updated}");
+        assert!(record_trust("hooks = 1", &[]).is_ok());
+        assert!(
+            record_trust(
+                "hooks = 1",
+                &[TrustedEntry {
+                    key: "k".to_owned(),
+                    hash: "h".to_owned()
+                }]
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,270 @@
+//! The real Codex (`@openai/codex` from npm, installed with the MCP SDKs) run headless as `codex exec` against a
+//! loopback stand-in for the Responses API that asks to run one shell command. `anteroom mcp-config hooks`
+//! writes the `hooks.json` and records Codex's trust in it, so Codex runs the hook without
+//! `--dangerously-bypass-hook-trust`: a person's accept lets the command run without Codex reporting the hook as
+//! failed, and a decline blocks it with the person's reason, which is what the model reads next.
+
+use std::{
+    path::Path,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration as StdDuration,
+};
+
+use anteroom_testkit::{Backend, TestServer};
+use axum::{Json, Router, extract::State, http::header, response::IntoResponse, routing::post};
+use serde_json::{Value, json};
+
+/// What the stand-in asks for, and every request body it has seen.
+#[derive(Clone, Default)]
+struct ResponsesApi {
+    command: Arc<Mutex<String>>,
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ResponsesApi {
+    fn seen(&self) -> Vec<Value> {
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn ask_to_run(&self, command: &str) {
+        *self
+            .command
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = command.to_owned();
+        self.seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+}
+
+/// `POST /v1/responses`, as far as one command needs: a request whose last input is not a command's output
+/// gets a streamed `exec_command` call; the next gets a message that repeats the output it saw.
+async fn responses(
+    State(api): State<ResponsesApi>,
+    Json(request): Json<Value>,
+) -> impl IntoResponse {
+    let output = request["input"]
+        .as_array()
+        .and_then(|input| input.last())
+        .filter(|last| last["type"] == "function_call_output")
+        .map(|last| last["output"].to_string());
+    let command = api
+        .command
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    api.seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(request);
+    let item = match output {
+        None => {
+            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+            "arguments": json!({"cmd": command}).to_string(), "status": "completed"})
+        }
+        Some(output) => {
+            json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": format!("saw: {output}"), "annotations": []}]})
+        }
+    };
+    let events = [
+        (
+            "response.created",
+            json!({"type": "response.created", "response": {"id": "resp_1"}}),
+        ),
+        (
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+        ),
+        (
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ),
+        (
+            "response.completed",
+            json!({"type": "response.completed", "response": {"id": "resp_1", "usage": {
+                "input_tokens": 1, "input_tokens_details": null, "output_tokens": 1,
+                "output_tokens_details": null, "total_tokens": 2}}}),
+        ),
+    ];
+    let body: String = events
+        .into_iter()
+        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
+        .collect();
+    ([(header::CONTENT_TYPE, "text/event-stream")], body)
+}
+
+/// The stand-in on a loopback port, and its base URL.
+async fn responses_api() -> (String, ResponsesApi) {
+    let api = ResponsesApi::default();
+    let app = Router::new()
+        .route("/v1/responses", post(responses))
+        .with_state(api.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, api)
+}
+
+/// `codex exec` in `work`, with `home` as its `CODEX_HOME`, asked by the session of `request_url`.
+fn codex_exec(codex: &str, home: &Path, work: &Path, request_url: &str) -> tokio::process::Child {
+    tokio::process::Command::new(codex)
+        .args([
+            "exec",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "danger-full-access",
+            "Run the command.",
+        ])
+        .current_dir(work)
+        .env("CODEX_HOME", home)
+        .env("HOME", work)
+        .env("STUB_API_KEY", "loopback")
+        .env("ELICITATION_REQUEST_URL", request_url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|error| panic!("{codex}: {error}"))
+}
+
+/// Waits for `codex exec` to end and returns its output on stderr (where it logs the hook's runs).
+async fn finished(run: tokio::process::Child) -> String {
+    let output = tokio::time::timeout(StdDuration::from_secs(90), run.wait_with_output())
+        .await
+        .expect("Codex ends")
+        .expect("Codex ran");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    stderr
+}
+
+/// The command's output as the model read it next.
+fn what_the_model_read(api: &ResponsesApi) -> String {
+    api.seen()
+        .iter()
+        .filter_map(|request| request["input"].as_array())
+        .flatten()
+        .find(|item| item["type"] == "function_call_output")
+        .map(|item| item["output"].to_string())
+        .expect("the command's output reached the model")
+}
+
+async fn codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let folder = std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
+        "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
+    );
+    let codex = format!("{folder}/node_modules/.bin/codex");
+    let env = server.session("codex-run").await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let home = dir.path().join("codex-home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).expect("work folder");
+    let (api_base, api) = responses_api().await;
+    std::fs::create_dir_all(&home).expect("CODEX_HOME");
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "model = \"stub-model\"\nmodel_provider = \"stub\"\n\n[model_providers.stub]\nname = \"stub\"\n\
+             base_url = \"{api_base}\"\nwire_api = \"responses\"\nenv_key = \"STUB_API_KEY\"\n"
+        ),
+    )
+    .expect("config.toml");
+    let installed = std::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+        .args([
+            "mcp-config",
+            "hooks",
+            "--timeout",
+            "60",
+            "--public-url",
+            &server.base,
+        ])
+        .arg("--codex-home")
+        .arg(&home)
+        .arg(home.join("hooks.json"))
+        .output()
+        .expect("anteroom mcp-config hooks");
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+
+    // Accepted: the command runs, and Codex reads the reply as a pass, not as a failed hook.
+    api.ask_to_run("touch allowed.txt");
+    let run = codex_exec(&codex, &home, &work, &env.request_url);
+    let round = server.rounds_once("codex-run", 1).await.remove(0);
+    let first = round.round_id;
+    assert_eq!(round.server.as_deref(), Some("codex"));
+    assert_eq!(round.operation_name, "Bash");
+    let accepted = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    assert_eq!(accepted.status(), 200);
+    let stderr = finished(run).await;
+    assert!(
+        stderr.contains("hook: PreToolUse Completed"),
+        "Codex ran the trusted hook without the bypass flag:\n{stderr}"
+    );
+    assert!(!stderr.contains("PreToolUse Failed"), "{stderr}");
+    assert!(work.join("allowed.txt").exists(), "{stderr}");
+    let context = api.seen().iter().any(|request| {
+        request
+            .to_string()
+            .contains("Allowed by api key responder in Anteroom.")
+    });
+    assert!(context, "the pass tells the model who allowed the call");
+
+    // Declined: blocked, and the model reads the person's reason once, with one period before Codex's own.
+    api.ask_to_run("touch denied.txt");
+    let run = codex_exec(&codex, &home, &work, &env.request_url);
+    let round = server
+        .rounds_once("codex-run", 2)
+        .await
+        .into_iter()
+        .find(|round| round.round_id != first)
+        .expect("the second question");
+    let declined = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "decline", "reason": "not on a Friday."}),
+        )
+        .await;
+    assert_eq!(declined.status(), 200);
+    let stderr = finished(run).await;
+    assert!(stderr.contains("hook: PreToolUse Blocked"), "{stderr}");
+    assert!(!work.join("denied.txt").exists());
+    let read = what_the_model_read(&api);
+    assert!(
+        read.contains(
+            "Command blocked by PreToolUse hook: Denied by api key responder in Anteroom: not on a Friday. \
+             Command: touch denied.txt"
+        ),
+        "{read}"
+    );
+    server.stop().await;
+}
+
+anteroom_testkit::on_both_backends_with_mcp_sdks!(
+    codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline,
+);
