@@ -72,3 +72,26 @@ pub async fn page(server: &TestServer, path: &str, cookie: &str) -> (StatusCode,
         .expect("GET page");
     (reply.status(), reply.text().await.expect("body"))
 }
+
+/// Reads `stream` until an SSE event named `name` arrives (5 s at most); its `data` line.
+pub async fn next_event(stream: &mut reqwest::Response, buffer: &mut String, name: &str) -> String {
+    let wanted = format!("event: {name}\n");
+    loop {
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if event.starts_with(&wanted) || event.contains(&format!("\n{wanted}")) {
+                return event
+                    .lines()
+                    .find_map(|line| line.strip_prefix("data: "))
+                    .unwrap_or_default()
+                    .to_owned();
+            }
+        }
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(5), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no `{name}` event within 5 s"))
+            .expect("chunk")
+            .expect("the stream is open");
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}

@@ -3,6 +3,7 @@
 //! and a pulsemcp-style client. A dev-dependency only: the production binary never compiles it.
 
 pub mod browser;
+pub mod budgets;
 pub mod pulsemcp;
 pub mod requests;
 pub mod smtp;
@@ -205,6 +206,42 @@ impl TestServer {
             stop,
             task,
             data,
+        }
+    }
+
+    /// How many rows `table` holds now, read beside the server (for counts a budget holds).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test's count beside the server: one statement both databases read alike"
+    )]
+    pub async fn count_rows(&self, table: &str) -> i64 {
+        use sqlx::Connection as _;
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        match &self.data {
+            Data::Sqlite { _dir } => {
+                let url = format!(
+                    "sqlite://{}",
+                    _dir.path().join("anteroom.sqlite3").display()
+                );
+                let mut connection = sqlx::SqliteConnection::connect(&url)
+                    .await
+                    .expect("a second connection to the database file");
+                sqlx::query_scalar(&sql)
+                    .fetch_one(&mut connection)
+                    .await
+                    .expect("count")
+            }
+            Data::Postgres(schema) => {
+                let pool = schema
+                    .another_pool(&postgres_url().expect("the PostgreSQL URL"))
+                    .await
+                    .expect("a pool on the test schema");
+                sqlx::query_scalar(&sql)
+                    .fetch_one(&pool)
+                    .await
+                    .expect("count")
+            }
+            Data::Shared => panic!("count through the instance that owns the database"),
         }
     }
 

@@ -95,13 +95,19 @@ fn every_check() -> Result<()> {
         .envs(tools::mcp_sdk_environment()))?;
 
     waited("the wasm32 target", wasm_target)?;
-    site::build_bundle(Profile::Debug, true)?;
+    // The release-profile bundle (wasm-opt and esbuild come with the end2end packages): what a browser gets is
+    // what the byte budgets count, and what the browser tests run.
+    waited("the end2end npm packages", end2end)?;
+    site::build_bundle(Profile::Release, true)?;
     site::report_bundle_size()?;
     // `cargo test` built the server binary the Playwright tests start, with the tests' features.
     let binary = workspace_root().join("target/debug/anteroom");
     if !binary.exists() {
         bail!("{} is missing after the test build", binary.display());
     }
+
+    step("budgets: the bytes of a first visit (budgets.toml [bytes])");
+    crate::budgets::check_bytes(&binary, &workspace_root().join("target/site"))?;
 
     step(
         "one file: the debug binary with the debug site appended (tests/onefile.spec.ts starts it)",
@@ -116,7 +122,6 @@ fn every_check() -> Result<()> {
     crate::fuzz::api_fuzz(API_FUZZ_SECONDS)?;
 
     step("end-to-end tests (Playwright, Chromium)");
-    waited("the end2end npm packages", end2end)?;
     waited("Debian's Chromium", chromium)?;
     let end2end = workspace_root().join("end2end");
     run(Command::new(end2end.join("node_modules/.bin/playwright"))

@@ -9,6 +9,7 @@
 
 mod assets;
 mod background;
+mod budgets;
 mod check;
 mod container;
 mod dist;
@@ -38,6 +39,8 @@ tasks:
                               before podman's sub-command, e.g. --runtime runc --cgroup-manager cgroupfs)
   test                        run every check: fmt, clippy, unit and integration tests (SQLite, and
                               PostgreSQL when ANTEROOM_TEST_POSTGRES_URL is set), Playwright in Chromium
+  budgets                     the release-profile bundle, then the byte budgets of budgets.toml against it
+                              (the debug binary `cargo xtask test` built serves it; `test` runs them too)
   lint                        cargo fmt --check and clippy for the server and the browser builds (compiled
                               as the tests compile them, so a later `test` reuses the build)
   bench [--postgres] [-- ARGS]
@@ -125,6 +128,13 @@ fn run_task(args: Vec<String>) -> Result<()> {
         "build" => site::build(profile),
         "test" => check::test_everything(),
         "lint" => check::lint(),
+        "budgets" => {
+            site::build_bundle(Profile::Release, false)?;
+            budgets::check_bytes(
+                &workspace_root().join("target/debug/anteroom"),
+                &workspace_root().join("target/site"),
+            )
+        }
         "bench" => bench(postgres, passthrough),
         "attack" => attack(postgres, passthrough),
         "help" | "--help" | "-h" => {

@@ -9,6 +9,7 @@
 )]
 
 mod api;
+mod budgets;
 mod claude_code;
 mod cli;
 mod codex;

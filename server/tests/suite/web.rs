@@ -13,7 +13,7 @@ use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use support::{
     Backend, TestServer,
-    browser::{PASSWORD, browser, page, person, post_form, sign_in},
+    browser::{PASSWORD, browser, next_event, page, person, post_form, sign_in},
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
@@ -248,29 +248,6 @@ async fn a_signed_in_browser_reads_the_event_stream_and_writes_only_with_its_csr
     assert_eq!(body["answered_by"], "rita");
     assert_eq!(producer.poll(&id).await.expect("poll"), Outcome::Decline);
     server.stop().await;
-}
-
-/// Reads `stream` until an SSE event named `name` arrives (5 s at most); its `data` line.
-async fn next_event(stream: &mut reqwest::Response, buffer: &mut String, name: &str) -> String {
-    let wanted = format!("event: {name}\n");
-    loop {
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            if event.starts_with(&wanted) || event.contains(&format!("\n{wanted}")) {
-                return event
-                    .lines()
-                    .find_map(|line| line.strip_prefix("data: "))
-                    .unwrap_or_default()
-                    .to_owned();
-            }
-        }
-        let chunk = tokio::time::timeout(std::time::Duration::from_secs(5), stream.chunk())
-            .await
-            .unwrap_or_else(|_| panic!("no `{name}` event within 5 s"))
-            .expect("chunk")
-            .expect("the stream is open");
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-    }
 }
 
 async fn every_open_page_gets_the_queue_from_one_reading_per_change(db: Backend) {
