@@ -7,6 +7,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use anteroom_domain::clock::{Clock, SystemClock};
 use anteroom_store::{
     Backend, SqliteFileReport, Store, checkpoint_sqlite_file, copy_sqlite_file, inspect_sqlite_file,
 };
@@ -209,10 +210,6 @@ pub struct RestoreReport {
 
 /// Puts the backup `from` in place of the SQLite database `database_url` names, after checking it; refuses
 /// while any instance serves that database. The replaced database is kept beside it, renamed.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the kept file's name carries the wall-clock time of the restore; no store is open to ask"
-)]
 pub async fn restore(from: &Path, database_url: &str) -> anyhow::Result<RestoreReport> {
     if Backend::from_url(database_url)? != Backend::Sqlite {
         bail!(
@@ -247,7 +244,8 @@ pub async fn restore(from: &Path, database_url: &str) -> anyhow::Result<RestoreR
         checkpoint_sqlite_file(&target)
             .await
             .with_context(|| format!("cannot checkpoint {}", target.display()))?;
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+        // The real clock, as a store would read it: no store is open during a restore.
+        let stamp = SystemClock.now().format("%Y%m%dT%H%M%SZ");
         let kept = with_suffix(&target, &format!(".before-restore-{stamp}"));
         std::fs::rename(&target, &kept)?;
         Some(kept)

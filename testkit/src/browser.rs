@@ -95,3 +95,29 @@ pub async fn next_event(stream: &mut reqwest::Response, buffer: &mut String, nam
         buffer.push_str(&String::from_utf8_lossy(&chunk));
     }
 }
+
+/// `count` signed-in page streams (`/fn/live`, as the browser opens it) with `cookie`, each past its `ready`
+/// event: the stream and what was read of it beyond that.
+pub async fn open_live_pages(
+    server: &TestServer,
+    cookie: &str,
+    count: usize,
+) -> Vec<(reqwest::Response, String)> {
+    let mut pages = Vec::new();
+    for _ in 0..count {
+        let mut stream = browser()
+            .get(server.url("/fn/live"))
+            .header(header::COOKIE, cookie)
+            .send()
+            .await
+            .expect("GET /fn/live");
+        assert_eq!(stream.status(), StatusCode::OK);
+        let mut buffer = String::new();
+        assert_eq!(
+            next_event(&mut stream, &mut buffer, "ready").await,
+            "connected"
+        );
+        pages.push((stream, buffer));
+    }
+    pages
+}

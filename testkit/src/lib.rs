@@ -322,6 +322,20 @@ impl TestServer {
         panic!("session {session} never had {count} question(s)");
     }
 
+    /// Session `session`'s first round (oldest first) that is not one of `seen`, once it exists: the next
+    /// question a harness asks in a session that already has some.
+    pub async fn new_round_once(
+        &self,
+        session: &str,
+        seen: &[anteroom_store::domain::ids::RoundId],
+    ) -> anteroom_store::domain::round::Round {
+        self.rounds_once(session, seen.len() + 1)
+            .await
+            .into_iter()
+            .find(|round| !seen.contains(&round.round_id))
+            .expect("a round not seen before")
+    }
+
     /// Round `id` once `ready` holds of it. Waits up to 20 s, then fails the test with the round as it stood.
     pub async fn round_once(
         &self,

@@ -55,6 +55,9 @@ fn every_check() -> Result<()> {
     step("vendored crates are the ones the build uses");
     check_vendored_crates()?;
 
+    step("conventions: file length, escapes from the disallowed methods");
+    crate::conventions::check()?;
+
     step("the task runner: clippy and its tests");
     run(&mut task_runner_tests())?;
 
@@ -137,6 +140,8 @@ fn every_check() -> Result<()> {
 pub fn lint() -> Result<()> {
     step("cargo fmt --check");
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    step("conventions: file length, escapes from the disallowed methods");
+    crate::conventions::check()?;
     step("clippy: the task runner");
     run(task_runner_tests().arg("--no-run"))?;
     step("clippy: server build (ssr) and every test target");

@@ -12,6 +12,7 @@ mod background;
 mod budgets;
 mod check;
 mod container;
+mod conventions;
 mod dist;
 mod fuzz;
 mod site;

@@ -13,12 +13,12 @@ use anteroom_domain::{
 };
 use anteroom_testkit::{
     Backend, TestServer,
-    browser::{browser, next_event, person, sign_in},
+    browser::{next_event, open_live_pages, person, sign_in},
     budgets::Budgets,
     on_both_backends,
     pulsemcp::{Outcome, PulsemcpClient},
 };
-use reqwest::{StatusCode, header};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 /// How many due questions the expiry budget sweeps at once.
@@ -159,19 +159,7 @@ async fn settle(server: &TestServer) {
 async fn live_event_reads(server: &TestServer) -> u64 {
     person(server, "rita", Role::Responder).await;
     let cookie = sign_in(server, "rita").await;
-    let mut pages = Vec::new();
-    for _ in 0..OPEN_PAGES {
-        let mut stream = browser()
-            .get(server.url("/fn/live"))
-            .header(header::COOKIE, &cookie)
-            .send()
-            .await
-            .expect("GET /fn/live");
-        assert_eq!(stream.status(), StatusCode::OK);
-        let mut buffer = String::new();
-        next_event(&mut stream, &mut buffer, "ready").await;
-        pages.push((stream, buffer));
-    }
+    let mut pages = open_live_pages(server, &cookie, OPEN_PAGES).await;
     settle(server).await;
     let services = anteroom_server::pages::services(&server.state);
     let before = trips(server);

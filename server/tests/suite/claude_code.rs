@@ -224,13 +224,7 @@ async fn claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_mo
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = "touch allowed.txt".to_owned();
     let run = start();
-    let first = round.round_id;
-    let round = server
-        .rounds_once("claude-run", 2)
-        .await
-        .into_iter()
-        .find(|round| round.round_id != first)
-        .expect("the second question");
+    let round = server.new_round_once("claude-run", &[round.round_id]).await;
     let accepted = server
         .respond(
             &server.responder_key,

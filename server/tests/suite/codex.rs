@@ -1,5 +1,7 @@
-//! The real Codex (`@openai/codex` from npm, installed with the MCP SDKs) run headless as `codex exec` against a
-//! loopback stand-in for the Responses API that asks to run one shell command. `anteroom mcp-config hooks`
+//! Codex's command hook: `anteroom hook codex-pre-tool-use` run as Codex runs it (the event on stdin, the reply
+//! on stdout, a block as exit status 2), and the real Codex (`@openai/codex` from npm, installed with the MCP
+//! SDKs) run headless as `codex exec` against a loopback stand-in for the Responses API that asks to run one
+//! shell command. `anteroom mcp-config hooks`
 //! writes the `hooks.json` and records Codex's trust in it, so Codex runs the hook without
 //! `--dangerously-bypass-hook-trust`: a person's accept lets the command run without Codex reporting the hook as
 //! failed, and a decline blocks it with the person's reason, which is what the model reads next.
@@ -14,6 +16,8 @@ use std::{
 use anteroom_testkit::{Backend, TestServer};
 use axum::{Json, Router, extract::State, http::header, response::IntoResponse, routing::post};
 use serde_json::{Value, json};
+
+use super::hooks::{PreToolUseReply, pre_tool_use};
 
 /// What the stand-in asks for, and every request body it has seen.
 #[derive(Clone, Default)]
@@ -237,12 +241,7 @@ async fn codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline(
     // Declined: blocked, and the model reads the person's reason once, with one period before Codex's own.
     api.ask_to_run("touch denied.txt");
     let run = codex_exec(&codex, &home, &work, &env.request_url);
-    let round = server
-        .rounds_once("codex-run", 2)
-        .await
-        .into_iter()
-        .find(|round| round.round_id != first)
-        .expect("the second question");
+    let round = server.new_round_once("codex-run", &[first]).await;
     let declined = server
         .respond(
             &server.responder_key,
@@ -265,6 +264,86 @@ async fn codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline(
     server.stop().await;
 }
 
+/// `anteroom hook codex-pre-tool-use`, as Codex runs a command hook: the event on stdin, the decision on stdout.
+async fn codex_hook(request_url: &str, event: &Value) -> (Option<i32>, String, String) {
+    use tokio::io::AsyncWriteExt;
+    let mut hook = tokio::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+        .args(["hook", "codex-pre-tool-use", "--timeout", "120"])
+        .env("ELICITATION_REQUEST_URL", request_url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("anteroom hook");
+    let mut stdin = hook.stdin.take().expect("stdin");
+    stdin
+        .write_all(event.to_string().as_bytes())
+        .await
+        .expect("write the event");
+    drop(stdin);
+    let output = hook.wait_with_output().await.expect("the hook ends");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn codexs_command_hook_prints_the_persons_decision_and_blocks_when_anteroom_is_away(
+    db: Backend,
+) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("codex").await;
+    let event = pre_tool_use("Bash", json!({"command": "cargo publish"}));
+    let request_url = env.request_url.clone();
+    let hook = tokio::spawn(async move { codex_hook(&request_url, &event).await });
+    let round = server.rounds_once("codex", 1).await.remove(0);
+    // The hook's 120 s: Anteroom holds the call 90 s.
+    assert_eq!(
+        round.deadline,
+        round.created_at + chrono::Duration::seconds(90)
+    );
+    server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "cancel"}),
+        )
+        .await;
+    let (code, stdout, _) = hook.await.expect("hook");
+    assert_eq!(code, Some(0));
+    let reply: PreToolUseReply =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"));
+    assert_eq!(reply.hook_specific_output.permission_decision, "deny");
+    assert!(
+        reply
+            .hook_specific_output
+            .permission_decision_reason
+            .contains("Dismissed by api key responder"),
+        "{}",
+        reply.hook_specific_output.permission_decision_reason
+    );
+
+    // Nothing listens there: no decision can be reached, so the hook blocks the call the way Codex never
+    // ignores (exit 2, the reason on stderr, nothing on stdout), and the reason does not end in a period (Codex
+    // appends ". Command: …").
+    let away = env.request_url.replace(&server.base, "http://127.0.0.1:9");
+    let (code, stdout, stderr) =
+        codex_hook(&away, &pre_tool_use("Bash", json!({"command": "ls"}))).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(stderr.contains("not reachable"), "{stderr}");
+    assert!(!stderr.trim_end().ends_with('.'), "{stderr}");
+    // No environment block: the same.
+    let (code, _, stderr) = codex_hook("", &pre_tool_use("Bash", json!({"command": "ls"}))).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    server.stop().await;
+}
+
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
+    codexs_command_hook_prints_the_persons_decision_and_blocks_when_anteroom_is_away,
     codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline,
 );

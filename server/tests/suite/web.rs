@@ -13,7 +13,7 @@ use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use support::{
     Backend, TestServer,
-    browser::{PASSWORD, browser, next_event, page, person, post_form, sign_in},
+    browser::{PASSWORD, browser, next_event, open_live_pages, page, person, post_form, sign_in},
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
@@ -266,22 +266,7 @@ async fn every_open_page_gets_the_queue_from_one_reading_per_change(db: Backend)
     person(&server, "rita", Role::Responder).await;
     let (_producer, _id) = question(&server, "live-pages").await;
     let cookie = sign_in(&server, "rita").await;
-    let mut pages = Vec::new();
-    for _ in 0..3 {
-        let mut stream = browser()
-            .get(server.url("/fn/live"))
-            .header(header::COOKIE, &cookie)
-            .send()
-            .await
-            .expect("GET /fn/live");
-        assert_eq!(stream.status(), StatusCode::OK);
-        let mut buffer = String::new();
-        assert_eq!(
-            next_event(&mut stream, &mut buffer, "ready").await,
-            "connected"
-        );
-        pages.push((stream, buffer));
-    }
+    let mut pages = open_live_pages(&server, &cookie, 3).await;
 
     // What one reading of the queue costs, read directly.
     let services = anteroom_server::pages::services(&server.state);

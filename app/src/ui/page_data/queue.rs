@@ -1,0 +1,59 @@
+//! The queue page's data: the attention queue, read once for every page that shows it.
+
+use super::*;
+
+impl PageData {
+    /// The attention queue, with each waiting session's oldest question.
+    pub async fn queue(&self) -> StoreResult<QueueView> {
+        queue_view(self.store.as_ref()).await
+    }
+}
+
+/// The most sessions the queue shows at once.
+const QUEUE_LIMIT: u32 = 200;
+
+/// The attention queue, with each waiting session's oldest question.
+async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
+    let queue = store.attention_queue(QUEUE_LIMIT).await?;
+    // Who answers each question, for the whole queue in two readings (none when nothing waits).
+    let team = if queue.iter().any(|item| item.oldest_open.is_some()) {
+        store.team_view().await?
+    } else {
+        TeamView::default()
+    };
+    let items = queue
+        .into_iter()
+        .map(|AttentionItem { entry, oldest_open }| {
+            let question = oldest_open.as_ref().map(|round| QuestionPreview {
+                round_id: round.round_id.to_string(),
+                message: round
+                    .requests
+                    .values()
+                    .next()
+                    .map(|request| request.message().to_owned())
+                    .unwrap_or_default(),
+                asker: asker(round),
+                asked_ms: ms(round.created_at),
+                deadline_ms: ms(round.deadline),
+                askers_deadline: round.deadline_is_askers(),
+                responders: team.scope(round),
+                same_as: QuestionMatch::of(round).ok().map(|question| question.key()),
+            });
+            QueueItem {
+                session_id: entry.session.id.as_str().to_owned(),
+                title: entry.session.title.clone(),
+                agent: entry.session.agent.clone(),
+                status: entry.session.status,
+                open_rounds: entry.open_rounds,
+                question,
+                lost: entry.session.lost_elicitation.clone(),
+                updated_ms: ms(entry.session.updated_at),
+            }
+        })
+        .collect();
+    Ok(QueueView {
+        now_ms: ms(store.now()),
+        items,
+        viewer: None,
+    })
+}
