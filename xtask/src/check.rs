@@ -57,6 +57,7 @@ fn every_check() -> Result<()> {
 
     step("conventions: file length, escapes from the disallowed methods");
     crate::conventions::check()?;
+    crate::architecture::check()?;
 
     step("the task runner: clippy and its tests");
     run(&mut task_runner_tests())?;

@@ -19,7 +19,7 @@ const LINE_LIMIT: usize = 800;
 const LONG_FILES: &[(&str, &str)] = &[];
 
 /// The product files (under a crate's `src/`) that may escape `clippy.toml`'s disallowed methods, and why.
-/// Tests, benches and build scripts are not the product and may.
+/// Tests, benches, build scripts, the test kit and the task runner are not the product and may.
 const ESCAPES: &[(&str, &str)] = &[
     (
         "domain/src/clock.rs",
@@ -74,7 +74,10 @@ fn problems(relative: &str, text: &str) -> Vec<String> {
              LONG_FILES with the reason it cannot be)"
         ));
     }
-    let product = relative.contains("/src/") && !relative.starts_with("xtask/");
+    // The task runner and the test kit are never in the binary.
+    let product = relative.contains("/src/")
+        && !relative.starts_with("xtask/")
+        && !relative.starts_with("testkit/");
     if product
         && text.contains("clippy::disallowed_methods")
         && !ESCAPES.iter().any(|(file, _)| *file == relative)

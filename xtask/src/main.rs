@@ -7,6 +7,7 @@
 
 #![allow(clippy::print_stdout, reason = "a task runner reports to its terminal")]
 
+mod architecture;
 mod assets;
 mod background;
 mod budgets;
@@ -40,6 +41,8 @@ tasks:
                               before podman's sub-command, e.g. --runtime runc --cgroup-manager cgroupfs)
   test                        run every check: fmt, clippy, unit and integration tests (SQLite, and
                               PostgreSQL when ANTEROOM_TEST_POSTGRES_URL is set), Playwright in Chromium
+  architecture                write docs/architecture.md from cargo metadata: the crates, each one's job and
+                              the arrows between them (`test` fails when the page is stale)
   budgets                     the release-profile bundle, then the byte budgets of budgets.toml against it
                               (the debug binary `cargo xtask test` built serves it; `test` runs them too)
   lint                        cargo fmt --check and clippy for the server and the browser builds (compiled
@@ -129,6 +132,7 @@ fn run_task(args: Vec<String>) -> Result<()> {
         "build" => site::build(profile),
         "test" => check::test_everything(),
         "lint" => check::lint(),
+        "architecture" => architecture::write(),
         "budgets" => {
             site::build_bundle(Profile::Release, false)?;
             budgets::check_bytes(
