@@ -315,15 +315,32 @@ async fn poll_through_token(
             .store
             .poll_probe(&credentials::hash(token), request_id)
             .await?
-        && probe.status == RoundStatus::Pending
-        && probe.deadline > state.store.now()
     {
-        state
-            .limiter
-            .polls
-            .check(&(probe.session_id.as_str(), request_id))?;
-        note_poll_of(state, probe.round_id).await;
-        return Ok(Json(pending_reply(request_id, probe.deadline)));
+        if probe.status == RoundStatus::Pending && probe.deadline > state.store.now() {
+            state
+                .limiter
+                .polls
+                .check(&(probe.session_id.as_str(), request_id))?;
+            note_poll_of(state, probe.round_id).await;
+            return Ok(Json(pending_reply(request_id, probe.deadline)));
+        }
+        // An answer waiting for this poll (or picked up before): the probe found it in the token's session, so
+        // the delivery is recorded at once and its round is the reply, with no second read of the session
+        // or the round (a past deadline, a lease or a failure take the store's transactional path as before).
+        if matches!(
+            probe.status,
+            RoundStatus::ResponseValidated | RoundStatus::Delivered
+        ) {
+            state
+                .limiter
+                .polls
+                .check(&(probe.session_id.as_str(), request_id))?;
+            if probe.status == RoundStatus::ResponseValidated {
+                note_poll_of(state, probe.round_id).await;
+            }
+            let round = state.store.record_poll_delivery(probe.round_id).await?;
+            return Ok(Json(poll_reply(&round)));
+        }
     }
     let session = session_for_token(state, token).await?;
     state
