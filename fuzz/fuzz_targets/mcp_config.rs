@@ -3,7 +3,7 @@
 //! compiled here from its source so the fuzzer need not build the whole server.
 #![no_main]
 
-#[path = "../../server/src/mcp_config.rs"]
+#[path = "../../server/src/installers/mod.rs"]
 #[allow(dead_code, clippy::all)]
 mod mcp_config;
 

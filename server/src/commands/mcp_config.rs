@@ -1,6 +1,6 @@
 //! `anteroom mcp-config inject | wrap | unwrap | hooks`: rewrites harness configuration files (the rules are
-//! `anteroom_server::mcp_config` and `anteroom_server::hook_config`), each through a temporary file and a
-//! rename, or only shows the diff.
+//! `anteroom_server::installers`, a file per harness), each through a temporary file and a rename, or only
+//! shows the diff.
 
 #![allow(
     clippy::print_stdout,
@@ -11,10 +11,12 @@ use std::path::Path;
 
 use anteroom_domain::ids::SessionId;
 use anteroom_server::{
-    codex_trust::{entries_to_trust, record_trust},
     config::McpConfigCommand,
-    hook_config::{HookFile, HookInstall, install_hooks, is_anteroom_handler},
-    mcp_config::{Change, Format, parse_dotenv, rewrite},
+    installers::{
+        Change, Format, HookFile, HookInstall,
+        codex::{entries_to_trust, record_trust},
+        install_hooks, is_anteroom_handler, parse_dotenv, rewrite,
+    },
 };
 use anteroom_store::StoreOptions;
 use anyhow::Context;
@@ -89,6 +91,7 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
                 public_url: public.public_url(),
                 timeout_seconds: timeout,
                 program,
+                token_variable: anteroom_api::views::SESSION_TOKEN_VARIABLE.to_owned(),
             };
             let mut failed = apply_each(&files, dry_run, true, |path, text| {
                 let file = HookFile::of(path).context(

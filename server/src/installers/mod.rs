@@ -1,14 +1,25 @@
-//! Rewrites harness configuration files — Claude Code's `.mcp.json` (`mcpServers.NAME`) and Codex's `config.toml`
-//! (`[mcp_servers.NAME]`) — so their stdio MCP servers reach Anteroom: the environment block written into each
-//! entry's `env`, or the entry's command run under `anteroom wrap`, and back.
+//! Writing Anteroom into the harnesses' own configuration: `anteroom mcp-config inject | wrap | unwrap | hooks`.
+//! One file per harness holds everything that harness reads — its MCP server list, its hook entries, and
+//! whatever else it needs to run them — so adding a harness is adding a file here and a variant to
+//! [`Format`] and [`HookFile`]:
 //!
-//! Pure text in, text out: the command (`commands/mcp_config.rs`) reads, diffs and writes the files. Remote
-//! (non-stdio) servers are never touched; everything not named by a rule is kept as it was (TOML comments and
-//! layout through `toml_edit`, JSON key order through `serde_json`'s `preserve_order`).
+//! - [`claude_code`]: `.mcp.json` (`mcpServers.NAME`) and the settings' `PreToolUse` and `Elicitation` HTTP hooks;
+//! - [`codex`]: `config.toml` (`[mcp_servers.NAME]`), the `hooks.json` command hook, and Codex's trust in it.
+//!
+//! What they share is here: the three changes to a stdio server (the environment block written into its `env`,
+//! its command run under `anteroom wrap`, and back), the block as each server gets it, `.env` files, the placing
+//! of hook groups and JSON written back in a file's own style. Pure text in, text out: the command
+//! (`commands/mcp_config.rs`) reads, diffs and writes the files. Remote (non-stdio) servers are never touched;
+//! everything not named by a rule is kept as it was (TOML comments and layout through `toml_edit`, JSON key order
+//! through `serde_json`'s `preserve_order`). The module uses nothing of the server crate, so the fuzzer compiles
+//! it from its source (`fuzz/fuzz_targets/mcp_config.rs`).
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+pub mod claude_code;
+pub mod codex;
 
 /// A key never written: whether a server gates an action on a person is that server's own decision.
 pub const NEVER_WRITTEN: &str = "ELICITATION_ENABLED";
@@ -158,8 +169,8 @@ pub fn rewrite(
     only: &[String],
 ) -> Result<String, ConfigError> {
     match format {
-        Format::Json => rewrite_json(text, change, only),
-        Format::Toml => rewrite_toml(text, change, only),
+        Format::Json => claude_code::rewrite_mcp_json(text, change, only),
+        Format::Toml => codex::rewrite_config_toml(text, change, only),
     }
 }
 
@@ -181,96 +192,6 @@ fn json_indent(text: &str) -> Vec<u8> {
         .into_bytes()
 }
 
-fn rewrite_json(text: &str, change: &Change, only: &[String]) -> Result<String, ConfigError> {
-    let mut document: Value = serde_json::from_str(text).map_err(|error| {
-        ConfigError::Unparsable(format!(
-            "not valid JSON at line {}, column {}: {error}",
-            error.line(),
-            error.column()
-        ))
-    })?;
-    let Some(servers) = document
-        .get_mut("mcpServers")
-        .and_then(Value::as_object_mut)
-    else {
-        return Ok(text.to_owned());
-    };
-    let mut changed = false;
-    for (name, entry) in servers.iter_mut() {
-        let Some(entry) = entry.as_object_mut() else {
-            continue;
-        };
-        // A stdio server has a command; a remote one a URL (or an http/sse type).
-        let remote = entry.contains_key("url")
-            || entry
-                .get("type")
-                .and_then(Value::as_str)
-                .is_some_and(|kind| kind != "stdio");
-        let Some(command) = entry
-            .get("command")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
-            continue;
-        };
-        if remote || !picked(only, name) {
-            continue;
-        }
-        match change {
-            Change::Inject { block, dotenv } => {
-                let env = entry
-                    .entry("env")
-                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
-                let Some(env) = env.as_object_mut() else {
-                    return Err(ConfigError::Shape(format!(
-                        "mcpServers.{name}.env is not an object"
-                    )));
-                };
-                for (key, value) in env_values(&block_for(block, name), dotenv) {
-                    if env.get(&key).and_then(Value::as_str) != Some(value.as_str()) {
-                        env.insert(key, Value::String(value));
-                        changed = true;
-                    }
-                }
-            }
-            Change::Wrap { .. } | Change::Unwrap => {
-                let args: Vec<String> = match entry.get("args") {
-                    None => Vec::new(),
-                    Some(Value::Array(args)) => args
-                        .iter()
-                        .map(|arg| arg.as_str().map(str::to_owned))
-                        .collect::<Option<_>>()
-                        .ok_or_else(|| {
-                            ConfigError::Shape(format!("mcpServers.{name}.args holds a non-string"))
-                        })?,
-                    Some(_) => {
-                        return Err(ConfigError::Shape(format!(
-                            "mcpServers.{name}.args is not an array"
-                        )));
-                    }
-                };
-                if let Some((command, args)) = rewritten_command(change, name, &command, &args) {
-                    entry.insert("command".to_owned(), Value::String(command));
-                    if args.is_empty() {
-                        // A server run without arguments had no `args` before it was wrapped.
-                        entry.remove("args");
-                    } else {
-                        entry.insert(
-                            "args".to_owned(),
-                            Value::Array(args.into_iter().map(Value::String).collect()),
-                        );
-                    }
-                    changed = true;
-                }
-            }
-        }
-    }
-    if !changed {
-        return Ok(text.to_owned());
-    }
-    write_json(&document, text)
-}
-
 /// `document` as the text of a file that was `text`: its indentation, its key order and its final newline (a
 /// new file gets one).
 pub(crate) fn write_json(document: &Value, text: &str) -> Result<String, ConfigError> {
@@ -285,118 +206,6 @@ pub(crate) fn write_json(document: &Value, text: &str) -> Result<String, ConfigE
         out.push('\n');
     }
     Ok(out)
-}
-
-fn rewrite_toml(text: &str, change: &Change, only: &[String]) -> Result<String, ConfigError> {
-    use toml_edit::{Array, DocumentMut, Item, Value as TomlValue};
-
-    let mut document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| {
-        let at = error.span().map(|span| {
-            text.as_bytes()[..span.start.min(text.len())]
-                .iter()
-                .filter(|b| **b == b'\n')
-                .count()
-                + 1
-        });
-        ConfigError::Unparsable(match at {
-            Some(line) => format!("not valid TOML at line {line}: {}", error.message()),
-            None => format!("not valid TOML: {}", error.message()),
-        })
-    })?;
-    let Some(servers) = document
-        .get_mut("mcp_servers")
-        .and_then(Item::as_table_like_mut)
-    else {
-        return Ok(text.to_owned());
-    };
-    let names: Vec<String> = servers.iter().map(|(name, _)| name.to_owned()).collect();
-    for name in names {
-        let Some(entry) = servers.get_mut(&name).and_then(Item::as_table_like_mut) else {
-            continue;
-        };
-        let Some(command) = entry
-            .get("command")
-            .and_then(Item::as_str)
-            .map(str::to_owned)
-        else {
-            // No command: a remote server (`url`), left alone.
-            continue;
-        };
-        if entry.contains_key("url") || !picked(only, &name) {
-            continue;
-        }
-        match change {
-            Change::Inject { block, dotenv } => {
-                if !entry.contains_key("env") {
-                    let mut table = toml_edit::Table::new();
-                    table.set_implicit(false);
-                    entry.insert("env", Item::Table(table));
-                }
-                let Some(env) = entry.get_mut("env").and_then(Item::as_table_like_mut) else {
-                    return Err(ConfigError::Shape(format!(
-                        "mcp_servers.{name}.env is not a table"
-                    )));
-                };
-                for (key, value) in env_values(&block_for(block, &name), dotenv) {
-                    if env.get(&key).and_then(Item::as_str) != Some(value.as_str()) {
-                        match env.get_mut(&key).and_then(Item::as_value_mut) {
-                            // Keep the entry's own decoration (comments, spacing) around the new value.
-                            Some(existing) => {
-                                let decor = existing.decor().clone();
-                                *existing = TomlValue::from(value);
-                                *existing.decor_mut() = decor;
-                            }
-                            None => {
-                                env.insert(&key, toml_edit::value(value));
-                            }
-                        }
-                    }
-                }
-            }
-            Change::Wrap { .. } | Change::Unwrap => {
-                let args: Vec<String> = match entry.get("args") {
-                    None => Vec::new(),
-                    Some(item) => item
-                        .as_array()
-                        .ok_or_else(|| {
-                            ConfigError::Shape(format!("mcp_servers.{name}.args is not an array"))
-                        })?
-                        .iter()
-                        .map(|arg| arg.as_str().map(str::to_owned))
-                        .collect::<Option<_>>()
-                        .ok_or_else(|| {
-                            ConfigError::Shape(format!(
-                                "mcp_servers.{name}.args holds a non-string"
-                            ))
-                        })?,
-                };
-                if let Some((command, args)) = rewritten_command(change, &name, &command, &args) {
-                    if let Some(existing) = entry.get_mut("command").and_then(Item::as_value_mut) {
-                        let decor = existing.decor().clone();
-                        *existing = TomlValue::from(command);
-                        *existing.decor_mut() = decor;
-                    }
-                    let array: Array = args.iter().map(String::as_str).collect();
-                    if array.is_empty() {
-                        entry.remove("args");
-                        continue;
-                    }
-                    match entry.get_mut("args").and_then(Item::as_value_mut) {
-                        Some(existing) => {
-                            let decor = existing.decor().clone();
-                            *existing = TomlValue::Array(array);
-                            *existing.decor_mut() = decor;
-                        }
-                        None => {
-                            entry.insert("args", toml_edit::value(array));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let out = document.to_string();
-    Ok(if out == text { text.to_owned() } else { out })
 }
 
 /// Reads a `.env` file: `KEY=VALUE` lines (an `export ` prefix and one level of matching quotes are allowed;
@@ -420,6 +229,126 @@ pub fn parse_dotenv(text: &str) -> BTreeMap<String, String> {
             Some((key.trim().to_owned(), unquoted.to_owned()))
         })
         .collect()
+}
+
+/// Whose hook file it is, by its name: `hooks.json` is Codex's, any other JSON file Claude Code's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookFile {
+    ClaudeSettings,
+    CodexHooks,
+}
+
+impl HookFile {
+    pub fn of(path: &std::path::Path) -> Option<Self> {
+        let name = path.file_name()?.to_str()?;
+        if name == "hooks.json" {
+            Some(Self::CodexHooks)
+        } else if name.ends_with(".json") {
+            Some(Self::ClaudeSettings)
+        } else {
+            None
+        }
+    }
+}
+
+/// What the entries say: where Anteroom is, the hooks' timeout, and how Codex runs `anteroom`.
+#[derive(Debug, Clone)]
+pub struct HookInstall {
+    pub public_url: String,
+    pub timeout_seconds: u64,
+    pub program: String,
+    /// The environment variable the harness reads the session's token from (Claude Code's header).
+    pub token_variable: String,
+}
+
+impl HookInstall {
+    /// The `(event, matcher group)` pairs Anteroom adds to `file`, as its harness writes them.
+    fn groups(&self, file: HookFile) -> Vec<(&'static str, Value)> {
+        match file {
+            HookFile::ClaudeSettings => claude_code::hook_groups(self),
+            HookFile::CodexHooks => codex::hook_groups(self),
+        }
+    }
+}
+
+/// Whether a hook handler is one of Anteroom's: an HTTP hook to its hook routes, or its Codex command.
+pub fn is_anteroom_handler(handler: &Value) -> bool {
+    let text = |key: &str| handler.get(key).and_then(Value::as_str).unwrap_or_default();
+    match text("type") {
+        "http" => text("url").contains("/hooks/claude/"),
+        "command" => text("command").contains(" hook codex-pre-tool-use"),
+        _ => false,
+    }
+}
+
+/// Adds (or refreshes) Anteroom's hooks in `text`, a hook file of kind `file`; an empty text is an empty file.
+/// Returns the new text, equal to `text` when nothing changed.
+pub fn install_hooks(
+    text: &str,
+    file: HookFile,
+    install: &HookInstall,
+) -> Result<String, ConfigError> {
+    let source = if text.trim().is_empty() { "{}" } else { text };
+    let mut document: Value = serde_json::from_str(source).map_err(|error| {
+        ConfigError::Unparsable(format!(
+            "not valid JSON at line {}, column {}: {error}",
+            error.line(),
+            error.column()
+        ))
+    })?;
+    let original = document.clone();
+    let root = document
+        .as_object_mut()
+        .ok_or_else(|| ConfigError::Shape("the file is not a JSON object".to_owned()))?;
+    let hooks = root
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| ConfigError::Shape("`hooks` is not an object".to_owned()))?;
+    for (event, group) in install.groups(file) {
+        let groups = hooks
+            .entry(event)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or_else(|| ConfigError::Shape(format!("`hooks.{event}` is not an array")))?;
+        place_group(groups, group);
+    }
+    if document == original && !text.trim().is_empty() {
+        return Ok(text.to_owned());
+    }
+    write_json(&document, text)
+}
+
+/// Puts Anteroom's `group` where its handler already is (replacing that handler's group when it holds only
+/// Anteroom's handler, else the handler alone), or appends it.
+fn place_group(groups: &mut Vec<Value>, group: Value) {
+    let ours = |candidate: &Value| {
+        candidate
+            .get("hooks")
+            .and_then(Value::as_array)
+            .is_some_and(|handlers| handlers.iter().any(is_anteroom_handler))
+    };
+    let Some(at) = groups.iter().position(ours) else {
+        groups.push(group);
+        return;
+    };
+    let alone = groups[at]
+        .get("hooks")
+        .and_then(Value::as_array)
+        .is_some_and(|handlers| handlers.iter().all(is_anteroom_handler));
+    if alone {
+        groups[at] = group;
+        return;
+    }
+    // A group the person shares with other hooks: only Anteroom's handler is refreshed.
+    let handler = group["hooks"][0].clone();
+    if let Some(handlers) = groups[at].get_mut("hooks").and_then(Value::as_array_mut)
+        && let Some(slot) = handlers
+            .iter_mut()
+            .find(|handler| is_anteroom_handler(handler))
+    {
+        *slot = handler;
+    }
 }
 
 #[cfg(test)]
@@ -643,5 +572,115 @@ command = "zeta-mcp"
         assert_eq!(parsed["A"], "1");
         assert_eq!(parsed["B"], "two words");
         assert_eq!(parsed["C"], "x=y");
+    }
+}
+
+#[cfg(test)]
+mod hook_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn install() -> HookInstall {
+        HookInstall {
+            public_url: "https://anteroom.example/".to_owned(),
+            timeout_seconds: 600,
+            program: "anteroom".to_owned(),
+            token_variable: "ANTEROOM_SESSION_TOKEN".to_owned(),
+        }
+    }
+
+    #[test]
+    fn claude_settings_gain_both_http_hooks_with_the_token_from_the_environment_and_keep_the_rest()
+    {
+        let text = r#"{
+    "model": "opus",
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}
+        ]
+    }
+}
+"#;
+        let written = install_hooks(text, HookFile::ClaudeSettings, &install()).expect("installed");
+        let document: Value = serde_json::from_str(&written).expect("JSON");
+        assert_eq!(document["model"], "opus");
+        let pre = document["hooks"]["PreToolUse"].as_array().expect("array");
+        assert_eq!(pre.len(), 2, "the person's own hook stays");
+        assert_eq!(pre[0]["hooks"][0]["command"], "audit.sh");
+        let ours = &pre[1]["hooks"][0];
+        assert_eq!(
+            ours["url"],
+            "https://anteroom.example/hooks/claude/pre-tool-use?timeout=600"
+        );
+        assert_eq!(
+            ours["headers"]["Authorization"],
+            "Bearer $ANTEROOM_SESSION_TOKEN"
+        );
+        assert_eq!(ours["allowedEnvVars"], json!(["ANTEROOM_SESSION_TOKEN"]));
+        assert_eq!(
+            document["hooks"]["Elicitation"][0]["hooks"][0]["url"],
+            "https://anteroom.example/hooks/claude/elicitation?timeout=600"
+        );
+        assert!(
+            written.starts_with("{\n    \"model\""),
+            "indent kept: {written}"
+        );
+        assert_eq!(
+            install_hooks(&written, HookFile::ClaudeSettings, &install()).expect("again"),
+            written,
+            "a second run changes nothing"
+        );
+        // A new timeout refreshes Anteroom's entries where they are.
+        let longer = HookInstall {
+            timeout_seconds: 900,
+            ..install()
+        };
+        let refreshed =
+            install_hooks(&written, HookFile::ClaudeSettings, &longer).expect("refresh");
+        let document: Value = serde_json::from_str(&refreshed).expect("JSON");
+        assert_eq!(
+            document["hooks"]["PreToolUse"].as_array().map(Vec::len),
+            Some(2)
+        );
+        assert_eq!(
+            document["hooks"]["PreToolUse"][1]["hooks"][0]["timeout"],
+            900
+        );
+    }
+
+    #[test]
+    fn codex_hooks_gain_the_command_hook_and_an_empty_file_is_a_new_one() {
+        let written = install_hooks("", HookFile::CodexHooks, &install()).expect("installed");
+        let document: Value = serde_json::from_str(&written).expect("JSON");
+        assert_eq!(
+            document["hooks"]["PreToolUse"][0]["hooks"][0],
+            json!({
+                "type": "command",
+                "command": "anteroom hook codex-pre-tool-use --timeout 600",
+                "timeout": 600
+            })
+        );
+        assert!(document["hooks"].get("Elicitation").is_none());
+        assert_eq!(
+            install_hooks(&written, HookFile::CodexHooks, &install()).expect("again"),
+            written
+        );
+    }
+
+    #[test]
+    fn a_file_of_another_shape_is_refused_and_names_are_recognised() {
+        assert!(install_hooks("[1]", HookFile::ClaudeSettings, &install()).is_err());
+        assert!(install_hooks(r#"{"hooks": []}"#, HookFile::ClaudeSettings, &install()).is_err());
+        assert!(install_hooks("{", HookFile::ClaudeSettings, &install()).is_err());
+        assert_eq!(
+            HookFile::of(std::path::Path::new(".codex/hooks.json")),
+            Some(HookFile::CodexHooks)
+        );
+        assert_eq!(
+            HookFile::of(std::path::Path::new(".claude/settings.local.json")),
+            Some(HookFile::ClaudeSettings)
+        );
+        assert_eq!(HookFile::of(std::path::Path::new("config.toml")), None);
     }
 }

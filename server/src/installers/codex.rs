@@ -1,5 +1,7 @@
-//! Codex's trust in Anteroom's hook entry, recorded in Codex's `config.toml` so `codex exec` runs the hook
-//! without `--dangerously-bypass-hook-trust`.
+//! Codex: its `config.toml` (`[mcp_servers.NAME]`, rewritten by inject, wrap and unwrap, comments and layout
+//! kept), the `hooks.json` `PreToolUse` command hook that runs `anteroom hook codex-pre-tool-use`, and Codex's
+//! trust in that entry, recorded in its `config.toml` so `codex exec` runs the hook without
+//! `--dangerously-bypass-hook-trust`.
 //!
 //! Codex skips an untrusted `hooks.json` entry silently (the command runs, nobody is asked). An entry is trusted
 //! when `[hooks.state."<hooks.json's absolute path>:pre_tool_use:<group>:<handler>"]` holds `trusted_hash` equal
@@ -14,7 +16,138 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use toml_edit::DocumentMut;
 
-use crate::mcp_config::ConfigError;
+use super::{Change, ConfigError, HookInstall, block_for, env_values, picked, rewritten_command};
+
+/// The `hooks.json` group: one command hook for every tool (the policy is Anteroom's, per hook URL).
+pub(super) fn hook_groups(install: &HookInstall) -> Vec<(&'static str, Value)> {
+    let timeout = install.timeout_seconds;
+
+    let hook = json!({
+        "type": "command",
+        "command": format!(
+            "{} hook codex-pre-tool-use --timeout {timeout}",
+            install.program
+        ),
+        "timeout": timeout,
+    });
+    vec![("PreToolUse", json!({"hooks": [hook]}))]
+}
+
+pub(super) fn rewrite_config_toml(
+    text: &str,
+    change: &Change,
+    only: &[String],
+) -> Result<String, ConfigError> {
+    use toml_edit::{Array, DocumentMut, Item, Value as TomlValue};
+
+    let mut document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| {
+        let at = error.span().map(|span| {
+            text.as_bytes()[..span.start.min(text.len())]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1
+        });
+        ConfigError::Unparsable(match at {
+            Some(line) => format!("not valid TOML at line {line}: {}", error.message()),
+            None => format!("not valid TOML: {}", error.message()),
+        })
+    })?;
+    let Some(servers) = document
+        .get_mut("mcp_servers")
+        .and_then(Item::as_table_like_mut)
+    else {
+        return Ok(text.to_owned());
+    };
+    let names: Vec<String> = servers.iter().map(|(name, _)| name.to_owned()).collect();
+    for name in names {
+        let Some(entry) = servers.get_mut(&name).and_then(Item::as_table_like_mut) else {
+            continue;
+        };
+        let Some(command) = entry
+            .get("command")
+            .and_then(Item::as_str)
+            .map(str::to_owned)
+        else {
+            // No command: a remote server (`url`), left alone.
+            continue;
+        };
+        if entry.contains_key("url") || !picked(only, &name) {
+            continue;
+        }
+        match change {
+            Change::Inject { block, dotenv } => {
+                if !entry.contains_key("env") {
+                    let mut table = toml_edit::Table::new();
+                    table.set_implicit(false);
+                    entry.insert("env", Item::Table(table));
+                }
+                let Some(env) = entry.get_mut("env").and_then(Item::as_table_like_mut) else {
+                    return Err(ConfigError::Shape(format!(
+                        "mcp_servers.{name}.env is not a table"
+                    )));
+                };
+                for (key, value) in env_values(&block_for(block, &name), dotenv) {
+                    if env.get(&key).and_then(Item::as_str) != Some(value.as_str()) {
+                        match env.get_mut(&key).and_then(Item::as_value_mut) {
+                            // Keep the entry's own decoration (comments, spacing) around the new value.
+                            Some(existing) => {
+                                let decor = existing.decor().clone();
+                                *existing = TomlValue::from(value);
+                                *existing.decor_mut() = decor;
+                            }
+                            None => {
+                                env.insert(&key, toml_edit::value(value));
+                            }
+                        }
+                    }
+                }
+            }
+            Change::Wrap { .. } | Change::Unwrap => {
+                let args: Vec<String> = match entry.get("args") {
+                    None => Vec::new(),
+                    Some(item) => item
+                        .as_array()
+                        .ok_or_else(|| {
+                            ConfigError::Shape(format!("mcp_servers.{name}.args is not an array"))
+                        })?
+                        .iter()
+                        .map(|arg| arg.as_str().map(str::to_owned))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| {
+                            ConfigError::Shape(format!(
+                                "mcp_servers.{name}.args holds a non-string"
+                            ))
+                        })?,
+                };
+                if let Some((command, args)) = rewritten_command(change, &name, &command, &args) {
+                    if let Some(existing) = entry.get_mut("command").and_then(Item::as_value_mut) {
+                        let decor = existing.decor().clone();
+                        *existing = TomlValue::from(command);
+                        *existing.decor_mut() = decor;
+                    }
+                    let array: Array = args.iter().map(String::as_str).collect();
+                    if array.is_empty() {
+                        entry.remove("args");
+                        continue;
+                    }
+                    match entry.get_mut("args").and_then(Item::as_value_mut) {
+                        Some(existing) => {
+                            let decor = existing.decor().clone();
+                            *existing = TomlValue::Array(array);
+                            *existing.decor_mut() = decor;
+                        }
+                        None => {
+                            entry.insert("args", toml_edit::value(array));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let out = document.to_string();
+    Ok(if out == text { text.to_owned() } else { out })
+}
 
 /// Codex's label of the `PreToolUse` event in trust keys and hashes.
 const PRE_TOOL_USE: &str = "pre_tool_use";
