@@ -423,6 +423,26 @@ async fn a_burst_of_questions_is_one_digest_notification(db: Backend) {
     assert_eq!(digest["title"], "2 questions wait for you in Anteroom");
     assert_eq!(digest["body"], "Burst 2? · Burst 3?");
     assert_eq!(digest["url"], "/");
+
+    // A person whose digest is off is sent every question of a burst alone, as the bench's pushes are.
+    received.lock().expect("lock").clear();
+    assert!(server.store.set_digest_after(&rita, 0).await.expect("set"));
+    for n in 1..=7 {
+        ask(&client, &format!("req-alone-{n}"), &format!("Alone {n}?")).await;
+        webhooks::run(server.state.clone()).await;
+    }
+    let bodies: Vec<Value> = received
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(.., body)| phone.decrypt(body)["body"].clone())
+        .collect();
+    assert_eq!(
+        bodies,
+        (1..=7)
+            .map(|n| json!(format!("Alone {n}?")))
+            .collect::<Vec<_>>()
+    );
     server.stop().await;
 }
 
