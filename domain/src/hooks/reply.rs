@@ -11,7 +11,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use serde_json::{Map, Value, json};
 
-use super::{ASK_USER_QUESTION, Harness, PreToolUse, claude_questions};
+use super::{ASK_USER_QUESTION, Harness, PreToolUse, question::claude_questions};
 use crate::outward::{OutwardAnswer, PollAction};
 
 /// The `hookSpecificOutput` of a `PreToolUse` reply: allow or deny with the reason the model reads.
