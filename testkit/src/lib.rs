@@ -215,27 +215,17 @@ impl TestServer {
         reason = "a test's count beside the server: one statement both databases read alike"
     )]
     pub async fn count_rows(&self, table: &str) -> i64 {
-        use sqlx::Connection as _;
         let sql = format!("SELECT COUNT(*) FROM {table}");
         match &self.data {
             Data::Sqlite { _dir } => {
-                let url = format!(
-                    "sqlite://{}",
-                    _dir.path().join("anteroom.sqlite3").display()
-                );
-                let mut connection = sqlx::SqliteConnection::connect(&url)
-                    .await
-                    .expect("a second connection to the database file");
+                let mut connection = sqlite_beside(_dir).await;
                 sqlx::query_scalar(&sql)
                     .fetch_one(&mut connection)
                     .await
                     .expect("count")
             }
             Data::Postgres(schema) => {
-                let pool = schema
-                    .another_pool(&postgres_url().expect("the PostgreSQL URL"))
-                    .await
-                    .expect("a pool on the test schema");
+                let pool = postgres_beside(schema).await;
                 sqlx::query_scalar(&sql)
                     .fetch_one(&pool)
                     .await
@@ -379,16 +369,10 @@ impl TestServer {
     /// sessions table (PostgreSQL) from outside the server, held until the returned guard is dropped: what a
     /// stuck migration, a long transaction or an operator's session looks like to the server.
     pub async fn lock_database(&self) -> DatabaseLock {
-        use sqlx::{Connection as _, Executor as _};
+        use sqlx::Executor as _;
         match &self.data {
             Data::Sqlite { _dir } => {
-                let url = format!(
-                    "sqlite://{}",
-                    _dir.path().join("anteroom.sqlite3").display()
-                );
-                let mut connection = sqlx::SqliteConnection::connect(&url)
-                    .await
-                    .expect("a second connection to the database file");
+                let mut connection = sqlite_beside(_dir).await;
                 connection
                     .execute("BEGIN IMMEDIATE")
                     .await
@@ -396,10 +380,7 @@ impl TestServer {
                 DatabaseLock::Sqlite(connection)
             }
             Data::Postgres(schema) => {
-                let pool = schema
-                    .another_pool(&postgres_url().expect("the PostgreSQL URL"))
-                    .await
-                    .expect("a pool on the test schema");
+                let pool = postgres_beside(schema).await;
                 let mut transaction = pool.begin().await.expect("a transaction");
                 transaction
                     .execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
@@ -455,4 +436,21 @@ macro_rules! on_both_backends_with_mcp_sdks {
             |backend, test| test(backend).await; $($name),*
         );
     };
+}
+
+/// A second connection to the test's SQLite file, beside the server's own.
+async fn sqlite_beside(dir: &tempfile::TempDir) -> sqlx::SqliteConnection {
+    use sqlx::Connection as _;
+    let url = format!("sqlite://{}", dir.path().join("anteroom.sqlite3").display());
+    sqlx::SqliteConnection::connect(&url)
+        .await
+        .expect("a second connection to the database file")
+}
+
+/// A pool of its own on the test's PostgreSQL schema, beside the server's.
+async fn postgres_beside(schema: &TestSchema) -> sqlx::PgPool {
+    schema
+        .another_pool(&postgres_url().expect("the PostgreSQL URL"))
+        .await
+        .expect("a pool on the test schema")
 }
