@@ -45,6 +45,7 @@ pub mod round;
 pub mod session;
 pub mod standing;
 pub mod stats;
+pub mod text;
 pub mod webhook;
 pub mod wire;
 

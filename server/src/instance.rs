@@ -164,12 +164,12 @@ impl Settings {
                     format: WebhookFormat::SlackApp,
                 }))
                 .chain(self.mail.as_ref().map(|_| WebhookEndpoint {
-                    url: crate::mail::FAN_OUT_ENDPOINT.to_owned(),
+                    url: anteroom_reach::mail::FAN_OUT_ENDPOINT.to_owned(),
                     format: WebhookFormat::Email,
                 }))
                 // Push needs no settings: a browser turns it on.
                 .chain(self.push.then(|| WebhookEndpoint {
-                    url: crate::push::FAN_OUT_ENDPOINT.to_owned(),
+                    url: anteroom_reach::push::FAN_OUT_ENDPOINT.to_owned(),
                     format: WebhookFormat::Push,
                 }))
                 .collect(),

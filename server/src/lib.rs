@@ -1,7 +1,6 @@
 //! The `anteroom` server: configuration, HTTP routes and the process lifecycle, as a library so that
 //! integration tests can start the real server on a port of their own.
 
-pub mod answer_links;
 pub mod ask;
 pub mod backup;
 pub mod build_info;
@@ -9,14 +8,9 @@ pub mod config;
 pub mod installers;
 pub mod instance;
 pub mod jobs;
-pub mod mail;
 pub mod pages;
 pub mod people;
-pub mod push;
-pub mod quiet;
-pub mod reach_digest;
 pub mod router;
-pub mod slack;
 
 /// The JSON API and what every request shares live in their own crate, which knows nothing of the pages.
 pub use anteroom_api::{

@@ -13,14 +13,19 @@ const OUTPUT_NAME: &str = "anteroom";
 /// Builds everything `anteroom serve` needs to serve a hydrating web app.
 pub fn build(profile: Profile) -> Result<()> {
     build_bundle(profile, false)?;
+    build_server(profile)?;
+    report_bundle_size()
+}
+
+/// Builds the `anteroom` binary into `target/debug` or `target/release`.
+pub fn build_server(profile: Profile) -> Result<()> {
     step("server binary (anteroom)");
     let mut server = cargo();
     server.args(["build", "--package", "anteroom-server"]);
     if profile == Profile::Release {
         server.arg("--release");
     }
-    run(&mut server)?;
-    report_bundle_size()
+    run(&mut server)
 }
 
 /// Builds the browser's half into `target/site`: the hydrate bundle, the stylesheet and the public files, with

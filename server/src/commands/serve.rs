@@ -158,7 +158,7 @@ fn mail(args: &ServeArgs) -> anyhow::Result<Option<MailConfig>> {
         smtp_url,
         from: args.smtp_from.clone(),
     };
-    anteroom_server::mail::Mailer::new(&config)?;
+    anteroom_reach::mail::Mailer::new(&config)?;
     Ok(Some(config))
 }
 

@@ -9,7 +9,6 @@ pub mod purge;
 pub mod recover;
 pub mod seal_audit;
 pub mod stranded;
-pub mod webhooks;
 
 use std::{future::Future, pin::Pin};
 
@@ -103,7 +102,7 @@ pub async fn start(
     scheduler
         .add(job(&schedules.deliver_webhooks, state, |s| {
             Box::pin(async move {
-                webhooks::run(s).await;
+                anteroom_reach::outbox::run(s).await;
             })
         })?)
         .await?;
@@ -193,7 +192,7 @@ pub fn deliver_on_events(state: AppState) -> tokio::task::JoinHandle<()> {
                     break;
                 }
             }
-            webhooks::run(state.clone()).await;
+            anteroom_reach::outbox::run(state.clone()).await;
         }
     })
 }

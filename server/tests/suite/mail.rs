@@ -9,7 +9,8 @@ use anteroom_domain::{
     ids::RequestId,
     reach::{EmailPreference, EmailQuestions, ReachChannel},
 };
-use anteroom_server::{MailConfig, jobs::webhooks, people::add_user};
+use anteroom_reach::outbox;
+use anteroom_server::{MailConfig, people::add_user};
 use anteroom_testkit::{self as support, on_both_backends, smtp::SmtpSink};
 use chrono::Duration;
 use reqwest::StatusCode;
@@ -108,7 +109,7 @@ async fn a_question_is_answered_from_its_email(db: Backend) {
         "x".repeat(9_000)
     );
     ask(&client, "req-mail", &hostile).await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let mails = mails_to(&sink, "rita@example.com").await;
     assert_eq!(mails.len(), 1, "rita asked for every question");
     assert!(
@@ -227,7 +228,7 @@ async fn a_question_is_answered_from_its_email(db: Backend) {
     );
 
     server.clock.advance(Duration::minutes(10));
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     assert!(
         mails_to(&sink, "sam@").await.is_empty(),
         "answered before sam's mail was due: not sent"
@@ -243,10 +244,10 @@ async fn an_unanswered_question_reaches_the_patient_and_its_links_die_with_it(db
     let env = server.session("s-late").await;
     let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s-late"));
     ask(&client, "req-late", "Still deploying?").await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     assert!(mails_to(&sink, "sam@").await.is_empty());
     server.clock.advance(Duration::minutes(10));
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let mails = mails_to(&sink, "sam@example.com").await;
     assert_eq!(
         mails.len(),
@@ -305,19 +306,19 @@ async fn quiet_hours_hold_a_mail_until_they_end(db: Backend) {
     let env = server.session("s-quiet").await;
     let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s-quiet"));
     ask(&client, "req-quiet", "Rotate the keys?").await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     assert!(
         mails_to(&sink, "rita@").await.is_empty(),
         "held while rita is quiet"
     );
     server.clock.advance(Duration::minutes(29));
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     assert!(
         mails_to(&sink, "rita@").await.is_empty(),
         "still quiet at 09:29"
     );
     server.clock.advance(Duration::minutes(1));
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     assert_eq!(
         mails_to(&sink, "rita@").await.len(),
         1,
@@ -353,7 +354,7 @@ async fn a_burst_of_questions_reaches_a_person_as_one_digest(db: Backend) {
             &format!("Burst question {n}?"),
         )
         .await;
-        webhooks::run(server.state.clone()).await;
+        outbox::run(server.state.clone()).await;
     }
     let one_by_one = mails_to(&sink, "rita@").await;
     assert_eq!(one_by_one.len(), 2, "two a minute one by one");
@@ -373,7 +374,7 @@ async fn a_burst_of_questions_reaches_a_person_as_one_digest(db: Backend) {
         .await;
     assert_eq!(answered.status(), StatusCode::OK);
     server.clock.advance(Duration::seconds(60));
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let mails = mails_to(&sink, "rita@").await;
     assert_eq!(mails.len(), 3, "one digest, not three mails");
     let digest = mails.last().expect("the digest");
@@ -399,7 +400,7 @@ async fn a_burst_of_questions_reaches_a_person_as_one_digest(db: Backend) {
             .is_empty(),
         "released once sent"
     );
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     assert_eq!(mails_to(&sink, "rita@").await.len(), 3, "sent once");
     server.stop().await;
 }
@@ -422,9 +423,9 @@ async fn only_a_questions_responders_are_mailed_and_their_links_follow_the_rule(
     // sam asked for mail about unanswered questions after ten minutes; only rita may answer this session's.
     let client = PulsemcpClient::new(&env.request_url, &env.poll_url, Some("s-team-mail"));
     ask(&client, "req-team-mail", "Deploy where?").await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     server.clock.advance(Duration::minutes(11));
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     assert!(
         mails_to(&sink, "sam@").await.is_empty(),
         "sam may not answer it"

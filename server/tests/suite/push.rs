@@ -7,7 +7,8 @@
 use std::sync::{Arc, Mutex};
 
 use anteroom_domain::{access::Role, clock::Clock, ids::RequestId, reach::PushSubscription};
-use anteroom_server::{jobs::webhooks, people::add_user};
+use anteroom_reach::outbox;
+use anteroom_server::people::add_user;
 use anteroom_testkit::{self as support, on_both_backends};
 use axum::{Router, body::Bytes, extract::Path, http::HeaderMap, http::StatusCode, routing::post};
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -214,7 +215,7 @@ async fn a_question_is_pushed_answered_from_its_button_and_closed(db: Backend) {
         )
         .await
         .expect("create");
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
 
     let pushes = received.lock().expect("lock").clone();
     let browsers: Vec<&str> = pushes
@@ -298,7 +299,7 @@ async fn a_question_is_pushed_answered_from_its_button_and_closed(db: Backend) {
     );
 
     received.lock().expect("lock").clear();
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let closes = received.lock().expect("lock").clone();
     let (_, _, _, _, body) = closes
         .iter()
@@ -398,7 +399,7 @@ async fn a_burst_of_questions_is_one_digest_notification(db: Backend) {
     assert!(server.store.set_digest_after(&rita, 1).await.expect("set"));
     for n in 1..=3 {
         ask(&client, &format!("req-burst-{n}"), &format!("Burst {n}?")).await;
-        webhooks::run(server.state.clone()).await;
+        outbox::run(server.state.clone()).await;
     }
     let shown: Vec<Value> = received
         .lock()
@@ -410,7 +411,7 @@ async fn a_burst_of_questions_is_one_digest_notification(db: Backend) {
     assert_eq!(shown[0]["body"], "Burst 1?");
     received.lock().expect("lock").clear();
     server.clock.advance(Duration::seconds(60));
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let digests: Vec<Value> = received
         .lock()
         .expect("lock")
@@ -429,7 +430,7 @@ async fn a_burst_of_questions_is_one_digest_notification(db: Backend) {
     assert!(server.store.set_digest_after(&rita, 0).await.expect("set"));
     for n in 1..=7 {
         ask(&client, &format!("req-alone-{n}"), &format!("Alone {n}?")).await;
-        webhooks::run(server.state.clone()).await;
+        outbox::run(server.state.clone()).await;
     }
     let bodies: Vec<Value> = received
         .lock()
@@ -454,7 +455,7 @@ async fn a_push_decrypts_with_an_independent_implementation(db: Backend) {
         return;
     };
     ask(&client, "req-ece", "Decrypt me <b>&amp;</b> 💥?").await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let (.., body) = received
         .lock()
         .expect("lock")

@@ -10,12 +10,8 @@ use std::{
 };
 
 use anteroom_domain::{access::Role, clock::Clock};
-use anteroom_server::{
-    SlackConfig,
-    jobs::{expire, webhooks},
-    people::add_user,
-    slack::sign,
-};
+use anteroom_reach::{outbox, slack::sign};
+use anteroom_server::{SlackConfig, jobs::expire, people::add_user};
 use anteroom_testkit::{self as support, on_both_backends};
 use axum::{
     Json, Router,
@@ -258,7 +254,7 @@ async fn a_question_is_answered_from_its_slack_message(db: Backend) {
     )
     .await;
     assert_eq!(
-        webhooks::run(server.state.clone()).await,
+        outbox::run(server.state.clone()).await,
         1,
         "the question is posted"
     );
@@ -307,7 +303,7 @@ async fn a_question_is_answered_from_its_slack_message(db: Backend) {
         "{last}"
     );
     assert_eq!(
-        webhooks::run(server.state.clone()).await,
+        outbox::run(server.state.clone()).await,
         1,
         "the answered event updates it again"
     );
@@ -365,7 +361,7 @@ async fn clicks_that_must_not_answer_record_nothing(db: Backend) {
         schema.clone(),
     )
     .await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let message = calls_of(&calls, "chat.postMessage").pop().expect("posted");
     let prod = action_labelled(&message, "prod");
     let body = click_body("U0RITA", &prod);
@@ -461,10 +457,10 @@ async fn clicks_that_must_not_answer_record_nothing(db: Backend) {
         json!({"type": "object"}),
     )
     .await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     server.clock.advance(Duration::hours(2));
     expire::run(server.state.clone()).await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let updates = calls_of(&calls, "chat.update");
     assert!(
         updates
@@ -508,7 +504,7 @@ async fn a_slack_account_slack_cannot_match_is_linked_by_hand_and_then_answers(d
     support::browser::person(&server, "tom", Role::Responder).await;
     let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
     let client = ask(&server, "s-link", "req-link", "Ship it?", schema).await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let message = calls_of(&calls, "chat.postMessage").pop().expect("posted");
     let yes = action_labelled(&message, "Yes");
 
@@ -667,7 +663,7 @@ async fn a_session_with_its_own_channel_is_posted_there(db: Backend) {
         json!({"type": "object"}),
     )
     .await;
-    webhooks::run(server.state.clone()).await;
+    outbox::run(server.state.clone()).await;
     let mut channels: Vec<String> = calls_of(&calls, "chat.postMessage")
         .iter()
         .map(|message| message["channel"].as_str().unwrap_or_default().to_owned())

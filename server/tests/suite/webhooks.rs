@@ -17,7 +17,8 @@ use anteroom_domain::{
     round::{ElicitationRequest, NewRound, OperationKind},
     webhook::WebhookEndpoint,
 };
-use anteroom_server::jobs::{expire, webhooks};
+use anteroom_reach::outbox;
+use anteroom_server::jobs::expire;
 use axum::{Router, body::Bytes, http::HeaderMap, http::StatusCode, routing::post};
 use chrono::Duration;
 use serde_json::{Value, json};
@@ -133,14 +134,14 @@ async fn duplicate_webhooks_to_a_slow_receiver(db: Backend) {
     let _ = clock.set(server.clock.clone());
     let mut ticks = Vec::new();
     for _ in 0..4 {
-        ticks.push(tokio::spawn(webhooks::run(server.state.clone())));
+        ticks.push(tokio::spawn(outbox::run(server.state.clone())));
         tokio::time::sleep(StdDuration::from_millis(150)).await;
     }
     let mut delivered = 0;
     for tick in ticks {
         delivered += tick.await.expect("tick");
     }
-    delivered += webhooks::run(server.state.clone()).await;
+    delivered += outbox::run(server.state.clone()).await;
     let calls = seen.lock().expect("lock").clone();
     let bodies: std::collections::BTreeSet<&String> =
         calls.iter().map(|(_, _, body)| body).collect();
@@ -164,30 +165,30 @@ async fn signed_delivery_retried_after_500s(db: Backend) {
     .await;
 
     assert_eq!(
-        webhooks::run(server.state.clone()).await,
+        outbox::run(server.state.clone()).await,
         0,
         "first attempt: 500"
     );
     assert_eq!(
-        webhooks::run(server.state.clone()).await,
+        outbox::run(server.state.clone()).await,
         0,
         "not retried before the backoff"
     );
     server.clock.advance(Duration::seconds(10));
     assert_eq!(
-        webhooks::run(server.state.clone()).await,
+        outbox::run(server.state.clone()).await,
         0,
         "second attempt: 500"
     );
     server.clock.advance(Duration::seconds(20));
     assert_eq!(
-        webhooks::run(server.state.clone()).await,
+        outbox::run(server.state.clone()).await,
         1,
         "third attempt delivered"
     );
     server.clock.advance(Duration::hours(2));
     assert_eq!(
-        webhooks::run(server.state.clone()).await,
+        outbox::run(server.state.clone()).await,
         0,
         "nothing is sent twice"
     );
@@ -198,7 +199,7 @@ async fn signed_delivery_retried_after_500s(db: Backend) {
     assert_eq!(event, "question.created");
     assert_eq!(
         signature,
-        &webhooks::signature(SECRET, body.as_bytes()),
+        &outbox::signature(SECRET, body.as_bytes()),
         "the signature verifies"
     );
     let payload: Value = serde_json::from_str(body).expect("JSON body");
@@ -233,11 +234,11 @@ async fn slow_receiver_gets_each_event_once_with_two_ticks_at_once(db: Backend) 
     )
     .await;
     let (a, b) = tokio::join!(
-        webhooks::run(server.state.clone()),
-        webhooks::run(server.state.clone())
+        outbox::run(server.state.clone()),
+        outbox::run(server.state.clone())
     );
     assert_eq!(a + b, 1);
-    assert_eq!(webhooks::run(server.state.clone()).await, 0);
+    assert_eq!(outbox::run(server.state.clone()).await, 0);
     assert_eq!(seen.lock().expect("lock").len(), 1, "exactly one delivery");
     server.stop().await;
 }
@@ -293,10 +294,7 @@ async fn two_instances_give_one_expiry_and_one_webhook_per_round() {
 
     let mut delivered = 0;
     for _ in 0..20 {
-        let (x, y) = tokio::join!(
-            webhooks::run(a.state.clone()),
-            webhooks::run(b.state.clone())
-        );
+        let (x, y) = tokio::join!(outbox::run(a.state.clone()), outbox::run(b.state.clone()));
         delivered += x + y;
         if x + y == 0 {
             break;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use p256::ecdsa::{Signature, SigningKey, signature::Signer};
 use serde_json::json;
 
-use crate::AppState;
+use anteroom_api::AppState;
 
 /// The `instance_keys` name of the private key (base64url of its 32 bytes).
 const KEY_NAME: &str = "vapid_private_key";

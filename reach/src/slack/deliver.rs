@@ -9,7 +9,7 @@ use anteroom_domain::{
 };
 
 use super::{SlackClient, blocks::question_message};
-use crate::AppState;
+use anteroom_api::AppState;
 
 fn failed(error: impl std::fmt::Display, status: Option<u16>) -> AttemptOutcome {
     AttemptOutcome::Failed {

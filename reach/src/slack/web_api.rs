@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::SlackConfig;
+use anteroom_api::SlackConfig;
 
 /// Each call gives up after this long: a click's reply must reach Slack within three seconds.
 const TIMEOUT: Duration = Duration::from_millis(2_500);

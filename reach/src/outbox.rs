@@ -1,5 +1,6 @@
-//! Deliver the webhook outbox: each due delivery is claimed by one instance, POSTed with an HMAC signature, and
-//! marked delivered, or retried later with exponential backoff (given up after ten attempts).
+//! The outbox's delivery loop: each due delivery is claimed by one instance, handed to its channel (a webhook
+//! POSTed with an HMAC signature, Slack, e-mail or push), and marked delivered, or retried later with
+//! exponential backoff (given up after ten attempts).
 
 use std::time::Duration as StdDuration;
 
@@ -8,7 +9,7 @@ use chrono::Duration;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::AppState;
+use anteroom_api::AppState;
 
 /// Deliveries one tick attempts at most.
 const BATCH: u32 = 50;

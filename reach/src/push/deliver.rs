@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::vapid::{Vapid, vapid_authorization};
-use crate::{AppState, credentials};
+use anteroom_api::{AppState, credentials};
 
 /// The endpoint of a question's one push fan-out; each browser's is `subscription:{id}`. Not mail's `people`:
 /// the outbox keeps one row per event and endpoint.
@@ -80,7 +80,7 @@ async fn fan_out(
     let mut held: HashMap<&str, DateTime<Utc>> = HashMap::new();
     let mut digested: HashSet<&str> = HashSet::new();
     if asks(&delivery.event) {
-        let recent = match crate::reach_digest::sent_lately(state, ReachChannel::Push).await {
+        let recent = match crate::digest::sent_lately(state, ReachChannel::Push).await {
             Ok(recent) => recent,
             Err(error) => return failed(None, format!("cannot count the recent pushes: {error}")),
         };
@@ -109,8 +109,7 @@ async fn fan_out(
             };
             if digest.holds(sent.get(user_id).copied().unwrap_or(0)) {
                 if let Err(error) =
-                    crate::reach_digest::hold(state, user_id, ReachChannel::Push, round_id, until)
-                        .await
+                    crate::digest::hold(state, user_id, ReachChannel::Push, round_id, until).await
                 {
                     return failed(None, format!("cannot hold a push for the digest: {error}"));
                 }
@@ -295,7 +294,7 @@ async fn push_digest(
     vapid: &Vapid,
     user_id: &str,
 ) -> AttemptOutcome {
-    let (held, open) = match crate::reach_digest::held(state, user_id, ReachChannel::Push).await {
+    let (held, open) = match crate::digest::held(state, user_id, ReachChannel::Push).await {
         Ok(found) => found,
         Err(error) => return failed(None, format!("cannot read the held questions: {error}")),
     };
@@ -333,7 +332,7 @@ async fn push_digest(
             }
         }
     }
-    crate::reach_digest::release(state, user_id, ReachChannel::Push, &held).await;
+    crate::digest::release(state, user_id, ReachChannel::Push, &held).await;
     done()
 }
 

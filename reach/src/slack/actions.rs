@@ -32,7 +32,7 @@ use super::{
     blocks::{ending, question_message},
     signature::{WINDOW_SECS, verify_signature},
 };
-use crate::{AppState, api::answers::answer_one, credentials};
+use anteroom_api::{AppState, answers::answer_one, credentials};
 
 /// The route, with this instance's memory of the requests it has taken.
 pub fn routes() -> Router<AppState> {

@@ -20,9 +20,9 @@ use axum::{
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use anteroom_app::ui::components::page_title::escape_html as escape;
+use anteroom_domain::text::escape_html as escape;
 
-use crate::{AppState, api::answers::answer_one, credentials};
+use anteroom_api::{AppState, answers::answer_one, credentials};
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/answer/{token}", get(show).post(answer))

@@ -16,12 +16,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Vapid;
-use crate::{
+use anteroom_api::{
     AppState,
-    api::{
-        error::{ApiError, ApiResult},
-        extract::{ApiJson, Caller},
-    },
+    error::{ApiError, ApiResult},
+    extract::{ApiJson, Caller},
 };
 
 pub fn routes() -> Router<AppState> {
@@ -45,7 +43,7 @@ async fn public_key(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let vapid = Vapid::load(&state).await.map_err(|error| {
         tracing::warn!(%error, "push: cannot read the VAPID key");
         ApiError::new(
-            crate::api::error::ErrorCode::Unavailable,
+            anteroom_api::error::ErrorCode::Unavailable,
             "The push key cannot be read right now.",
         )
     })?;

@@ -21,7 +21,7 @@ use lettre::{
     message::{Mailbox, header::ContentType},
 };
 
-use crate::{AppState, MailConfig, credentials};
+use anteroom_api::{AppState, MailConfig, credentials};
 
 /// The endpoint of a question's one fan-out delivery; each person's is `user:{id}`.
 pub const FAN_OUT_ENDPOINT: &str = "people";
@@ -95,7 +95,7 @@ async fn fan_out(state: &AppState, round: &Round, delivery: &WebhookDelivery) ->
         Ok(recipients) => recipients,
         Err(error) => return failed(format!("cannot read who wants mail: {error}")),
     };
-    let recent = match crate::reach_digest::sent_lately(state, ReachChannel::Email).await {
+    let recent = match crate::digest::sent_lately(state, ReachChannel::Email).await {
         Ok(recent) => recent,
         Err(error) => return failed(format!("cannot count the recent mails: {error}")),
     };
@@ -132,7 +132,7 @@ async fn fan_out(state: &AppState, round: &Round, delivery: &WebhookDelivery) ->
         })
         .holds(sent)
         {
-            if let Err(error) = crate::reach_digest::hold(
+            if let Err(error) = crate::digest::hold(
                 state,
                 &recipient.user.id,
                 ReachChannel::Email,
@@ -257,7 +257,7 @@ async fn recipient(
 
 /// One mail for the questions held for a person's digest that are still open, listed with their pages.
 async fn mail_digest(state: &AppState, mailer: &Mailer, user_id: &str) -> AttemptOutcome {
-    let (held, open) = match crate::reach_digest::held(state, user_id, ReachChannel::Email).await {
+    let (held, open) = match crate::digest::held(state, user_id, ReachChannel::Email).await {
         Ok(found) => found,
         Err(error) => return failed(format!("cannot read the held questions: {error}")),
     };
@@ -265,7 +265,7 @@ async fn mail_digest(state: &AppState, mailer: &Mailer, user_id: &str) -> Attemp
         let (user, to) = match recipient(state, user_id).await {
             Ok(Some(found)) => found,
             Ok(None) => {
-                crate::reach_digest::release(state, user_id, ReachChannel::Email, &held).await;
+                crate::digest::release(state, user_id, ReachChannel::Email, &held).await;
                 return done();
             }
             Err(outcome) => return outcome,
@@ -285,7 +285,7 @@ async fn mail_digest(state: &AppState, mailer: &Mailer, user_id: &str) -> Attemp
         }
         tracing::info!(user = %user.username, questions = open.len(), "mail: digest mailed");
     }
-    crate::reach_digest::release(state, user_id, ReachChannel::Email, &held).await;
+    crate::digest::release(state, user_id, ReachChannel::Email, &held).await;
     done()
 }
 

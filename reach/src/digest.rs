@@ -15,7 +15,7 @@ use anteroom_domain::{
 use anteroom_store::StoreError;
 use chrono::{DateTime, Duration, Utc};
 
-use crate::AppState;
+use anteroom_api::AppState;
 
 /// Questions one digest reads back at most (a mail lists some of them and counts the rest).
 const DIGEST_READ_MAX: u32 = 500;
