@@ -1,15 +1,11 @@
 //! A harness's configuration file (Claude Code's `.mcp.json`, Codex's `config.toml`) rewritten by
-//! `anteroom mcp-config`: inject, wrap and unwrap, on any text. The module is pure text in, text out, and is
-//! compiled here from its source so the fuzzer need not build the whole server.
+//! `anteroom mcp-config`: inject, wrap and unwrap, on any text. The installers crate is pure text in, text out,
+//! with no Anteroom dependency, so the fuzzer need not build the whole server.
 #![no_main]
 
-#[path = "../../server/src/installers/mod.rs"]
-#[allow(dead_code, clippy::all)]
-mod mcp_config;
-
+use anteroom_installers::{Change, Format, rewrite};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use mcp_config::{Change, Format, rewrite};
 
 #[derive(Arbitrary, Debug)]
 struct Rewrite {
@@ -30,7 +26,7 @@ fuzz_target!(|input: Rewrite| {
     let change = match input.change % 3 {
         0 => Change::Inject {
             block: input.block,
-            dotenv: mcp_config::parse_dotenv(&input.dotenv),
+            dotenv: anteroom_installers::parse_dotenv(&input.dotenv),
         },
         1 => Change::Wrap {
             program: "anteroom".to_owned(),

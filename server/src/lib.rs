@@ -5,7 +5,6 @@ pub mod ask;
 pub mod backup;
 pub mod build_info;
 pub mod config;
-pub mod installers;
 pub mod instance;
 pub mod jobs;
 pub mod pages;

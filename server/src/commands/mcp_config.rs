@@ -1,5 +1,5 @@
 //! `anteroom mcp-config inject | wrap | unwrap | hooks`: rewrites harness configuration files (the rules are
-//! `anteroom_server::installers`, a file per harness), each through a temporary file and a rename, or only
+//! `anteroom_installers`, a file per harness), each through a temporary file and a rename, or only
 //! shows the diff.
 
 #![allow(
@@ -10,14 +10,12 @@
 use std::path::Path;
 
 use anteroom_domain::ids::SessionId;
-use anteroom_server::{
-    config::McpConfigCommand,
-    installers::{
-        Change, Format, HookFile, HookInstall,
-        codex::{entries_to_trust, record_trust},
-        install_hooks, is_anteroom_handler, parse_dotenv, rewrite,
-    },
+use anteroom_installers::{
+    Change, Format, HookFile, HookInstall,
+    codex::{entries_to_trust, record_trust},
+    install_hooks, is_anteroom_handler, parse_dotenv, rewrite,
 };
+use anteroom_server::config::McpConfigCommand;
 use anteroom_store::StoreOptions;
 use anyhow::Context;
 

@@ -9,10 +9,10 @@
 //! What they share is here: the three changes to a stdio server (the environment block written into its `env`,
 //! its command run under `anteroom wrap`, and back), the block as each server gets it, `.env` files, the placing
 //! of hook groups and JSON written back in a file's own style. Pure text in, text out: the command
-//! (`commands/mcp_config.rs`) reads, diffs and writes the files. Remote (non-stdio) servers are never touched;
+//! (`server/src/commands/mcp_config.rs`) reads, diffs and writes the files. Remote (non-stdio) servers are never touched;
 //! everything not named by a rule is kept as it was (TOML comments and layout through `toml_edit`, JSON key order
-//! through `serde_json`'s `preserve_order`). The module uses nothing of the server crate, so the fuzzer compiles
-//! it from its source (`fuzz/fuzz_targets/mcp_config.rs`).
+//! through `serde_json`'s `preserve_order`). A crate of its own, with no Anteroom dependency, so the fuzzer
+//! builds it alone (`fuzz/fuzz_targets/mcp_config.rs`).
 
 use std::collections::BTreeMap;
 
