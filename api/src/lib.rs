@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod mcp;
 pub mod metrics;
 pub mod passwords;
+pub mod people;
 pub mod postgres_events;
 pub mod producer;
 pub mod rate_limit;

@@ -8,13 +8,12 @@ pub mod config;
 pub mod instance;
 pub mod jobs;
 pub mod pages;
-pub mod people;
 pub mod router;
 
 /// The JSON API and what every request shares live in their own crate, which knows nothing of the pages.
 pub use anteroom_api::{
     self as api, ApiConfig, AppState, MailConfig, SlackConfig, announce, credentials, events,
-    metrics, passwords, postgres_events, rate_limit, state,
+    metrics, passwords, people, postgres_events, rate_limit, state,
 };
 
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
