@@ -1,8 +1,10 @@
 // Accessibility: axe-core over every page a person meets, at a desk (1280 px) and on a phone (375 px), in the
-// light and the dark colour scheme; no violation of impact serious or critical is allowed. The file runs first
-// (its name sorts first), so the queue is still empty for the empty-queue page.
+// light and the dark colour scheme; no violation of impact serious or critical is allowed. Three tests that may
+// run on both workers at once; the first runs first on its worker (the file's name sorts first), so that
+// worker's queue is still empty for the empty-queue page.
 import AxeBuilder from "@axe-core/playwright";
-import { expect, test, type Page } from "@playwright/test";
+import { type Page } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, deploySchema, everyField, live, signIn, waitForAnswer } from "./support";
 
 const viewports = [
@@ -31,11 +33,10 @@ async function serious(page: Page, what: string): Promise<string[]> {
   return found;
 }
 
-test("every page has no serious or critical accessibility violation, in both schemes and both widths", async ({
-  page,
-  request,
-}) => {
-  test.setTimeout(120_000);
+test.describe.configure({ mode: "parallel" });
+
+test("sign-in, setup and the queue have no serious or critical accessibility violation", async ({ page, request }) => {
+  test.setTimeout(90_000);
   const problems: string[] = [];
 
   await page.goto("/login");
@@ -51,7 +52,7 @@ test("every page has no serious or critical accessibility violation, in both sch
   const session = await createSession(request, "Accessibility");
   const other = await createSession(request, "Accessibility, second agent");
   await ask(request, session, "Fill in everything", everyField);
-  const deploy = await ask(request, other, "Which environment should I deploy to?", deploySchema);
+  await ask(request, other, "Which environment should I deploy to?", deploySchema);
   await page.goto("/");
   await live(page);
   await expect(page.locator(`[data-session-id="${other.id}"]`)).toBeVisible();
@@ -61,6 +62,20 @@ test("every page has no serious or critical accessibility violation, in both sch
   await expect(page.locator("#shortcut-help")).toBeVisible();
   problems.push(...(await serious(page, "keyboard help")));
   await page.keyboard.press("Escape");
+  expect(problems, problems.join("\n")).toEqual([]);
+});
+
+test("a session page, its form, its errors and its history have no serious or critical accessibility violation", async ({
+  page,
+  request,
+}) => {
+  test.setTimeout(90_000);
+  const problems: string[] = [];
+  await signIn(page, "admin", "/");
+  const session = await createSession(request, "Accessibility of a session");
+  const other = await createSession(request, "Accessibility of a history");
+  await ask(request, session, "Fill in everything", everyField);
+  const deploy = await ask(request, other, "Which environment should I deploy to?", deploySchema);
 
   await page.goto(`/sessions/${session.id}`);
   await live(page);
@@ -83,7 +98,13 @@ test("every page has no serious or critical accessibility violation, in both sch
   await page.goto(`/sessions/${other.id}`);
   await expect(page.locator(".history")).toContainText("production");
   problems.push(...(await serious(page, "session page, history")));
+  expect(problems, problems.join("\n")).toEqual([]);
+});
 
+test("the webhook log and the profile have no serious or critical accessibility violation", async ({ page }) => {
+  test.setTimeout(90_000);
+  const problems: string[] = [];
+  await signIn(page, "admin", "/");
   await page.goto("/admin/webhooks");
   problems.push(...(await serious(page, "webhook log")));
   await page.goto("/profile");

@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, deploySchema, live, poll, signIn, waitForAnswer } from "./support";
 
 test("a viewer sees the question but cannot answer it, even by a hand-made request", async ({ page, request }) => {

@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, deploySchema, live, poll, signIn, waitForAnswer } from "./support";
 
 test("a question appears live on the queue and the session page, and the answer reaches the producer", async ({

@@ -1,7 +1,7 @@
 // Delivery truth in the browser: the banner names whose deadline it counts down to, shows when the asking
 // server last checked for its answer, warns when an answer may come too late, and an answer the asker never
 // picked up is shown as not delivered.
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, deploySchema, live, poll, signIn } from "./support";
 
 test("the banner counts down to the asker's deadline, shows its polls and warns in the last interval", async ({

@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, everyField, live, poll, signIn, waitForAnswer } from "./support";
 
 test("every field type renders as a native control with its default", async ({ page, request }) => {

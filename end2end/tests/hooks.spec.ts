@@ -1,6 +1,7 @@
 // Claude Code's hooks seen from the browser: a tool call posted as Claude Code posts it waits in the page, its
 // input shown as code, and the person's Accept or Decline is the reply the held request gets.
-import { expect, test, type APIRequestContext } from "@playwright/test";
+import { type APIRequestContext } from "@playwright/test";
+import { expect, test } from "./server";
 import { createSession, live, signIn, type TestSession } from "./support";
 
 /** Posts a `PreToolUse` event as Claude Code's HTTP hook does; the reply arrives once a person decides. */

@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, deploySchema, live, poll, signIn } from "./support";
 
 test("a question nobody answers expires honestly and the session page says what was lost", async ({

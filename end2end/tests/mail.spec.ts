@@ -1,11 +1,11 @@
 // Questions by e-mail from the person's side: bob gives his address and asks for every question on the profile
 // page; a question then reaches a real SMTP server on loopback (this test's), and its answer link, followed in
 // the browser, only asks to confirm; the confirmation answers once, and the same link again records nothing.
-import { expect, test } from "@playwright/test";
+import { expect, test, workerPorts } from "./server";
 import { createServer, type Server, type Socket } from "node:net";
 import { ask, createSession, live, poll, signIn } from "./support";
 
-export const SMTP_PORT = Number(process.env.ANTEROOM_E2E_SMTP_PORT ?? 3138);
+export const SMTP_PORT = workerPorts().smtp;
 
 /** A plain SMTP server that keeps each message's data (dot-unstuffed). */
 function smtpSink(): Promise<{ mails: string[]; server: Server }> {

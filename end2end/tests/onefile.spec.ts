@@ -2,6 +2,7 @@
 // an empty folder and started there with nothing but its database URL and an address, it serves the pages and
 // the browser bundle from inside itself, a person creates the first admin from the link it logs, the page
 // hydrates, and a producer's question is answered on it.
+// Its own server, not the worker's: the plain `test`.
 import { expect, request as requestContext, test } from "@playwright/test";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";

@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, deploySchema, live, signIn } from "./support";
 
 test.use({ viewport: { width: 375, height: 740 } });

@@ -3,7 +3,8 @@
 // (decrypted here with Node's own crypto, independently of the server's Rust), and delivered to the service
 // worker through the DevTools protocol it shows the notification with the question's buttons; its "Yes"
 // answers the question through the single-use token, and the question's end closes the notification.
-import { expect, test, type Page } from "@playwright/test";
+import { type Page } from "@playwright/test";
+import { expect, test } from "./server";
 import { createServer, type Server } from "node:http";
 import { createDecipheriv, createECDH, hkdfSync, randomBytes } from "node:crypto";
 import { ask, createSession, live, signIn, waitForAnswer } from "./support";

@@ -1,5 +1,5 @@
 // Not a check: regenerates the README's pictures when ANTEROOM_SCREENSHOTS=1 (skipped otherwise).
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, live, signIn, waitForAnswer } from "./support";
 
 test.skip(!process.env.ANTEROOM_SCREENSHOTS, "set ANTEROOM_SCREENSHOTS=1 to regenerate docs/*.png");

@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { live, signIn } from "./support";
 
 test("pages need sign-in; the sign-in page renders on the server and hydrates", async ({ page, request }) => {

@@ -5,7 +5,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 
-export const PASSWORD = "e2e-password-1";
+import { PASSWORD } from "./server";
+
+export { PASSWORD };
 
 function adminKey(): string {
   const dir = process.env.ANTEROOM_E2E_DIR;

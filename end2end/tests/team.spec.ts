@@ -1,7 +1,7 @@
 // A team's queue in the browser: Mine and All, a question handed to someone from its banner, more time, a
 // standing answer made with its options, identical questions answered at once, batch triage by keyboard and
 // Shift-click, and the response-times page on a phone.
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { randomUUID } from "node:crypto";
 import { adminApi, ask, createSession, deploySchema, live, poll, signIn, waitForAnswer } from "./support";
 

@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { ask, createSession, deploySchema, live, signIn, waitForAnswer } from "./support";
 
 /** What `at` reads as in `zone`, as the pages write it: "2026-03-01 18:30 Asia/Tokyo". */

@@ -1,6 +1,6 @@
 // `anteroom wrap` seen from the browser: a real wrapper process runs the raw-wire fixture server, and the
 // person answers its questions in the page while the wrapper waits.
-import { expect, test } from "@playwright/test";
+import { expect, test } from "./server";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createInterface } from "node:readline";
 import { createSession, live, signIn, type TestSession } from "./support";

@@ -1,7 +1,11 @@
 //! Builds the site the way cargo-leptos would: the hydrate bundle through wasm-bindgen, the stylesheet and
 //! public files into `target/site`, then the server binary.
 
-use std::{fs, path::Path, process::Command};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
 use anyhow::{Context, Result};
 
@@ -28,6 +32,47 @@ pub fn build_server(profile: Profile) -> Result<()> {
     run(&mut server)
 }
 
+/// The cargo profile the browser bundle is compiled with.
+fn wasm_profile(profile: Profile) -> &'static str {
+    match profile {
+        Profile::Debug => "dev",
+        Profile::Release => "wasm-release",
+    }
+}
+
+/// Where the browser bundle compiles: a target directory of its own, because cargo locks a target directory
+/// while it builds, and `cargo xtask test` compiles the bundle while the tests (built in `target/`) run. It
+/// shares nothing with the server's build anyway: a wasm32 target and its own profile for the proc-macros.
+pub fn bundle_target_dir() -> PathBuf {
+    workspace_root().join("target/bundle")
+}
+
+/// The cargo command that compiles the hydrate bundle to wasm (`linted`: through clippy, warnings denied).
+pub fn bundle_compile(profile: Profile, linted: bool) -> Command {
+    let mut bundle = cargo();
+    if linted {
+        crate::check::linted(&mut bundle);
+    }
+    bundle
+        .args([
+            "rustc",
+            "--package",
+            "anteroom-app",
+            "--lib",
+            "--crate-type",
+            "cdylib",
+            "--target",
+            tools::WASM_TARGET,
+            "--features",
+            "hydrate",
+            "--profile",
+            wasm_profile(profile),
+        ])
+        .arg("--target-dir")
+        .arg(bundle_target_dir());
+    bundle
+}
+
 /// Builds the browser's half into `target/site`: the hydrate bundle, the stylesheet and the public files, with
 /// fingerprinted names and compressed copies; `linted` compiles the bundle's crates through clippy.
 pub fn build_bundle(profile: Profile, linted: bool) -> Result<()> {
@@ -46,37 +91,15 @@ pub fn build_bundle(profile: Profile, linted: bool) -> Result<()> {
     } else {
         "browser bundle (anteroom-app, hydrate, wasm32)"
     });
-    let wasm_profile = match profile {
-        Profile::Debug => "dev",
-        Profile::Release => "wasm-release",
-    };
-    let mut bundle = cargo();
-    if linted {
-        crate::check::linted(&mut bundle);
-    }
-    run(bundle.args([
-        "rustc",
-        "--package",
-        "anteroom-app",
-        "--lib",
-        "--crate-type",
-        "cdylib",
-        "--target",
-        tools::WASM_TARGET,
-        "--features",
-        "hydrate",
-        "--profile",
-        wasm_profile,
-    ]))?;
-    let wasm_dir = if wasm_profile == "dev" {
-        "debug"
-    } else {
-        wasm_profile
-    };
-    let wasm = root
-        .join("target")
+    let wasm_profile = wasm_profile(profile);
+    run(&mut bundle_compile(profile, linted))?;
+    let wasm = bundle_target_dir()
         .join(tools::WASM_TARGET)
-        .join(wasm_dir)
+        .join(if wasm_profile == "dev" {
+            "debug"
+        } else {
+            wasm_profile
+        })
         .join("anteroom_app.wasm");
 
     bind(&wasm, wasm_profile, &pkg)?;
