@@ -1,5 +1,10 @@
 //! Response times: how long people took to answer, and how many questions expired or were never delivered,
-//! per day, session, server and person, from counts the store groups by a fixed set of waiting-time buckets.
+//! per day, session, server and person, from counts kept by a fixed set of waiting-time buckets.
+//!
+//! A question is counted once, when it has ended: [`tally`] turns ended questions into counts per day and key,
+//! which the store adds to a table of its own in the same transaction that marks them counted. The page reads
+//! those counts (a few rows per day and key, however many questions there were) plus the questions not yet
+//! counted, classified here the same way.
 
 use std::collections::BTreeMap;
 
@@ -52,7 +57,30 @@ pub enum Ending {
 }
 
 impl Ending {
-    /// The one-letter code the store's query writes.
+    /// How a question stands, from its record: an answer never picked up is `Undelivered`, any other answer
+    /// `Answered`, an expiry or no one to ask `Expired`, a question still open `Waiting`.
+    pub fn of(responded_at_ms: Option<i64>, failure_code: Option<&str>, status: &str) -> Self {
+        match (failure_code, responded_at_ms) {
+            (Some("undelivered"), _) => Self::Undelivered,
+            (_, Some(_)) => Self::Answered,
+            (Some("expired" | "nobody_available"), None) => Self::Expired,
+            _ if status == "pending" => Self::Waiting,
+            _ => Self::Other,
+        }
+    }
+
+    /// The one-letter code the store keeps.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Answered => "a",
+            Self::Expired => "e",
+            Self::Undelivered => "u",
+            Self::Waiting => "p",
+            Self::Other => "o",
+        }
+    }
+
+    /// The ending of a code the store kept.
     pub fn parse(code: &str) -> Self {
         match code {
             "a" => Self::Answered,
@@ -64,7 +92,166 @@ impl Ending {
     }
 }
 
-/// One row of the store's grouped counts: a key (a day, a session, a server or a person), how the questions
+/// The waiting-time bucket of an answer given `wait_ms` after the question was asked.
+pub fn bucket_of(wait_ms: i64) -> usize {
+    BUCKET_BOUNDS_MS
+        .iter()
+        .position(|&bound| wait_ms < bound)
+        .unwrap_or(BUCKET_BOUNDS_MS.len() - 1)
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// The day number (days since 1970-01-01, UTC) of a time in Unix milliseconds.
+pub fn day_of(at_ms: i64) -> i64 {
+    at_ms.div_euclid(DAY_MS)
+}
+
+/// The first millisecond of a day number.
+pub fn day_start_ms(day: i64) -> i64 {
+    day.saturating_mul(DAY_MS)
+}
+
+/// What a count is kept by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dimension {
+    Day,
+    Session,
+    Server,
+    Person,
+}
+
+impl Dimension {
+    pub const ALL: [Self; 4] = [Self::Day, Self::Session, Self::Server, Self::Person];
+
+    /// The one-letter code the store keeps.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Day => "d",
+            Self::Session => "s",
+            Self::Server => "v",
+            Self::Person => "p",
+        }
+    }
+
+    pub fn parse(code: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|dimension| dimension.code() == code)
+    }
+}
+
+/// A question as the counts see it: when it was asked, by whom, and how it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionOutcome {
+    pub created_at_ms: i64,
+    pub session_id: String,
+    pub server: Option<String>,
+    pub responded_by: Option<String>,
+    pub responded_at_ms: Option<i64>,
+    pub failure_code: Option<String>,
+    pub status: String,
+}
+
+/// One kept count: on `day` (the day the questions were asked), for `key` of `dimension` (empty for days),
+/// `count` questions ended with `ending`, in waiting-time `bucket` (0 for those not answered).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DayCount {
+    pub day: i64,
+    pub dimension: Dimension,
+    pub key: String,
+    pub ending: Ending,
+    pub bucket: usize,
+    pub count: i64,
+}
+
+/// The counts of `questions`: one per day, dimension, key, ending and bucket that occurs, in a stable order.
+pub fn tally<'a>(questions: impl IntoIterator<Item = &'a QuestionOutcome>) -> Vec<DayCount> {
+    let mut counts: BTreeMap<(i64, Dimension, String, Ending, usize), i64> = BTreeMap::new();
+    for question in questions {
+        let ending = Ending::of(
+            question.responded_at_ms,
+            question.failure_code.as_deref(),
+            &question.status,
+        );
+        let bucket = question
+            .responded_at_ms
+            .map_or(0, |at| bucket_of(at - question.created_at_ms));
+        let day = day_of(question.created_at_ms);
+        let keys = [
+            (Dimension::Day, String::new()),
+            (Dimension::Session, question.session_id.clone()),
+            (
+                Dimension::Server,
+                question.server.clone().unwrap_or_default(),
+            ),
+            (
+                Dimension::Person,
+                question.responded_by.clone().unwrap_or_default(),
+            ),
+        ];
+        for (dimension, key) in keys {
+            *counts
+                .entry((day, dimension, key, ending, bucket))
+                .or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|((day, dimension, key, ending, bucket), count)| DayCount {
+            day,
+            dimension,
+            key,
+            ending,
+            bucket,
+            count,
+        })
+        .collect()
+}
+
+/// The figures of a period from its counts, kept and not yet kept alike: per day (keyed `2026-12-01`) and the
+/// busiest 50 sessions, servers and people.
+pub fn response_times(days: u32, counts: impl IntoIterator<Item = DayCount>) -> ResponseTimes {
+    let mut rows: BTreeMap<Dimension, Vec<CountRow>> = BTreeMap::new();
+    for count in counts {
+        let key = match count.dimension {
+            Dimension::Day => date_of_day(count.day),
+            _ => count.key,
+        };
+        rows.entry(count.dimension).or_default().push(CountRow {
+            key,
+            ending: count.ending,
+            bucket: count.bucket,
+            count: count.count,
+        });
+    }
+    let mut take = |dimension| figures(&rows.remove(&dimension).unwrap_or_default());
+    let daily = take(Dimension::Day);
+    let sessions = busiest(take(Dimension::Session), 50);
+    let servers = busiest(take(Dimension::Server), 50);
+    let people = busiest(
+        take(Dimension::Person)
+            .into_iter()
+            .filter(|figures| !figures.key.is_empty())
+            .collect(),
+        50,
+    );
+    ResponseTimes {
+        days,
+        daily,
+        sessions,
+        servers,
+        people,
+    }
+}
+
+/// `2026-12-01` for a day number.
+fn date_of_day(day: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(day_start_ms(day))
+        .map_or_else(|| day.to_string(), |at| at.format("%Y-%m-%d").to_string())
+}
+
+/// One row of grouped counts: a key (a day, a session, a server or a person), how the questions
 /// ended, the waiting-time bucket of the answered ones, and how many.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CountRow {
@@ -243,6 +430,105 @@ mod tests {
         );
         assert_eq!((figures[1].answered, figures[1].median_ms), (0, None));
         assert!((figures[1].expired_share - 1.0).abs() < 1e-9);
+    }
+
+    fn outcome(
+        day: i64,
+        session: &str,
+        wait_ms: Option<i64>,
+        failure: Option<&str>,
+        status: &str,
+    ) -> QuestionOutcome {
+        let created_at_ms = day_start_ms(day) + 3_600_000;
+        QuestionOutcome {
+            created_at_ms,
+            session_id: session.to_owned(),
+            server: Some("shipping".to_owned()),
+            responded_by: wait_ms.map(|_| "ada".to_owned()),
+            responded_at_ms: wait_ms.map(|wait| created_at_ms + wait),
+            failure_code: failure.map(str::to_owned),
+            status: status.to_owned(),
+        }
+    }
+
+    #[test]
+    fn an_ending_is_read_from_the_record_as_the_page_tells_it() {
+        assert_eq!(
+            Ending::of(Some(1), Some("undelivered"), "failed"),
+            Ending::Undelivered
+        );
+        assert_eq!(Ending::of(Some(1), None, "delivered"), Ending::Answered);
+        assert_eq!(
+            Ending::of(Some(1), Some("recovery_unavailable"), "failed"),
+            Ending::Answered
+        );
+        assert_eq!(Ending::of(None, Some("expired"), "failed"), Ending::Expired);
+        assert_eq!(
+            Ending::of(None, Some("nobody_available"), "failed"),
+            Ending::Expired
+        );
+        assert_eq!(Ending::of(None, None, "pending"), Ending::Waiting);
+        assert_eq!(Ending::of(None, Some("cancelled"), "failed"), Ending::Other);
+        for ending in [
+            Ending::Answered,
+            Ending::Expired,
+            Ending::Undelivered,
+            Ending::Waiting,
+            Ending::Other,
+        ] {
+            assert_eq!(Ending::parse(ending.code()), ending);
+        }
+        assert_eq!(bucket_of(0), 0);
+        assert_eq!(bucket_of(999), 0);
+        assert_eq!(bucket_of(1_000), 1);
+        assert_eq!(bucket_of(i64::MAX), BUCKET_BOUNDS_MS.len() - 1);
+        assert_eq!(
+            day_of(-1),
+            -1,
+            "a time before 1970 falls on the day before, not on day 0"
+        );
+    }
+
+    #[test]
+    fn a_tally_keeps_one_count_per_day_key_ending_and_bucket() {
+        let questions = [
+            outcome(20_000, "s1", Some(3_000), None, "delivered"),
+            outcome(20_000, "s1", Some(3_500), None, "resolved"),
+            outcome(20_000, "s2", None, Some("expired"), "failed"),
+            outcome(20_001, "s1", Some(90_000), Some("undelivered"), "failed"),
+        ];
+        let counts = tally(&questions);
+        let of = |dimension, key: &str| -> Vec<(i64, Ending, usize, i64)> {
+            counts
+                .iter()
+                .filter(|count| count.dimension == dimension && count.key == key)
+                .map(|count| (count.day, count.ending, count.bucket, count.count))
+                .collect()
+        };
+        assert_eq!(
+            of(Dimension::Day, ""),
+            vec![
+                (20_000, Ending::Answered, 2, 2),
+                (20_000, Ending::Expired, 0, 1),
+                (20_001, Ending::Undelivered, 7, 1)
+            ]
+        );
+        assert_eq!(
+            of(Dimension::Session, "s2"),
+            vec![(20_000, Ending::Expired, 0, 1)]
+        );
+        assert_eq!(
+            of(Dimension::Person, "").len(),
+            1,
+            "the unanswered one has no person"
+        );
+        // Counts summed by the page give the same figures as the questions themselves.
+        let times = response_times(7, counts);
+        assert_eq!(times.daily.len(), 2);
+        assert_eq!((times.daily[0].asked, times.daily[0].answered), (3, 2));
+        assert_eq!(times.daily[0].key, "2024-10-04");
+        assert_eq!(times.sessions[0].key, "s1");
+        assert_eq!(times.people.len(), 1);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::{
         },
         session::{NewSession, Session, SessionSettings},
         standing::{NewStandingAnswer, QuestionMatch, StandingAnswer},
-        stats::{CountRow, ResponseTimes, busiest, figures},
+        stats::{DayCount, ResponseTimes, day_of, response_times},
         webhook::{AttemptOutcome, QueuedDelivery, WebhookDelivery, WebhookEvent, WebhookFormat},
     },
 };
@@ -656,46 +656,30 @@ pub trait AuditStore: Send + Sync {
     async fn audit_head(&self) -> StoreResult<(i64, String, i64)>;
 }
 
+/// How many ended questions one counting transaction takes (the tally job, the purge).
+pub const COUNT_BATCH: u32 = 5_000;
+
 /// Response times (docs/teams.md#response-times).
 #[async_trait::async_trait]
 pub trait StatsStore: Send + Sync {
-    /// Counts of the questions asked since `since`, by `key`, ending and waiting-time bucket.
-    async fn response_time_counts(
-        &self,
-        key: crate::sql::StatsKey,
-        since: DateTime<Utc>,
-    ) -> StoreResult<Vec<CountRow>>;
+    /// Counts up to `limit` questions that ended since the last count (the tally job, and the purge before it
+    /// deletes): adds them to the kept counts and marks them counted in one transaction. Returns how many.
+    async fn count_ended_questions(&self, limit: u32) -> StoreResult<u64>;
 
-    /// The figures of the last `days` days (7, 30 or 90): per day, and for the busiest sessions, servers and
-    /// people; four range scans of one index.
+    /// The counts of the questions asked since day `since_day`: the kept ones, and those of the questions not
+    /// counted yet (the open ones and the ones ended since the last count).
+    async fn response_time_counts(&self, since_day: i64) -> StoreResult<Vec<DayCount>>;
+
+    /// The figures of the last `days` days (7, 30 or 90, counted in whole days from the first one's start, UTC):
+    /// per day, and for the busiest sessions, servers and people. Two reads, neither growing with the number
+    /// of questions the period holds.
     async fn response_times(&self, days: u32) -> StoreResult<ResponseTimes> {
-        use crate::sql::StatsKey;
         let since = self.stats_now() - Duration::days(i64::from(days));
-        let mut daily = figures(&self.response_time_counts(StatsKey::Day, since).await?);
-        for day in &mut daily {
-            // The key is the day's number since 1970; the page reads a date.
-            day.key = day
-                .key
-                .parse::<i64>()
-                .ok()
-                .and_then(|number| DateTime::from_timestamp(number * 86_400, 0))
-                .map_or_else(|| day.key.clone(), |at| at.format("%Y-%m-%d").to_string());
-        }
-        daily.sort_by(|a, b| a.key.cmp(&b.key));
-        let busiest_of = |rows: Vec<CountRow>| busiest(figures(&rows), 50);
-        Ok(ResponseTimes {
+        let since_day = day_of(since.timestamp_millis());
+        Ok(response_times(
             days,
-            daily,
-            sessions: busiest_of(self.response_time_counts(StatsKey::Session, since).await?),
-            servers: busiest_of(self.response_time_counts(StatsKey::Server, since).await?),
-            people: busiest_of(
-                self.response_time_counts(StatsKey::Person, since)
-                    .await?
-                    .into_iter()
-                    .filter(|row| !row.key.is_empty())
-                    .collect(),
-            ),
-        })
+            self.response_time_counts(since_day).await?,
+        ))
     }
 
     /// The store's "now" (its injected clock).

@@ -21,7 +21,6 @@ pub mod postgres;
 mod records;
 pub mod schemas;
 mod sql;
-pub use sql::StatsKey;
 mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -31,8 +30,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use contract::{
-    AccountStore, AgentSessionStore, AuditStore, Escalated, GateStore, OutboxStore, ReachStore,
-    RoundStore, StandingAnswerStore, StatsStore, Store, SweepStore, TeamStore, WorkerStore,
+    AccountStore, AgentSessionStore, AuditStore, COUNT_BATCH, Escalated, GateStore, OutboxStore,
+    ReachStore, RoundStore, StandingAnswerStore, StatsStore, Store, SweepStore, TeamStore,
+    WorkerStore,
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};

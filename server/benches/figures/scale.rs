@@ -224,7 +224,8 @@ fn spread_to_a_million_sql() -> &'static str {
 }
 
 /// `GET /admin/response-times?days=90` over 1M questions, against the same page over the 10k it was made
-/// from: the figures are four range scans of one index, so the page's cost follows the rows in the period.
+/// from: the figures are counts kept as questions end, so the page's cost follows the days and keys of the
+/// period, not its questions.
 pub(super) async fn response_times_page(args: &Args) -> Figure {
     eprintln!("bench: response-times page over 1M questions (populating takes a while)");
     let bench = Bench::start(args, Arc::new(SystemClock)).await;
@@ -239,6 +240,24 @@ pub(super) async fn response_times_page(args: &Args) -> Figure {
         Some(SystemClock.now().timestamp_millis()),
     )
     .await;
+    // The tally job's work, done at once: in service it counts each question as it ends, 10 s after at most.
+    let started = Instant::now();
+    let mut counted = 0;
+    loop {
+        let batch = bench
+            .store
+            .count_ended_questions(anteroom_store::COUNT_BATCH)
+            .await
+            .expect("count the ended questions");
+        counted += batch;
+        if batch < u64::from(anteroom_store::COUNT_BATCH) {
+            break;
+        }
+    }
+    eprintln!(
+        "bench: {counted} ended questions counted in {} (the tally job's backlog after an upgrade)",
+        ms(started.elapsed())
+    );
     let many = timed_gets(&page, &cookie, 50).await;
     if let Data::Sqlite(dir) = &bench.data {
         // What a million questions take on disk (docs/operations.md#sizing): the file and its WAL.
@@ -260,8 +279,8 @@ pub(super) async fn response_times_page(args: &Args) -> Figure {
         ms(p99),
         format!("{} over 10k", ms(ceiling)),
         format!("{:.2}×", p99.as_secs_f64() / ceiling.as_secs_f64()),
-        "≤ 200 ms",
-        Some(p99 <= Duration::from_millis(200)),
+        "≤ 100 ms",
+        Some(p99 <= Duration::from_millis(100)),
     )
 }
 

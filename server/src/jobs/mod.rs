@@ -9,6 +9,7 @@ pub mod purge;
 pub mod recover;
 pub mod seal_audit;
 pub mod stranded;
+pub mod tally;
 
 use std::{future::Future, pin::Pin};
 
@@ -26,6 +27,7 @@ pub mod default_schedule {
     pub const PURGE: &str = "0 0 3 * * *";
     pub const SEAL_AUDIT: &str = "*/10 * * * * *";
     pub const ESCALATE: &str = "*/15 * * * * *";
+    pub const TALLY: &str = "*/10 * * * * *";
 }
 
 /// Cron schedules (six fields, seconds first) of the jobs.
@@ -39,6 +41,7 @@ pub struct Schedules {
     pub purge: String,
     pub seal_audit: String,
     pub escalate: String,
+    pub tally: String,
     /// Scheduled backups of an embedded database; none by default.
     pub backup: Option<crate::backup::BackupSchedule>,
 }
@@ -54,6 +57,7 @@ impl Default for Schedules {
             purge: default_schedule::PURGE.to_owned(),
             seal_audit: default_schedule::SEAL_AUDIT.to_owned(),
             escalate: default_schedule::ESCALATE.to_owned(),
+            tally: default_schedule::TALLY.to_owned(),
             backup: None,
         }
     }
@@ -117,6 +121,13 @@ pub async fn start(
         .add(job(&schedules.seal_audit, state, |s| {
             Box::pin(async move {
                 seal_audit::run(s).await;
+            })
+        })?)
+        .await?;
+    scheduler
+        .add(job(&schedules.tally, state, |s| {
+            Box::pin(async move {
+                tally::run(s).await;
             })
         })?)
         .await?;

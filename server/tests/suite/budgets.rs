@@ -143,7 +143,25 @@ async fn hot_paths_stay_within_their_database_budgets(db: Backend) {
     budgets.measure("hook_question_round_trips", trips(&server) - before - looks);
 
     // The sweep before any page is open: an open page would read the queue after each ending.
-    budgets.measure("expiry_sweep_round_trips", expiry_sweep(&server).await);
+    budgets.measure(
+        "expiry_sweep_round_trips",
+        expiry_sweep(&server, true).await,
+    );
+    // The tally job counting those 1,000 ended questions, then the response-times figures read.
+    let before = trips(&server);
+    assert!(anteroom_server::jobs::tally::run(server.state.clone()).await >= DUE_QUESTIONS as u64);
+    budgets.measure("tally_round_trips", trips(&server) - before);
+    let kept = server.count_rows("response_time_counts").await;
+    let before = trips(&server);
+    server.store.response_times(90).await.expect("figures");
+    budgets.measure("response_times_round_trips", trips(&server) - before);
+    // As many questions again, in the same sessions, ended the same way: the kept counts gain no row.
+    expiry_sweep(&server, false).await;
+    anteroom_server::jobs::tally::run(server.state.clone()).await;
+    budgets.measure(
+        "response_times_rows_added_by_1000_more_questions",
+        (server.count_rows("response_time_counts").await - kept).unsigned_abs(),
+    );
     budgets.measure("live_event_queue_reads", live_event_reads(&server).await);
     budgets.check(&format!("{db:?}"));
     server.stop().await;
@@ -189,19 +207,22 @@ async fn live_event_reads(server: &TestServer) -> u64 {
     (trips(server) - before).div_ceil(one_reading)
 }
 
-/// Round trips of one expiry sweep that ends [`DUE_QUESTIONS`] due questions.
-async fn expiry_sweep(server: &TestServer) -> u64 {
+/// Round trips of one expiry sweep that ends [`DUE_QUESTIONS`] due questions, in as many sessions (registered
+/// first when `register`).
+async fn expiry_sweep(server: &TestServer, register: bool) -> u64 {
     for index in 0..DUE_QUESTIONS {
         let session = SessionId::parse(format!("due-{index}")).expect("session id");
-        server
-            .store
-            .register_session(NewSession {
-                id: session.clone(),
-                title: None,
-                agent: None,
-            })
-            .await
-            .expect("session");
+        if register {
+            server
+                .store
+                .register_session(NewSession {
+                    id: session.clone(),
+                    title: None,
+                    agent: None,
+                })
+                .await
+                .expect("session");
+        }
         server
             .store
             .create_round(NewRound {

@@ -6,12 +6,13 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, rows::rows_to_rounds};
 use crate::{
-    StoreResult, SweepStore,
+    COUNT_BATCH, StatsStore, StoreResult, SweepStore,
     dialect::{Dialect, Statement},
     domain::{
         ids::{RequestId, SessionId},
         round::{RECOVERY_MESSAGE, Round, RoundStatus},
         session::Session,
+        stats::{MAX_DAYS, day_of},
         webhook::WebhookEvent,
     },
     records::{RoundRow, SessionRow, to_ms},
@@ -114,6 +115,12 @@ impl<D: Dialect> SweepStore for SqlStore<D> {
             .await?;
         // Link offers live minutes; `before` is days ago, so any left are long dead.
         self.execute(Statement::new(sql::PURGE_SLACK_LINK_TOKENS).bind(to_ms(before)))
+            .await?;
+        // Every ended round is counted before any goes: the purge deletes only counted ones, and the counts
+        // keep the page's longest period whatever the retention.
+        while self.count_ended_questions(COUNT_BATCH).await? == u64::from(COUNT_BATCH) {}
+        let first_shown_day = day_of(to_ms(self.clock_now())) - i64::from(MAX_DAYS) - 1;
+        self.execute(Statement::new(sql::PURGE_RESPONSE_TIME_COUNTS).bind(first_shown_day))
             .await?;
         self.execute(Statement::new(sql::PURGE_TERMINAL_ROUNDS).bind(to_ms(before)))
             .await

@@ -402,8 +402,9 @@ pub const OUTBOX_LIST: &str =
 
 pub const PURGE_SLACK_MESSAGES: &str = "DELETE FROM slack_messages WHERE created_at_ms < $1";
 
-pub const PURGE_TERMINAL_ROUNDS: &str =
-    "DELETE FROM rounds WHERE status IN ('resolved', 'failed') AND updated_at_ms < $1";
+/// Only counted rounds go: the response-time counts outlive them.
+pub const PURGE_TERMINAL_ROUNDS: &str = "DELETE FROM rounds WHERE status IN ('resolved', 'failed') \
+     AND counted = 1 AND updated_at_ms < $1";
 
 pub const GATE_INIT: &str = "INSERT INTO gate_state (id, healthy, since_ms, last_checked_ms) \
      VALUES (1, $1, $2, NULL) ON CONFLICT (id) DO NOTHING";
@@ -622,40 +623,32 @@ pub const COUNT_AUDIT_PENDING: &str = "SELECT COUNT(*) FROM audit_pending";
 pub const SELECT_AUDIT_LOG: &str = "SELECT seq, at_ms, actor, action, subject, detail, prev_hash, hash \
      FROM audit_log WHERE seq > $1 AND at_ms >= $2 ORDER BY seq LIMIT $3";
 
-/// What a response-time count groups by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StatsKey {
-    Day,
-    Session,
-    Server,
-    Person,
-}
+/// Marks up to `$1` ended rounds not yet counted as counted (`delivered` is ended for the counts: a pulsemcp
+/// question whose answer a poll picked up stays there, and nothing after changes how it is counted) and returns what the counts need of them. The
+/// outer `counted = 0` makes a second instance that raced for the same rows skip them once the first commits
+/// (PostgreSQL re-checks an updated row's condition), so no round is counted twice.
+pub const COUNT_ENDED_ROUNDS: &str = "UPDATE rounds SET counted = 1 WHERE counted = 0 AND round_id IN \
+     (SELECT round_id FROM rounds WHERE counted = 0 AND status IN ('delivered', 'resolved', 'failed') LIMIT $1) \
+     RETURNING created_at_ms, session_id, server, responded_by, responded_at_ms, failure_code, status";
 
-/// Counts of the rounds asked since `$1`, grouped by `key`, how they ended and (answered ones) their
-/// waiting-time bucket: one range scan of `rounds_response_times`.
-pub fn response_time_counts(key: StatsKey) -> String {
-    let key = match key {
-        StatsKey::Day => "CAST(created_at_ms / 86400000 AS TEXT)",
-        StatsKey::Session => "session_id",
-        StatsKey::Server => "COALESCE(server, '')",
-        StatsKey::Person => "COALESCE(responded_by, '')",
-    };
-    let buckets: Vec<String> = crate::domain::stats::BUCKET_BOUNDS_MS
-        .iter()
-        .take(crate::domain::stats::BUCKET_BOUNDS_MS.len() - 1)
-        .enumerate()
-        .map(|(bucket, bound)| {
-            format!("WHEN responded_at_ms - created_at_ms < {bound} THEN {bucket}")
-        })
-        .collect();
+/// Adds `rows` counts (day, dimension, subject, ending, bucket, questions) to the kept ones.
+pub fn add_response_time_counts(rows: usize) -> String {
     format!(
-        "SELECT {key}, \
-         CASE WHEN failure_code = 'undelivered' THEN 'u' WHEN responded_at_ms IS NOT NULL THEN 'a' \
-         WHEN failure_code IN ('expired', 'nobody_available') THEN 'e' WHEN status = 'pending' THEN 'p' \
-         ELSE 'o' END, \
-         CAST(CASE WHEN responded_at_ms IS NULL THEN 0 {} ELSE {} END AS BIGINT), COUNT(*) \
-         FROM rounds WHERE created_at_ms >= $1 GROUP BY 1, 2, 3",
-        buckets.join(" "),
-        crate::domain::stats::BUCKET_BOUNDS_MS.len() - 1
+        "INSERT INTO response_time_counts (day, dimension, subject, ending, bucket, questions) VALUES {} \
+         ON CONFLICT (day, dimension, subject, ending, bucket) \
+         DO UPDATE SET questions = response_time_counts.questions + excluded.questions",
+        crate::dialect::value_rows(rows, 6)
     )
 }
+
+/// The kept counts since day `$1`, summed over the period for every dimension but the day itself.
+pub const SELECT_RESPONSE_TIME_COUNTS: &str = "SELECT CAST(CASE WHEN dimension = 'd' THEN day ELSE 0 END AS BIGINT), \
+     dimension, subject, ending, CAST(bucket AS BIGINT), CAST(SUM(questions) AS BIGINT) FROM response_time_counts \
+     WHERE day >= $1 GROUP BY 1, 2, 3, 4, 5";
+
+/// The rounds asked since `$1` that are not counted yet: the open ones and those ended since the last count.
+pub const SELECT_UNCOUNTED_ROUNDS: &str = "SELECT created_at_ms, session_id, server, responded_by, \
+     responded_at_ms, failure_code, status FROM rounds WHERE counted = 0 AND created_at_ms >= $1";
+
+/// Kept counts older than the page's longest period (`$1` is its first day).
+pub const PURGE_RESPONSE_TIME_COUNTS: &str = "DELETE FROM response_time_counts WHERE day < $1";

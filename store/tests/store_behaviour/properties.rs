@@ -1,5 +1,6 @@
 //! Property tests over random operation sequences, on both backends: a terminal round never changes, at most
-//! one answer is ever stored, and a session needs input exactly when it has an active round.
+//! one answer is ever stored, a session needs input exactly when it has an active round, and the response-time
+//! figures equal a recompute from every round ever stored, whenever the ended ones were counted or purged.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -14,6 +15,7 @@ use anteroom_store::{
             ResponseAction, Round,
         },
         session::{NewSession, SessionStatus},
+        stats,
     },
 };
 use chrono::Duration;
@@ -23,17 +25,42 @@ use serde_json::json;
 #[derive(Debug, Clone)]
 enum Op {
     Ask,
-    Answer { round: usize, action: u8, key: u8 },
-    Claim { round: usize, worker: u8 },
-    StartDelivery { round: usize },
-    MarkDelivered { round: usize },
-    Resolve { round: usize },
-    Fail { round: usize },
-    Advance { seconds: u32 },
+    Answer {
+        round: usize,
+        action: u8,
+        key: u8,
+    },
+    Claim {
+        round: usize,
+        worker: u8,
+    },
+    StartDelivery {
+        round: usize,
+    },
+    MarkDelivered {
+        round: usize,
+    },
+    Resolve {
+        round: usize,
+    },
+    Fail {
+        round: usize,
+    },
+    Advance {
+        seconds: u32,
+    },
     ExpireSweep,
     RecoverLeases,
     StrandedSweep,
-    Read { round: usize },
+    Read {
+        round: usize,
+    },
+    /// The tally job, counting at most this many ended questions.
+    Count {
+        limit: u32,
+    },
+    /// The purge, of rounds unchanged for an hour.
+    Purge,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -50,6 +77,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::RecoverLeases),
         1 => Just(Op::StrandedSweep),
         1 => (0..4usize).prop_map(|round| Op::Read { round }),
+        2 => (1..4u32).prop_map(|limit| Op::Count { limit }),
+        1 => Just(Op::Purge),
     ]
 }
 
@@ -165,6 +194,12 @@ async fn run(
             Some(id) => h.store.get_round(id).await.map(drop),
             None => Ok(()),
         },
+        Op::Count { limit } => h.store.count_ended_questions(*limit).await.map(drop),
+        Op::Purge => h
+            .store
+            .purge_terminal_rounds(h.clock.now() - Duration::hours(1))
+            .await
+            .map(drop),
     };
     match result {
         Ok(()) | Err(StoreError::Refused(_)) => {}
@@ -183,6 +218,8 @@ async fn check_sequence(h: &Harness, ops: &[Op]) {
         .expect("register");
     let mut leases = HashMap::new();
     let mut seen: HashMap<RoundId, Round> = HashMap::new();
+    // Every round ever listed, as last seen: what the figures must still count after the purge took it.
+    let mut ever: HashMap<RoundId, Round> = HashMap::new();
     for op in ops {
         let ids: Vec<RoundId> = {
             let mut listed: Vec<Round> = h.store.list_rounds(&session_id()).await.expect("list");
@@ -222,7 +259,30 @@ async fn check_sequence(h: &Harness, ops: &[Op]) {
                 "needs_input exactly when a round is active (after {op:?}): {session:?}"
             );
         }
+        ever.extend(rounds.iter().map(|r| (r.round_id, r.clone())));
+        let recomputed = stats::response_times(
+            90,
+            stats::tally(&ever.values().map(outcome).collect::<Vec<_>>()),
+        );
+        assert_eq!(
+            h.store.response_times(90).await.expect("figures"),
+            recomputed,
+            "the figures equal a recompute from the rounds (after {op:?})"
+        );
         seen = rounds.into_iter().map(|r| (r.round_id, r)).collect();
+    }
+}
+
+/// A round as the response-time counts see it.
+fn outcome(round: &Round) -> stats::QuestionOutcome {
+    stats::QuestionOutcome {
+        created_at_ms: round.created_at.timestamp_millis(),
+        session_id: round.session_id.to_string(),
+        server: round.server.clone(),
+        responded_by: round.responded_by.clone(),
+        responded_at_ms: round.responded_at.map(|at| at.timestamp_millis()),
+        failure_code: round.failure.as_ref().map(|f| f.code.as_str().to_owned()),
+        status: round.status.as_str().to_owned(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Response times: counted from the rounds themselves, per day, session, server and person.
 
+use anteroom_store::domain::clock::Clock;
 use chrono::Duration;
 use serde_json::json;
 
@@ -73,4 +74,100 @@ async fn response_times_count_each_question_once_by_how_it_ended(h: &Harness) {
     );
 }
 
-crate::on_both_backends!(response_times_count_each_question_once_by_how_it_ended);
+async fn counted_questions_outlive_their_purge_and_a_restart_in_a_bounded_number_of_rows(
+    h: &Harness,
+) {
+    let mut asked = Vec::new();
+    for n in 0..6 {
+        let round = if n == 0 {
+            ask(h, "s1").await
+        } else {
+            ask_again(h, "s1").await
+        };
+        asked.push(round);
+    }
+    h.clock.advance(Duration::seconds(3));
+    for (n, round) in asked.iter().take(4).enumerate() {
+        answer(h, round, accept(json!({"city": "Oslo"})), &format!("k{n}"))
+            .await
+            .expect("answered");
+    }
+    // Two answers are picked up; two are not and end undelivered; two questions expire unanswered.
+    for round in asked.iter().take(2) {
+        h.store
+            .record_poll_delivery(round.round_id)
+            .await
+            .expect("delivered");
+    }
+    h.clock.advance(Duration::minutes(61));
+    h.store.expire_due_rounds().await.expect("sweep");
+    let before = h.store.response_times(7).await.expect("figures");
+    assert_eq!((before.daily[0].asked, before.daily[0].answered), (6, 4));
+
+    assert_eq!(h.store.count_ended_questions(4).await.expect("count"), 4);
+    assert_eq!(
+        h.store.response_times(7).await.expect("figures"),
+        before,
+        "half counted, half read from the rounds: the same figures"
+    );
+    assert_eq!(h.store.count_ended_questions(100).await.expect("count"), 2);
+    assert_eq!(
+        h.store.count_ended_questions(100).await.expect("count"),
+        0,
+        "each once"
+    );
+    let rows = h
+        .raw_integer("SELECT COUNT(*) FROM response_time_counts")
+        .await;
+
+    // Twenty more questions like the first two: more questions, no more rows.
+    for n in 0..20 {
+        let round = ask_again(h, "s1").await;
+        h.clock.advance(Duration::seconds(3));
+        answer(h, &round, accept(json!({"city": "Oslo"})), &format!("m{n}"))
+            .await
+            .expect("answered");
+        h.store
+            .record_poll_delivery(round.round_id)
+            .await
+            .expect("delivered");
+    }
+    h.store.count_ended_questions(100).await.expect("count");
+    assert_eq!(
+        h.raw_integer("SELECT COUNT(*) FROM response_time_counts")
+            .await,
+        rows,
+        "counts grow with days and keys, not with questions"
+    );
+    let counted = h.store.response_times(7).await.expect("figures");
+    assert_eq!(counted.daily[0].asked, 26);
+
+    // The purge takes the ended rounds (the delivered ones stay, as ever); the figures do not move.
+    h.clock.advance(Duration::days(2));
+    let purged = h
+        .store
+        .purge_terminal_rounds(h.clock.now())
+        .await
+        .expect("purge");
+    assert_eq!(purged, 4, "the two undelivered and the two expired");
+    assert_eq!(h.store.response_times(7).await.expect("figures"), counted);
+    let restarted = h.reopened().await;
+    assert_eq!(restarted.response_times(7).await.expect("figures"), counted);
+
+    // Past the page's longest period the counts go too.
+    h.clock.advance(Duration::days(95));
+    h.store
+        .purge_terminal_rounds(h.clock.now())
+        .await
+        .expect("purge");
+    assert_eq!(
+        h.raw_integer("SELECT COUNT(*) FROM response_time_counts")
+            .await,
+        Some(0)
+    );
+}
+
+crate::on_both_backends!(
+    response_times_count_each_question_once_by_how_it_ended,
+    counted_questions_outlive_their_purge_and_a_restart_in_a_bounded_number_of_rows
+);

@@ -35,6 +35,7 @@ enum Cleanup {
     Sqlite {
         _dir: tempfile::TempDir,
         pool: sqlx::SqlitePool,
+        url: String,
     },
     Postgres(TestSchema),
 }
@@ -79,7 +80,11 @@ impl Harness {
         Self {
             store: Arc::new(store),
             clock,
-            cleanup: Cleanup::Sqlite { _dir: dir, pool },
+            cleanup: Cleanup::Sqlite {
+                _dir: dir,
+                pool,
+                url,
+            },
         }
     }
 
@@ -134,6 +139,22 @@ impl Harness {
                 .fetch_one(&schema.pool)
                 .await
                 .expect("raw read on PostgreSQL"),
+        }
+    }
+
+    /// A second store on this harness's database, as a restarted process opens it: nothing of the first one's
+    /// memory, the same clock.
+    pub async fn reopened(&self) -> Arc<dyn StoreTesting> {
+        let options = options(&self.clock, ExpiryPolicy::default());
+        match &self.cleanup {
+            Cleanup::Sqlite { url, .. } => Arc::new(
+                SqliteStore::connect(url, options)
+                    .await
+                    .expect("open SQLite again"),
+            ),
+            Cleanup::Postgres(schema) => {
+                Arc::new(PostgresStore::from_pool(schema.pool.clone(), options))
+            }
         }
     }
 
