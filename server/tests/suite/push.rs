@@ -447,6 +447,27 @@ async fn a_burst_of_questions_is_one_digest_notification(db: Backend) {
     server.stop().await;
 }
 
+/// Whether any browser has push on is remembered for a second; a create after that reads it again. That read
+/// once decoded PostgreSQL's INT4 `1` as an i64 and failed every create with a 503 while anyone had push on.
+async fn a_create_reads_again_whether_anyone_has_push_on(db: Backend) {
+    let (service, received) = push_service().await;
+    let Some((server, phone, _, client)) = one_phone(db, &service, "stale").await else {
+        return;
+    };
+    // The fact goes stale by wall time (domain::clock has no say in it): wait it out.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    ask(&client, "req-stale", "After a second?").await;
+    outbox::run(server.state.clone()).await;
+    let shown: Vec<Value> = received
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(.., body)| phone.decrypt(body)["body"].clone())
+        .collect();
+    assert_eq!(shown, vec![json!("After a second?")]);
+    server.stop().await;
+}
+
 /// RFC 8291's decrypt as written by others: PyPI `http-ece` (aes128gcm), given only the browser's private key
 /// and auth secret, reads what Anteroom encrypted — a check that does not share a line of code with the sender.
 async fn a_push_decrypts_with_an_independent_implementation(db: Backend) {
@@ -495,7 +516,8 @@ async fn a_push_decrypts_with_an_independent_implementation(db: Backend) {
 on_both_backends!(
     a_question_is_pushed_answered_from_its_button_and_closed,
     only_signed_in_people_turn_push_on,
-    a_burst_of_questions_is_one_digest_notification
+    a_burst_of_questions_is_one_digest_notification,
+    a_create_reads_again_whether_anyone_has_push_on
 );
 
 /// Needs the Python test packages `cargo xtask test` installs (reported as ignored without them).

@@ -139,7 +139,8 @@ pub static SELECT_PUSH_SUBSCRIPTIONS: LazyLock<String> = LazyLock::new(|| {
 pub static SELECT_PUSH_SUBSCRIPTION: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {PUSH_COLUMNS} FROM push_subscriptions WHERE id = $1"));
 
-pub const ANY_PUSH_SUBSCRIPTION: &str = "SELECT 1 FROM push_subscriptions LIMIT 1";
+/// A BIGINT on both backends: PostgreSQL types a bare `1` INT4, which the store reads as i64.
+pub const ANY_PUSH_SUBSCRIPTION: &str = "SELECT CAST(1 AS BIGINT) FROM push_subscriptions LIMIT 1";
 
 pub const DELETE_PUSH_SUBSCRIPTION: &str = "DELETE FROM push_subscriptions WHERE id = $1";
 
