@@ -1,10 +1,10 @@
 //! Response times: how long people took to answer, and how many questions expired or were never delivered,
 //! per day, session, server and person, from counts kept by a fixed set of waiting-time buckets.
 //!
-//! A question is counted once, when it has ended: [`tally`] turns ended questions into counts per day and key,
-//! which the store adds to a table of its own in the same transaction that marks them counted. The page reads
-//! those counts (a few rows per day and key, however many questions there were) plus the questions not yet
-//! counted, classified here the same way.
+//! A question is counted once, when it has ended: the store adds its outcome to counts per day and key in the
+//! transaction that marks it counted, and the page reads those counts (a few rows per day and key, however many
+//! questions there were) plus those of the questions not counted yet. The store groups in SQL, next to the
+//! rows; [`tally`] is the definition it follows, which the store's property test holds it to.
 
 use std::collections::BTreeMap;
 

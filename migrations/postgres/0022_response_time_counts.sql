@@ -14,12 +14,12 @@ CREATE TABLE response_time_counts (
     PRIMARY KEY (day, dimension, subject, ending, bucket)
 );
 
--- Set when an ended round's outcome was added to the counts; rounds already here are counted by the tally
--- job in batches after the upgrade.
+-- 1 once an ended round's outcome is in the counts (2 only inside the transaction that counts it); rounds
+-- already here are counted by the tally job in batches after the upgrade.
 ALTER TABLE rounds ADD COLUMN counted INTEGER NOT NULL DEFAULT 0;
 
 -- What is not counted yet: the open rounds and those ended since the last tally.
-CREATE INDEX rounds_uncounted ON rounds (status, created_at_ms) WHERE counted = 0;
+CREATE INDEX rounds_uncounted ON rounds (counted, status, created_at_ms) WHERE counted IN (0, 2);
 
 -- The response-time scans are gone; the counts hold what the index served.
 DROP INDEX rounds_response_times;

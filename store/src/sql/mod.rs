@@ -623,21 +623,63 @@ pub const COUNT_AUDIT_PENDING: &str = "SELECT COUNT(*) FROM audit_pending";
 pub const SELECT_AUDIT_LOG: &str = "SELECT seq, at_ms, actor, action, subject, detail, prev_hash, hash \
      FROM audit_log WHERE seq > $1 AND at_ms >= $2 ORDER BY seq LIMIT $3";
 
-/// Marks up to `$1` ended rounds not yet counted as counted (`delivered` is ended for the counts: a pulsemcp
-/// question whose answer a poll picked up stays there, and nothing after changes how it is counted) and returns what the counts need of them. The
-/// outer `counted = 0` makes a second instance that raced for the same rows skip them once the first commits
-/// (PostgreSQL re-checks an updated row's condition), so no round is counted twice.
-pub const COUNT_ENDED_ROUNDS: &str = "UPDATE rounds SET counted = 1 WHERE counted = 0 AND round_id IN \
-     (SELECT round_id FROM rounds WHERE counted = 0 AND status IN ('delivered', 'resolved', 'failed') LIMIT $1) \
-     RETURNING created_at_ms, session_id, server, responded_by, responded_at_ms, failure_code, status";
+// Response-time counts (docs/teams.md#response-times). A round's `counted` is 0 until its outcome is in
+// `response_time_counts`, then 1; 2 only inside the transaction that counts it, so no other reader sees it. Every
+// statement names the partial index's condition `counted IN (0, 2)` verbatim, which is how SQLite knows it may
+// use the index.
 
-/// Adds `rows` counts (day, dimension, subject, ending, bucket, questions) to the kept ones.
-pub fn add_response_time_counts(rows: usize) -> String {
+/// Marks up to `$1` ended rounds not yet counted as being counted (`delivered` is ended for the counts: a
+/// pulsemcp question whose answer a poll picked up stays there, and nothing after changes how it is counted).
+/// The outer `counted = 0` makes a second instance that raced for the same rows skip them once the first
+/// commits (PostgreSQL re-checks an updated row's condition), so no round is counted twice.
+pub const MARK_ENDED_ROUNDS: &str = "UPDATE rounds SET counted = 2 WHERE counted = 0 AND round_id IN \
+     (SELECT round_id FROM rounds WHERE counted IN (0, 2) AND counted = 0 \
+     AND status IN ('delivered', 'resolved', 'failed') LIMIT $1)";
+
+/// The marked rounds' counts added to the kept ones.
+pub fn add_marked_counts() -> String {
     format!(
-        "INSERT INTO response_time_counts (day, dimension, subject, ending, bucket, questions) VALUES {} \
+        "INSERT INTO response_time_counts (day, dimension, subject, ending, bucket, questions) {} \
          ON CONFLICT (day, dimension, subject, ending, bucket) \
          DO UPDATE SET questions = response_time_counts.questions + excluded.questions",
-        crate::dialect::value_rows(rows, 6)
+        counts_of_rounds("counted IN (0, 2) AND counted = 2")
+    )
+}
+
+pub const MARKED_ROUNDS_COUNTED: &str =
+    "UPDATE rounds SET counted = 1 WHERE counted IN (0, 2) AND counted = 2";
+
+/// The counts of the rounds asked since `$1` that are not counted yet: the open ones and those ended since
+/// the last tally.
+pub fn uncounted_counts() -> String {
+    counts_of_rounds("counted IN (0, 2) AND counted = 0 AND created_at_ms >= $1")
+}
+
+/// The counts (day, dimension, subject, ending, bucket, questions) of the rounds `selection` picks: each round
+/// counted once per dimension. How a round ended and its bucket are the SQL of `domain::stats::Ending::of` and
+/// `bucket_of`, which the store's property test holds equal to them.
+fn counts_of_rounds(selection: &str) -> String {
+    let bounds = crate::domain::stats::BUCKET_BOUNDS_MS;
+    let buckets: Vec<String> = bounds
+        .iter()
+        .take(bounds.len() - 1)
+        .enumerate()
+        .map(|(bucket, bound)| {
+            format!("WHEN responded_at_ms - created_at_ms < {bound} THEN {bucket}")
+        })
+        .collect();
+    format!(
+        "SELECT CAST(created_at_ms / 86400000 AS BIGINT), dims.dimension, \
+         CASE dims.dimension WHEN 'd' THEN '' WHEN 's' THEN session_id WHEN 'v' THEN COALESCE(server, '') \
+         ELSE COALESCE(responded_by, '') END, \
+         CASE WHEN failure_code = 'undelivered' THEN 'u' WHEN responded_at_ms IS NOT NULL THEN 'a' \
+         WHEN failure_code IN ('expired', 'nobody_available') THEN 'e' WHEN status = 'pending' THEN 'p' \
+         ELSE 'o' END, \
+         CAST(CASE WHEN responded_at_ms IS NULL THEN 0 {} ELSE {} END AS BIGINT), CAST(COUNT(*) AS BIGINT) \
+         FROM rounds, (SELECT 'd' AS dimension UNION ALL SELECT 's' UNION ALL SELECT 'v' UNION ALL SELECT 'p') \
+         AS dims WHERE {selection} GROUP BY 1, 2, 3, 4, 5",
+        buckets.join(" "),
+        bounds.len() - 1
     )
 }
 
@@ -645,10 +687,6 @@ pub fn add_response_time_counts(rows: usize) -> String {
 pub const SELECT_RESPONSE_TIME_COUNTS: &str = "SELECT CAST(CASE WHEN dimension = 'd' THEN day ELSE 0 END AS BIGINT), \
      dimension, subject, ending, CAST(bucket AS BIGINT), CAST(SUM(questions) AS BIGINT) FROM response_time_counts \
      WHERE day >= $1 GROUP BY 1, 2, 3, 4, 5";
-
-/// The rounds asked since `$1` that are not counted yet: the open ones and those ended since the last count.
-pub const SELECT_UNCOUNTED_ROUNDS: &str = "SELECT created_at_ms, session_id, server, responded_by, \
-     responded_at_ms, failure_code, status FROM rounds WHERE counted = 0 AND created_at_ms >= $1";
 
 /// Kept counts older than the page's longest period (`$1` is its first day).
 pub const PURGE_RESPONSE_TIME_COUNTS: &str = "DELETE FROM response_time_counts WHERE day < $1";
