@@ -294,14 +294,15 @@ impl TestServer {
     }
 
     /// Session `session`'s rounds, oldest first, once it has at least `count`: for questions another process
-    /// (a wrapper, an agent) asks. Waits up to 20 s, then fails the test.
+    /// (a wrapper, an agent) asks. Waits up to 60 s (a Python or Node harness starting on a loaded two-core
+    /// machine has taken over 20), then fails the test.
     pub async fn rounds_once(
         &self,
         session: &str,
         count: usize,
     ) -> Vec<anteroom_store::domain::round::Round> {
         let session = anteroom_store::domain::ids::SessionId::parse(session).expect("session id");
-        for _ in 0..1000 {
+        for _ in 0..3000 {
             let mut rounds = self.store.list_rounds(&session).await.expect("rounds");
             if rounds.len() >= count {
                 rounds.sort_by_key(|round| (round.created_at, round.round_id));
@@ -326,14 +327,14 @@ impl TestServer {
             .expect("a round not seen before")
     }
 
-    /// Round `id` once `ready` holds of it. Waits up to 20 s, then fails the test with the round as it stood.
+    /// Round `id` once `ready` holds of it. Waits up to 60 s, then fails the test with the round as it stood.
     pub async fn round_once(
         &self,
         id: anteroom_store::domain::ids::RoundId,
         ready: impl Fn(&anteroom_store::domain::round::Round) -> bool,
     ) -> anteroom_store::domain::round::Round {
         let mut round = self.store.get_round(id).await.expect("round");
-        for _ in 0..1000 {
+        for _ in 0..3000 {
             if ready(&round) {
                 return round;
             }
