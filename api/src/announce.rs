@@ -52,6 +52,13 @@ pub fn round_changed(state: &AppState, round: &Round) {
     );
 }
 
+/// A session's run printed more output: only that session's pages fetch it (the queue is not read again).
+pub fn run_output(state: &AppState, session: &SessionId) {
+    state
+        .events
+        .publish(EventKind::RunOutput, session.as_str(), None, None);
+}
+
 /// A session changed (registered, resumed, finished, cancelled, swept).
 pub fn session_changed(state: &AppState, session: &SessionId) {
     state

@@ -29,16 +29,19 @@ pub enum EventKind {
     RoundUndelivered,
     RoundRevoked,
     SessionChanged,
+    /// A session's run printed output (docs/runs.md); the queue does not change with it.
+    RunOutput,
 }
 
 impl EventKind {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::RoundCreated,
         Self::RoundAnswered,
         Self::RoundExpired,
         Self::RoundUndelivered,
         Self::RoundRevoked,
         Self::SessionChanged,
+        Self::RunOutput,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -49,6 +52,7 @@ impl EventKind {
             Self::RoundUndelivered => "round.undelivered",
             Self::RoundRevoked => "round.revoked",
             Self::SessionChanged => "session.changed",
+            Self::RunOutput => "run.output",
         }
     }
 
@@ -201,7 +205,17 @@ impl EventHub {
         RoundWatch {
             events: self.subscribe(),
             closed: self.closed(),
-            round_id: round_id.to_string(),
+            about: Watched::Round(round_id.to_string()),
+        }
+    }
+
+    /// Starts listening for every change in one session (its run's stop, its end): a [`RoundWatch`] that wakes
+    /// on any event of the session. Read the session after this call, as for a round.
+    pub fn watch_session(&self, session_id: &str) -> RoundWatch {
+        RoundWatch {
+            events: self.subscribe(),
+            closed: self.closed(),
+            about: Watched::Session(session_id.to_owned()),
         }
     }
 
@@ -245,16 +259,20 @@ impl anteroom_store::StoreObserver for EventHub {
                 metrics.record_ended(code.as_str());
             }
             let kind = match code {
-                Some(FailureCode::Undelivered) => EventKind::RoundUndelivered,
-                Some(FailureCode::Revoked) => EventKind::RoundRevoked,
-                _ => EventKind::RoundExpired,
+                Some(FailureCode::Undelivered) => Some(EventKind::RoundUndelivered),
+                Some(FailureCode::Revoked) => Some(EventKind::RoundRevoked),
+                // Ended with its agent's run: the session's own change says so (docs/runs.md).
+                Some(FailureCode::AgentEnded) => None,
+                _ => Some(EventKind::RoundExpired),
             };
-            self.publish(
-                kind,
-                round.session_id.as_str(),
-                Some(round.round_id.to_string()),
-                Some(round.request_id.to_string()),
-            );
+            if let Some(kind) = kind {
+                self.publish(
+                    kind,
+                    round.session_id.as_str(),
+                    Some(round.round_id.to_string()),
+                    Some(round.request_id.to_string()),
+                );
+            }
             self.publish(
                 EventKind::SessionChanged,
                 round.session_id.as_str(),
@@ -272,7 +290,22 @@ pub struct RoundWatch {
     events: broadcast::Receiver<Event>,
     /// The hub's closing: the server shuts down, and whoever waits should answer now.
     closed: watch::Receiver<bool>,
-    round_id: String,
+    about: Watched,
+}
+
+/// What a [`RoundWatch`] wakes for.
+enum Watched {
+    Round(String),
+    Session(String),
+}
+
+impl Watched {
+    fn is_about(&self, event: &Event) -> bool {
+        match self {
+            Self::Round(id) => event.round_id.as_deref() == Some(id.as_str()),
+            Self::Session(id) => event.session_id == *id,
+        }
+    }
 }
 
 /// Why a [`RoundWatch`] woke.
@@ -298,7 +331,7 @@ impl RoundWatch {
                 _ = self.closed.changed() => return RoundWake::Closing,
             };
             match received {
-                Ok(Ok(event)) if event.round_id.as_deref() == Some(self.round_id.as_str()) => {
+                Ok(Ok(event)) if self.about.is_about(&event) => {
                     return RoundWake::Event(event.kind);
                 }
                 Ok(Ok(_)) => {}

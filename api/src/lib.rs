@@ -23,6 +23,7 @@ pub mod producer;
 pub mod rate_limit;
 pub mod response_budget;
 pub mod rules;
+pub mod runs;
 pub mod sessions;
 pub mod standing;
 pub mod state;
@@ -73,6 +74,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .merge(producer::routes())
         .merge(workers::routes())
         .merge(sessions::routes())
+        .merge(runs::routes())
         .merge(answers::routes())
         .merge(teams::routes())
         .merge(stats::routes())

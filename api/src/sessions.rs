@@ -23,7 +23,10 @@ use super::{
         SessionRegistered, TokenRevoked, environment_block, environment_json,
     },
 };
-use crate::{AppState, credentials};
+use crate::{
+    AppState, credentials,
+    runs::{SessionWithRun, WaitQuery, session_with_run},
+};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -151,15 +154,21 @@ async fn list(State(state): State<AppState>, _caller: Caller) -> ApiResult<Json<
     get,
     path = "/api/v1/sessions/{id}",
     tag = "sessions",
-    params(("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$")),
-    responses((status = 200, description = "The session", body = Session), Invalid, NotFound, Unauthorized)
+    params(
+        ("id" = String, Path, description = "The session id", pattern = "^[A-Za-z0-9._:-]{1,128}$"),
+        ("wait" = Option<u64>, Query, description = "Long-poll: while its run is live, seconds to wait for the run to end, at most 30 (docs/runs.md)")
+    ),
+    responses((status = 200, description = "The session, with its latest run under `anteroom run`", body = SessionWithRun), Invalid, NotFound, Unauthorized)
 )]
 async fn read(
     State(state): State<AppState>,
     _caller: Caller,
     ApiPath(id): ApiPath<String>,
-) -> ApiResult<Json<Session>> {
-    Ok(Json(state.store.get_session(&session_id(&id)?).await?))
+    ApiQuery(query): ApiQuery<WaitQuery>,
+) -> ApiResult<Json<SessionWithRun>> {
+    Ok(Json(
+        session_with_run(&state, &session_id(&id)?, query.wait).await?,
+    ))
 }
 
 #[utoipa::path(

@@ -42,6 +42,7 @@ pub mod producer;
 pub mod reach;
 pub mod responders;
 pub mod round;
+pub mod run;
 pub mod session;
 pub mod standing;
 pub mod stats;

@@ -301,6 +301,18 @@ impl Session {
         self.updated_at = now;
     }
 
+    /// An `anteroom run` takes the session over: it runs again, whatever it was.
+    pub fn start_run(&mut self, now: DateTime<Utc>) {
+        self.resume(false, now);
+    }
+
+    /// Its run ended with `status` (finished, failed or cancelled); its open questions ended with it.
+    pub fn end_run(&mut self, status: SessionStatus, now: DateTime<Utc>) {
+        self.status = status;
+        self.blocked_on_elicitation = false;
+        self.updated_at = now;
+    }
+
     /// A worker vanished mid-delivery: the execution ends as failed.
     pub fn on_recovery_failed(&mut self, now: DateTime<Utc>) {
         self.status = SessionStatus::Failed;

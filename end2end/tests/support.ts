@@ -9,7 +9,7 @@ import { PASSWORD } from "./server";
 
 export { PASSWORD };
 
-function adminKey(): string {
+export function adminKey(): string {
   const dir = process.env.ANTEROOM_E2E_DIR;
   if (!dir) throw new Error("ANTEROOM_E2E_DIR is not set (run through playwright.config.ts)");
   return readFileSync(join(dir, "admin.key"), "utf8").trim();

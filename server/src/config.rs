@@ -79,6 +79,13 @@ pub enum Command {
     /// decision. For Codex, whose hooks are commands (docs/hooks.md).
     #[command(subcommand)]
     Hook(HookCommand),
+    /// Run an agent under Anteroom: a session of its own (or --session), its hooks and environment for this
+    /// run only, its output and life on the session's page, and a Stop that reaches it (docs/runs.md).
+    ///
+    /// `anteroom run -- claude -p "deploy the branch"`. Reads ANTEROOM_URL and ANTEROOM_API_KEY (a key that may
+    /// register sessions). Changes no file of yours. Exit status: the agent's (128 + N when a signal ended it);
+    /// 1 when Anteroom refused or could not be reached before the agent started.
+    Run(RunArgs),
     /// Write Anteroom into harness configuration files: Claude Code's .mcp.json and Codex's config.toml.
     #[command(subcommand, name = "mcp-config")]
     McpConfig(McpConfigCommand),
@@ -283,6 +290,31 @@ pub struct WrapArgs {
     #[arg(long, env = "ANTEROOM_WRAP_PROGRESS_SECONDS", default_value_t = anteroom_wrap::relay::PROGRESS_EVERY.as_secs_f64())]
     pub progress_seconds: f64,
     /// The server's command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Run in this session (created when it does not exist); refused while another run there is live.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// The session's title (default: the command line).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Name the MCP server the environment block's URLs are for, so banners name it.
+    #[arg(long)]
+    pub server_name: Option<String>,
+    /// Anteroom's URL, as this machine reaches it.
+    #[arg(long, env = "ANTEROOM_URL")]
+    pub url: String,
+    /// An API key that may register sessions (admin).
+    #[arg(long, env = "ANTEROOM_API_KEY", hide_env_values = true)]
+    pub api_key: String,
+    /// The hooks' timeout in seconds (Anteroom answers before it).
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(10..=86_400))]
+    pub hook_timeout: u64,
+    /// The agent's command and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
 }

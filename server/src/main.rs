@@ -105,6 +105,14 @@ async fn main() -> ExitCode {
             commands::hook::codex_pre_tool_use(timeout).await
         }
         Some(Command::McpConfig(command)) => commands::mcp_config::run(command).await,
+        Some(Command::Run(args)) => {
+            // Exit at once, as for wrap: the agent's stdin is its own, and nothing here should wait on it.
+            let code = commands::run::run(args).await.unwrap_or_else(|error| {
+                eprintln!("anteroom run: {error:#}");
+                ask::EXIT_ERROR
+            });
+            exit_now(code)
+        }
     };
     match outcome {
         Ok(code) => ExitCode::from(code),

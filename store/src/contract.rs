@@ -23,6 +23,7 @@ use crate::{
         round::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
         },
+        run::{Run, RunEnd, RunStart},
         session::{NewSession, Session, SessionSettings},
         standing::{NewStandingAnswer, QuestionMatch, StandingAnswer},
         stats::{DayCount, ResponseTimes, day_of, response_times},
@@ -695,6 +696,49 @@ pub struct Escalated {
     pub ended: Vec<Round>,
 }
 
+/// Agent runs under `anteroom run` (docs/runs.md): a session's latest run, its reports and output, a stop asked
+/// for, and how it ended. An ended run ends its session's waiting questions in the same transaction.
+#[async_trait::async_trait]
+pub trait RunStore: Send + Sync {
+    /// Starts a run in the session (which must exist), replacing the record of an earlier run, and sets the
+    /// session running; refused (`conflict`) while another run there is live (reporting and not ended).
+    async fn start_run(
+        &self,
+        session: &SessionId,
+        run_id: &str,
+        start: RunStart,
+    ) -> StoreResult<Run>;
+
+    /// The session's latest run, if it ever had one.
+    async fn run(&self, session: &SessionId) -> StoreResult<Option<Run>>;
+
+    /// The run's kept output (its last 64 KiB, cleaned and masked by the caller).
+    async fn run_output(&self, session: &SessionId) -> StoreResult<Option<String>>;
+
+    /// The run reports it is alive, with `output` (already cleaned and masked) to keep; refused for a run
+    /// that ended or that another run replaced.
+    async fn report_run(&self, session: &SessionId, run_id: &str, output: &str)
+    -> StoreResult<Run>;
+
+    /// `by` asks the session's running run to stop; the first to ask is the one recorded.
+    async fn request_stop(&self, session: &SessionId, by: &str) -> StoreResult<Run>;
+
+    /// The run ended: recorded with its last `output`, its session's waiting questions ended with the reason,
+    /// the session finished, failed or cancelled. Returns the run and the questions it ended. Said twice, the
+    /// first word stands.
+    async fn end_run(
+        &self,
+        session: &SessionId,
+        run_id: &str,
+        end: &RunEnd,
+        output: &str,
+    ) -> StoreResult<(Run, Vec<Round>)>;
+
+    /// Running runs that have not reported for `run::LOST_AFTER` end `lost`, with their questions. Returns
+    /// each one's session and the questions it ended.
+    async fn lose_quiet_runs(&self) -> StoreResult<Vec<(SessionId, Vec<Round>)>>;
+}
+
 /// The whole store on one database.
 #[async_trait::async_trait]
 pub trait Store:
@@ -710,6 +754,7 @@ pub trait Store:
     + OutboxStore
     + GateStore
     + SweepStore
+    + RunStore
     + Send
     + Sync
     + 'static

@@ -31,8 +31,8 @@ use chrono::{DateTime, Utc};
 
 pub use contract::{
     AccountStore, AgentSessionStore, AuditStore, COUNT_BATCH, Escalated, GateStore, OutboxStore,
-    ReachStore, RoundStore, StandingAnswerStore, StatsStore, Store, SweepStore, TeamStore,
-    WorkerStore,
+    ReachStore, RoundStore, RunStore, StandingAnswerStore, StatsStore, Store, SweepStore,
+    TeamStore, WorkerStore,
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};

@@ -114,13 +114,15 @@ fn now() -> i64 {
 }
 
 /// The kinds of event that change what a page shows.
-const CHANGES: [&str; 7] = [
+const CHANGES: [&str; 8] = [
     "round.created",
     "round.answered",
     "round.expired",
     "round.undelivered",
     "round.revoked",
     "session.changed",
+    // A run's output: only its own session's page fetches again.
+    "run.output",
     "resync",
 ];
 
@@ -148,7 +150,11 @@ fn connect(live: Live, failures: u32) {
         let on_change = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             let about = event_session(&event);
             let concerns_page = live.watching.with_untracked(|watching| {
-                watching.is_none() || about.is_none() || *watching == about
+                if kind == "run.output" {
+                    watching.is_some() && *watching == about
+                } else {
+                    watching.is_none() || about.is_none() || *watching == about
+                }
             });
             if concerns_page {
                 live.changes.update(|n| *n += 1);

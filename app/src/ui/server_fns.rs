@@ -117,6 +117,16 @@ pub async fn revoke_standing(
     Ok(id)
 }
 
+/// Stops a session's agent run (its page's Stop); `anteroom run` interrupts the agent within a second.
+#[server(prefix = "/fn", endpoint = "stop-run", output = TextJson)]
+pub async fn stop_run(session_id: String, csrf: String) -> Result<(), ServerFnError> {
+    let (services, viewer) = signed_in()?;
+    services
+        .stop_run(&viewer, &session_id, &csrf)
+        .await
+        .map_err(ServerFnError::new)
+}
+
 /// Declines or dismisses several questions at once (the queue's batch triage).
 #[server(prefix = "/fn", endpoint = "triage", input = Json, output = TextJson)]
 pub async fn triage(

@@ -133,6 +133,12 @@ impl Round {
             Some(FailureCode::Revoked) => ManagedInputError::state(
                 "The session's token was revoked while this question waited; its asker can no longer poll, so an answer would never reach the agent.",
             ),
+            Some(FailureCode::AgentEnded) => ManagedInputError::state(format!(
+                "{} An answer now would never reach it, so this one was not recorded.",
+                self.failure
+                    .as_ref()
+                    .map_or("The agent ended.", |failure| failure.message.as_str())
+            )),
             Some(FailureCode::RecoveryUnavailable) => ManagedInputError::recovery(format!(
                 "Round {} cannot be resumed: the worker that was delivering it vanished, so a late answer cannot reach the agent.",
                 self.round_id

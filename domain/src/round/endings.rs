@@ -145,6 +145,17 @@ impl Round {
         true
     }
 
+    /// The agent's run ended (`reason` says how): a question still waiting ends `agent_ended` with it, since
+    /// nobody is left to receive an answer. Answers already given are left to their delivery. Returns whether
+    /// it changed.
+    pub fn end_with_run(&mut self, reason: &str, now: DateTime<Utc>) -> bool {
+        if self.status != RoundStatus::Pending {
+            return false;
+        }
+        self.fail_with(FailureCode::AgentEnded, reason.to_owned(), now);
+        true
+    }
+
     /// A pulsemcp poll picked up the answer: records a delivery attempt and marks the round delivered.
     pub fn record_poll_delivery(&mut self, now: DateTime<Utc>) -> bool {
         match self.status {

@@ -126,6 +126,7 @@ impl Round {
                 | FailureCode::Undelivered
                 | FailureCode::Revoked
                 | FailureCode::NobodyAvailable
+                | FailureCode::AgentEnded
         ) {
             return Err(ManagedInputError::validation(format!(
                 "The failure code {:?} is reserved for Anteroom itself.",

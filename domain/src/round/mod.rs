@@ -198,6 +198,8 @@ pub enum FailureCode {
     Revoked,
     /// Its escalation ladder ran out with nobody answering (docs/teams.md#escalation).
     NobodyAvailable,
+    /// The agent's `anteroom run` ended (or went quiet) while the question waited (docs/runs.md).
+    AgentEnded,
     /// A code the producer chose.
     Other(String),
 }
@@ -212,6 +214,7 @@ impl FailureCode {
             Self::Undelivered => "undelivered",
             Self::Revoked => "revoked",
             Self::NobodyAvailable => "nobody_available",
+            Self::AgentEnded => "agent_ended",
             Self::Other(code) => code,
         }
     }
@@ -227,6 +230,7 @@ impl From<String> for FailureCode {
             "undelivered" => Self::Undelivered,
             "revoked" => Self::Revoked,
             "nobody_available" => Self::NobodyAvailable,
+            "agent_ended" => Self::AgentEnded,
             _ => Self::Other(code),
         }
     }

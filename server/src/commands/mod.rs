@@ -15,6 +15,7 @@ pub mod healthcheck;
 pub mod hook;
 pub mod mcp_config;
 pub mod migrate;
+pub mod run;
 pub mod serve;
 pub mod session;
 pub mod user;

@@ -5,6 +5,7 @@
 pub mod escalate;
 pub mod expire;
 pub mod gate_probe;
+pub mod lost_runs;
 pub mod purge;
 pub mod recover;
 pub mod seal_audit;
@@ -28,6 +29,7 @@ pub mod default_schedule {
     pub const SEAL_AUDIT: &str = "*/10 * * * * *";
     pub const ESCALATE: &str = "*/15 * * * * *";
     pub const TALLY: &str = "*/10 * * * * *";
+    pub const LOST_RUNS: &str = "*/20 * * * * *";
 }
 
 /// Cron schedules (six fields, seconds first) of the jobs.
@@ -42,6 +44,7 @@ pub struct Schedules {
     pub seal_audit: String,
     pub escalate: String,
     pub tally: String,
+    pub lost_runs: String,
     /// Scheduled backups of an embedded database; none by default.
     pub backup: Option<crate::backup::BackupSchedule>,
 }
@@ -58,6 +61,7 @@ impl Default for Schedules {
             seal_audit: default_schedule::SEAL_AUDIT.to_owned(),
             escalate: default_schedule::ESCALATE.to_owned(),
             tally: default_schedule::TALLY.to_owned(),
+            lost_runs: default_schedule::LOST_RUNS.to_owned(),
             backup: None,
         }
     }
@@ -128,6 +132,13 @@ pub async fn start(
         .add(job(&schedules.tally, state, |s| {
             Box::pin(async move {
                 tally::run(s).await;
+            })
+        })?)
+        .await?;
+    scheduler
+        .add(job(&schedules.lost_runs, state, |s| {
+            Box::pin(async move {
+                lost_runs::run(s).await;
             })
         })?)
         .await?;

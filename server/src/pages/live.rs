@@ -90,10 +90,11 @@ async fn make_views(feed: Arc<FeedInner>) {
     loop {
         tokio::select! {
             _ = closed.wait_for(|closed| *closed) => return,
-            received = events.recv() => {
-                if matches!(received, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
-                    return;
-                }
+            received = events.recv() => match received {
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                // A run's output changes one session's page, never the queue.
+                Ok(event) if event.kind == crate::events::EventKind::RunOutput => continue,
+                _ => {}
             }
         }
         tokio::time::sleep_until(next_reading.max(tokio::time::Instant::now() + GATHER)).await;

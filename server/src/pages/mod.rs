@@ -46,12 +46,14 @@ const SIGN_IN_LINK_PREFIX: &str = "arl_";
 pub fn services(state: &AppState) -> PageData {
     let announcer = state.clone();
     let changes = state.clone();
+    let sessions = state.clone();
     PageData::new(
         state.store.clone(),
         Arc::new(move |round, submission| {
             crate::announce::answer_recorded(&announcer, round, submission);
         }),
         Arc::new(move |round| crate::announce::round_changed(&changes, round)),
+        Arc::new(move |session| crate::announce::session_changed(&sessions, session)),
     )
 }
 

@@ -258,6 +258,115 @@ async fn claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_mo
     server.stop().await;
 }
 
+/// `anteroom run -- claude -p …`: no file written by anyone, the run's own settings give Claude Code its hooks,
+/// the tool call waits in the run's session (shown `needs_input`), the person's allow runs it, and the run's
+/// stream-json output reaches the session as readable lines; the agent's exit ends the run `finished`.
+async fn claude_code_under_anteroom_run_asks_in_the_runs_session_and_its_output_reaches_it(
+    db: Backend,
+) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let folder = std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
+        "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
+    );
+    let claude = format!("{folder}/node_modules/@anthropic-ai/claude-code-linux-x64/claude");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (api, _seen, command) = messages_api().await;
+    *command
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = "touch ran-under-run.txt".to_owned();
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+        .args([
+            "run",
+            "--session",
+            "claude-under-run",
+            "--hook-timeout",
+            "120",
+            "--",
+        ])
+        .arg(&claude)
+        .args([
+            "-p",
+            "Apply the plan.",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .current_dir(dir.path())
+        .env("ANTEROOM_URL", &server.base)
+        .env("ANTEROOM_API_KEY", &server.admin_key)
+        .env("HOME", dir.path().join("home"))
+        .env("ANTHROPIC_BASE_URL", &api)
+        .env("ANTHROPIC_API_KEY", "sk-ant-loopback")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("anteroom run");
+
+    // `run` registers the session before it starts the agent.
+    for _ in 0..600 {
+        let registered = server
+            .http
+            .get(server.url("/api/v1/sessions/claude-under-run"))
+            .bearer_auth(&server.viewer_key)
+            .send()
+            .await
+            .expect("GET the session");
+        if registered.status() == 200 {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    let round = server.rounds_once("claude-under-run", 1).await.remove(0);
+    assert_eq!(round.operation_name, "Bash");
+    let session = server
+        .get_json("/api/v1/sessions/claude-under-run", &server.viewer_key)
+        .await;
+    assert_eq!(session["run"]["state"], "needs_input", "{session}");
+    let accepted = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    assert_eq!(accepted.status(), 200);
+    let output = tokio::time::timeout(StdDuration::from_secs(90), run.wait_with_output())
+        .await
+        .expect("the run ends")
+        .expect("anteroom run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(dir.path().join("ran-under-run.txt").exists(), "{stderr}");
+    // No settings file of the user's was written: only Claude Code's own home folder exists.
+    assert!(!dir.path().join(".claude").exists());
+
+    let session = server
+        .get_json("/api/v1/sessions/claude-under-run", &server.viewer_key)
+        .await;
+    assert_eq!(session["run"]["state"], "finished", "{session}");
+    assert_eq!(session["run"]["exit_code"], 0);
+    let kept = server
+        .get_json(
+            "/api/v1/sessions/claude-under-run/output",
+            &server.viewer_key,
+        )
+        .await;
+    let text = kept["output"].as_str().expect("output");
+    assert!(text.contains("▸ Bash: touch ran-under-run.txt"), "{text}");
+    assert!(text.contains("▸ done: "), "{text}");
+    assert!(
+        !text.contains("\"type\":\"assistant\""),
+        "events read as sentences, not JSON: {text}"
+    );
+    server.stop().await;
+}
+
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
     claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model_and_whose_allow_runs_it,
+    claude_code_under_anteroom_run_asks_in_the_runs_session_and_its_output_reaches_it,
 );

@@ -25,6 +25,7 @@ mod mcp_config;
 mod operations;
 mod processes;
 mod push;
+mod runs;
 mod slack;
 mod standing;
 mod teams;

@@ -12,6 +12,7 @@ mod outbox;
 mod reach;
 mod rounds;
 mod rows;
+mod runs;
 mod schema;
 mod sessions;
 pub(crate) mod standing;

@@ -10,8 +10,10 @@ use crate::{
 };
 
 mod reach;
+mod runs;
 
 pub use reach::*;
+pub use runs::*;
 
 /// The columns of `list` an INSERT (`insert`) or an UPDATE writes, in list order.
 fn written_by(list: &[(&'static str, Written)], insert: bool) -> Vec<&'static str> {

@@ -18,6 +18,7 @@ mod reach;
 mod recovery;
 mod retention;
 mod rounds;
+mod runs;
 mod sessions;
 mod standing;
 mod stats;

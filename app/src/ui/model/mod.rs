@@ -216,6 +216,51 @@ pub struct SessionPage {
     /// The standing answers in force here, newest first.
     #[serde(default)]
     pub standing: Vec<StandingView>,
+    /// Its latest run under `anteroom run`, with the tail of its output.
+    #[serde(default)]
+    pub run: Option<RunView>,
+}
+
+/// A session's run as its page shows it (docs/runs.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub state: crate::domain::run::RunState,
+    pub command: String,
+    pub host: String,
+    pub started_ms: i64,
+    pub ended_ms: Option<i64>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stop_requested_by: Option<String>,
+    pub stopped_by: Option<String>,
+    /// The last 64 KiB the agent printed: text, rendered escaped, never as markup.
+    pub output: String,
+}
+
+impl RunView {
+    /// The state in words: "running", "waiting for a person", "exited with code 3", "stopped by rita"…
+    pub fn described(&self) -> String {
+        use crate::domain::run::RunState;
+        match self.state {
+            RunState::Running if self.stop_requested_by.is_some() => format!(
+                "stopping (asked by {})",
+                self.stop_requested_by.as_deref().unwrap_or("someone")
+            ),
+            RunState::Running => "running".to_owned(),
+            RunState::NeedsInput => "running, waiting for a person".to_owned(),
+            RunState::Finished => "finished (exit code 0)".to_owned(),
+            RunState::Failed => match (self.exit_code, self.signal) {
+                (Some(code), _) => format!("failed: exited with code {code}"),
+                (None, Some(signal)) => format!("failed: ended by signal {signal}"),
+                (None, None) => "failed".to_owned(),
+            },
+            RunState::Stopped => format!(
+                "stopped by {}",
+                self.stopped_by.as_deref().unwrap_or("someone")
+            ),
+            RunState::Lost => "lost: `anteroom run` stopped reporting".to_owned(),
+        }
+    }
 }
 
 /// A standing answer, as the session page lists it.

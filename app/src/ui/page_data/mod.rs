@@ -8,7 +8,7 @@ use super::{
     model::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
         HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
-        QueueView, RecordedAction, RequestBody, RequestView, SessionPage, ShownAnswer,
+        QueueView, RecordedAction, RequestBody, RequestView, RunView, SessionPage, ShownAnswer,
         SlackLinkRow, StandingChoice, StandingView, TRIAGE_MAX, TriageOutcome, Viewer,
         clock_minute, control_name, parse_clock_minute,
     },
@@ -51,6 +51,9 @@ pub type AnswerHook = Arc<dyn Fn(&Round, Submission) + Send + Sync>;
 /// Told of any other change a page made to a round (a deadline extended), for the host to announce.
 pub type RoundHook = Arc<dyn Fn(&Round) + Send + Sync>;
 
+/// Told of a change a page made to a session itself (its run asked to stop), for the host to announce.
+pub type SessionHook = Arc<dyn Fn(&SessionId) + Send + Sync>;
+
 /// The page-data service: the one way the pages' server side reaches data. Server functions and the server's
 /// form posts ask it for page views and hand it answers; the store stays behind it, and every answer the store
 /// took goes to the host's hook, the server's one announce path, which decides what is news (events for live
@@ -60,14 +63,21 @@ pub struct PageData {
     store: Arc<dyn Store>,
     on_answer: AnswerHook,
     on_round_change: RoundHook,
+    on_session_change: SessionHook,
 }
 
 impl PageData {
-    pub fn new(store: Arc<dyn Store>, on_answer: AnswerHook, on_round_change: RoundHook) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        on_answer: AnswerHook,
+        on_round_change: RoundHook,
+        on_session_change: SessionHook,
+    ) -> Self {
         Self {
             store,
             on_answer,
             on_round_change,
+            on_session_change,
         }
     }
 

@@ -3,6 +3,21 @@
 use super::{answering::alike_waiting, *};
 
 impl PageData {
+    /// `viewer` stops the session's run from its page (`anteroom run` interrupts the agent within a second).
+    pub async fn stop_run(&self, viewer: &Viewer, session: &str, csrf: &str) -> Result<(), String> {
+        same_sign_in(viewer, csrf)?;
+        if !viewer.can_answer() {
+            return Err("You have the viewer role: you cannot stop an agent.".to_owned());
+        }
+        let session = SessionId::parse(session).map_err(|error| error.to_string())?;
+        self.store
+            .request_stop(&session, &viewer.principal.label())
+            .await
+            .map_err(said)?;
+        (self.on_session_change)(&session);
+        Ok(())
+    }
+
     /// A session page, or `None` for an unknown session.
     pub async fn session(
         &self,
@@ -93,6 +108,25 @@ async fn session_page(
             limit: rule.use_limit,
         })
         .collect();
+    let run = match store.run(&session.id).await? {
+        Some(run) => {
+            let output = store.run_output(&session.id).await?.unwrap_or_default();
+            let run = run.seen_with(session.status);
+            Some(RunView {
+                state: run.state,
+                command: run.command,
+                host: run.host,
+                started_ms: ms(run.started_at),
+                ended_ms: run.ended_at.map(ms),
+                exit_code: run.exit_code,
+                signal: run.signal,
+                stop_requested_by: run.stop_requested_by,
+                stopped_by: run.stopped_by,
+                output,
+            })
+        }
+        None => None,
+    };
     Ok(Some(SessionPage {
         now_ms: ms(store.now()),
         session_id: session.id.as_str().to_owned(),
@@ -107,6 +141,7 @@ async fn session_page(
         viewer,
         notice,
         standing,
+        run,
     }))
 }
 

@@ -19,7 +19,7 @@ use crate::{
             zoned_time,
         },
         pages::not_found::NotFoundPage,
-        server_fns::{PauseStanding, RevokeStanding, load_session},
+        server_fns::{PauseStanding, RevokeStanding, StopRun, load_session},
     },
 };
 
@@ -157,6 +157,7 @@ fn session_view(
                 </p>
             </header>
             {move || notice.get().map(notice_view)}
+            {run_section(current, first.session_id.clone(), first.viewer.csrf.clone(), first.viewer.can_answer())}
             {move || {
                 current.with(|page| {
                     let zone = page.viewer.time_zone.clone();
@@ -194,6 +195,62 @@ fn session_view(
             {standing_section(current, first.viewer.csrf.clone(), first.viewer.can_answer())}
             {history_section(current)}
         </article>
+    }
+}
+
+/// The agent run under `anteroom run`: its state, its command, the tail of its output (text, never markup),
+/// and a Stop behind a confirmation (a disclosure, so it works without JavaScript too).
+fn run_section(
+    current: Memo<Page>,
+    session_id: String,
+    csrf: String,
+    can_answer: bool,
+) -> impl IntoView {
+    let stop = ServerAction::<StopRun>::new();
+    let run = move || current.with(|page| page.run.clone());
+    let (session_id, csrf) = (StoredValue::new(session_id), StoredValue::new(csrf));
+    view! {
+        {move || {
+            run()
+                .map(|run| {
+                    let live = !run.state.is_ended() && run.stop_requested_by.is_none();
+                    let zone = current.with_untracked(|page| page.viewer.time_zone.clone());
+                    let stop_error = move || {
+                        stop.value().get().and_then(Result::err).map(|error| error.to_string())
+                    };
+                    view! {
+                        <section class="run" aria-labelledby="run-heading" data-run-state=run.state.as_str()>
+                            <h2 id="run-heading">"Agent"</h2>
+                            <p class="run-meta">
+                                <span class="status" data-status=run.state.as_str() data-testid="run-state">
+                                    {run.described()}
+                                </span>
+                                " · "
+                                <code>{run.command.clone()}</code>
+                                {format!(" · on {} · started {}", run.host, zoned_time(run.started_ms, zone.as_deref()))}
+                            </p>
+                            <pre class="run-output" data-testid="run-output" tabindex="0" aria-label="The agent's latest output">
+                                <span>{if run.output.is_empty() { "(no output yet)".to_owned() } else { run.output.clone() }}</span>
+                            </pre>
+                            {(live && can_answer)
+                                .then(|| {
+                                    view! {
+                                        <details class="run-stop">
+                                            <summary class="button button-quiet">"Stop the agent…"</summary>
+                                            <p>"The agent is interrupted at once, then ended if it lingers; its waiting questions end with it."</p>
+                                            <ActionForm action=stop>
+                                                <input type="hidden" name="session_id" value=session_id.get_value() />
+                                                <input type="hidden" name="csrf" value=csrf.get_value() />
+                                                <button type="submit" class="button button-danger">"Stop it now"</button>
+                                            </ActionForm>
+                                        </details>
+                                    }
+                                })}
+                            {move || stop_error().map(|error| view! { <p class="error" role="alert">{error}</p> })}
+                        </section>
+                    }
+                })
+        }}
     }
 }
 
