@@ -21,7 +21,7 @@ pub const COMMAND_CHARS: usize = 2_000;
 pub const HOST_CHARS: usize = 255;
 
 /// Where a run is. `needs_input` is never stored: it is a `running` run whose session waits for a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
     Running,

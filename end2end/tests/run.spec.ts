@@ -53,6 +53,9 @@ test("a run's state and output update live, and Stop ends the agent as the perso
     await expect(state).toHaveText("stopped by rita", { timeout: 15_000 });
     expect(await exited).toBe(130);
     await expect(page.getByText("Stop the agent…")).toHaveCount(0);
+    // The queue says so too.
+    await page.goto("/");
+    await expect(page.locator(`[data-session-id="${session}"]`)).toContainText("run stopped");
   } finally {
     agent.kill("SIGKILL");
   }

@@ -128,7 +128,7 @@ pub async fn run(command: McpConfigCommand) -> anyhow::Result<u8> {
 }
 
 /// This binary's absolute path, quoted for the shell that runs Codex's command hooks.
-fn this_binary() -> anyhow::Result<String> {
+pub(crate) fn this_binary() -> anyhow::Result<String> {
     let path = std::env::current_exe().context("cannot find this binary's path: give --program")?;
     let path = path
         .to_str()

@@ -425,22 +425,79 @@ fn agent_command(
         .context("name the agent's command after `--`")?;
     let mut command = std::process::Command::new(program);
     command.envs(&session.environment);
-    let name = program.rsplit('/').next().unwrap_or(program);
-    if name == "claude" {
-        let install = HookInstall {
-            public_url: session.public_base.clone(),
-            timeout_seconds: args.hook_timeout,
-            program: String::new(),
-            token_variable: anteroom_api::views::SESSION_TOKEN_VARIABLE.to_owned(),
-        };
-        let settings = install_hooks("", HookFile::ClaudeSettings, &install)?;
-        let path = scratch.join("claude-settings.json");
-        std::fs::write(&path, settings)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        command.arg("--settings").arg(&path);
+    let install = HookInstall {
+        public_url: session.public_base.clone(),
+        timeout_seconds: args.hook_timeout,
+        program: super::mcp_config::this_binary()?,
+        token_variable: anteroom_api::views::SESSION_TOKEN_VARIABLE.to_owned(),
+    };
+    match program.rsplit('/').next().unwrap_or(program) {
+        "claude" => {
+            let settings = install_hooks("", HookFile::ClaudeSettings, &install)?;
+            let path = scratch.join("claude-settings.json");
+            std::fs::write(&path, settings)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            command.arg("--settings").arg(&path);
+        }
+        "codex" => {
+            let user_home = match std::env::var_os("CODEX_HOME") {
+                Some(home) => PathBuf::from(home),
+                None => std::env::home_dir()
+                    .context("no home folder to find Codex's in: set CODEX_HOME")?
+                    .join(".codex"),
+            };
+            let home = layered_codex_home(&user_home, &scratch.join("codex-home"), &install)?;
+            command.env("CODEX_HOME", home);
+        }
+        _ => {}
     }
     command.args(rest);
     Ok(command)
+}
+
+/// A `CODEX_HOME` of the run's own, layered over the user's: every entry of the user's home is linked into it
+/// (so logins, sessions and logs are the user's own), except `hooks.json`, which is the user's with Anteroom's
+/// entry added, and `config.toml`, a copy of the user's that trusts that entry and carries the user's trust in
+/// their own entries over to the new file's path. The user's files are read, never written; their trust
+/// setting is not weakened (no bypass flag): the run's entry is trusted by its hash, as `mcp-config hooks`
+/// would record it.
+fn layered_codex_home(
+    user_home: &std::path::Path,
+    home: &std::path::Path,
+    install: &HookInstall,
+) -> anyhow::Result<PathBuf> {
+    use anteroom_installers::{codex, is_anteroom_handler};
+
+    std::fs::create_dir_all(home).with_context(|| format!("cannot make {}", home.display()))?;
+    if let Ok(entries) = std::fs::read_dir(user_home) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name == "config.toml" || name == "hooks.json" {
+                continue;
+            }
+            std::os::unix::fs::symlink(entry.path(), home.join(&name)).with_context(|| {
+                format!(
+                    "cannot link {} into the run's Codex home",
+                    entry.path().display()
+                )
+            })?;
+        }
+    }
+    let read = |name: &str| std::fs::read_to_string(user_home.join(name)).unwrap_or_default();
+    let hooks_path = home.join("hooks.json");
+    let hooks = install_hooks(&read("hooks.json"), HookFile::CodexHooks, install)?;
+    std::fs::write(&hooks_path, &hooks)
+        .with_context(|| format!("cannot write {}", hooks_path.display()))?;
+    // Trust keys name the hooks.json's path: the user's own entries keep their places (Anteroom's is added
+    // after them, or replaces its own in place), so their trust moves to the run's file as it is.
+    let user_hooks = format!("\"{}:", user_home.join("hooks.json").display());
+    let run_hooks = format!("\"{}:", hooks_path.display());
+    let config = read("config.toml").replace(&user_hooks, &run_hooks);
+    let entries = codex::entries_to_trust(&hooks, &hooks_path, is_anteroom_handler);
+    let config = codex::record_trust(&config, &entries)?;
+    std::fs::write(home.join("config.toml"), config)
+        .with_context(|| format!("cannot write {}", home.join("config.toml").display()))?;
+    Ok(home.to_path_buf())
 }
 
 /// Output read from the agent and not yet sent: whole readable lines, at most [`OUTPUT_KEPT`] bytes (older
@@ -657,6 +714,61 @@ mod tests {
         assert!(pending.text.len() <= OUTPUT_KEPT);
         assert!(!pending.take().is_empty());
         assert!(pending.take().is_empty());
+    }
+
+    #[test]
+    fn the_runs_codex_home_trusts_its_hook_and_leaves_the_users_alone() {
+        let user = tempfile::tempdir().expect("user's home");
+        let scratch = tempfile::tempdir().expect("scratch");
+        let user_hooks = user.path().join("hooks.json");
+        let own_hook = r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "audit.sh"}]}]}}"#;
+        std::fs::write(&user_hooks, own_hook).expect("hooks.json");
+        let config = format!(
+            "model = \"m\"\n\n[hooks.state.\"{}:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:mine\"\n",
+            user_hooks.display()
+        );
+        std::fs::write(user.path().join("config.toml"), &config).expect("config.toml");
+        std::fs::write(user.path().join("auth.json"), "{}").expect("auth.json");
+        let install = HookInstall {
+            public_url: "http://anteroom".into(),
+            timeout_seconds: 60,
+            program: "/bin/anteroom".into(),
+            token_variable: "ANTEROOM_SESSION_TOKEN".into(),
+        };
+        let home = layered_codex_home(user.path(), &scratch.path().join("codex"), &install)
+            .expect("layered");
+        // The user's files are as they were.
+        assert_eq!(
+            std::fs::read_to_string(&user_hooks).expect("read"),
+            own_hook
+        );
+        assert_eq!(
+            std::fs::read_to_string(user.path().join("config.toml")).expect("read"),
+            config
+        );
+        // Their login is linked, not copied.
+        assert!(
+            std::fs::symlink_metadata(home.join("auth.json"))
+                .expect("auth")
+                .file_type()
+                .is_symlink()
+        );
+        let hooks = std::fs::read_to_string(home.join("hooks.json")).expect("run's hooks");
+        assert!(
+            hooks.contains("audit.sh") && hooks.contains("/bin/anteroom hook codex-pre-tool-use")
+        );
+        let run_config = std::fs::read_to_string(home.join("config.toml")).expect("run's config");
+        let run_hooks = home.join("hooks.json").display().to_string();
+        assert!(
+            run_config.contains(&format!("{run_hooks}:pre_tool_use:0:0")),
+            "{run_config}"
+        );
+        assert!(run_config.contains("sha256:mine"));
+        assert!(
+            run_config.contains(&format!("{run_hooks}:pre_tool_use:1:0")),
+            "{run_config}"
+        );
+        assert!(!run_config.contains(&user_hooks.display().to_string()));
     }
 
     #[test]

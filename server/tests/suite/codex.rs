@@ -264,6 +264,117 @@ async fn codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline(
     server.stop().await;
 }
 
+/// `anteroom run -- codex exec --json …`: the run gives Codex its hook in a `CODEX_HOME` of the run's own,
+/// layered over the user's and trusting the entry by its hash (no bypass flag, the user's files untouched); the
+/// command waits in the run's session, the person's accept runs it, and Codex's JSON events reach the session
+/// as lines; the run ends `finished`.
+async fn codex_under_anteroom_run_asks_in_the_runs_session_and_leaves_codex_home_as_it_was(
+    db: Backend,
+) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let folder = std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
+        "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
+    );
+    let codex = format!("{folder}/node_modules/.bin/codex");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let home = dir.path().join("codex-home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).expect("work folder");
+    std::fs::create_dir_all(&home).expect("CODEX_HOME");
+    let (api_base, api) = responses_api().await;
+    let config = format!(
+        "model = \"stub-model\"\nmodel_provider = \"stub\"\n\n[model_providers.stub]\nname = \"stub\"\n\
+         base_url = \"{api_base}\"\nwire_api = \"responses\"\nenv_key = \"STUB_API_KEY\"\n"
+    );
+    std::fs::write(home.join("config.toml"), &config).expect("config.toml");
+    api.ask_to_run("touch run-allowed.txt");
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+        .args([
+            "run",
+            "--session",
+            "codex-under-run",
+            "--hook-timeout",
+            "60",
+            "--",
+        ])
+        .arg(&codex)
+        .args([
+            "exec",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "danger-full-access",
+            "--json",
+            "Run the command.",
+        ])
+        .current_dir(&work)
+        .env("ANTEROOM_URL", &server.base)
+        .env("ANTEROOM_API_KEY", &server.admin_key)
+        .env("CODEX_HOME", &home)
+        .env("HOME", &work)
+        .env("STUB_API_KEY", "loopback")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("anteroom run");
+    for _ in 0..600 {
+        let registered = server
+            .http
+            .get(server.url("/api/v1/sessions/codex-under-run"))
+            .bearer_auth(&server.viewer_key)
+            .send()
+            .await
+            .expect("GET the session");
+        if registered.status() == 200 {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    let round = server.rounds_once("codex-under-run", 1).await.remove(0);
+    assert_eq!(round.operation_name, "Bash");
+    let accepted = server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    assert_eq!(accepted.status(), 200);
+    let output = tokio::time::timeout(StdDuration::from_secs(90), run.wait_with_output())
+        .await
+        .expect("the run ends")
+        .expect("anteroom run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(work.join("run-allowed.txt").exists(), "{stderr}");
+    // The user's Codex home is as it was: no hooks.json, the same config.toml.
+    assert!(!home.join("hooks.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(home.join("config.toml")).expect("config"),
+        config
+    );
+    let session = server
+        .get_json("/api/v1/sessions/codex-under-run", &server.viewer_key)
+        .await;
+    assert_eq!(session["run"]["state"], "finished", "{session}");
+    let kept = server
+        .get_json(
+            "/api/v1/sessions/codex-under-run/output",
+            &server.viewer_key,
+        )
+        .await;
+    let text = kept["output"].as_str().expect("output");
+    assert!(text.contains("run-allowed.txt"), "{text}");
+    assert!(
+        !text.contains("\"thread.started\""),
+        "events read as lines, not JSON: {text}"
+    );
+    server.stop().await;
+}
+
 /// `anteroom hook codex-pre-tool-use`, as Codex runs a command hook: the event on stdin, the decision on stdout.
 async fn codex_hook(request_url: &str, event: &Value) -> (Option<i32>, String, String) {
     use tokio::io::AsyncWriteExt;
@@ -346,4 +457,5 @@ async fn codexs_command_hook_prints_the_persons_decision_and_blocks_when_anteroo
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
     codexs_command_hook_prints_the_persons_decision_and_blocks_when_anteroom_is_away,
     codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline,
+    codex_under_anteroom_run_asks_in_the_runs_session_and_leaves_codex_home_as_it_was,
 );

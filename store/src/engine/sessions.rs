@@ -8,6 +8,7 @@ use crate::{
         audit::NewAuditEntry,
         ids::SessionId,
         round::Round,
+        run::RunState,
         session::{NewSession, Session},
     },
     poll_states::Changed,
@@ -68,6 +69,7 @@ impl<D: Dialect> AgentSessionStore for SqlStore<D> {
                     None => None,
                 };
                 Ok(AttentionItem {
+                    run_state: row.run_state.as_deref().and_then(RunState::parse),
                     entry: queue_entry(row.queued)?,
                     oldest_open,
                 })

@@ -208,6 +208,7 @@ fn queue_with_oldest(function: &str, as_text: &str) -> String {
             "SELECT sessions.*, \
              (SELECT {round} FROM rounds r WHERE r.session_id = sessions.id AND r.status = 'pending' \
              ORDER BY r.created_at_ms, r.round_id LIMIT 1){as_text} AS oldest_round, \
+             (SELECT state FROM session_runs sr WHERE sr.session_id = sessions.id) AS run_state, \
              EXISTS (SELECT 1 FROM rounds WHERE ",
             due_at_1!(),
             ") AS any_due FROM sessions ",

@@ -36,6 +36,9 @@ async fn a_run_takes_a_session_and_a_second_live_one_is_refused(h: &Harness) {
         .expect("start");
     assert_eq!(run.state, RunState::Running);
     assert_eq!(h.store.run(&sid("s1")).await.expect("read"), Some(run));
+    // The queue shows it, in the one statement that reads the queue.
+    let queue = h.store.attention_queue(10).await.expect("queue");
+    assert_eq!(queue[0].run_state, Some(RunState::Running));
     let refused = refusal(h.store.start_run(&sid("s1"), "r2", start()).await);
     assert_eq!(refused.code(), "managed_input_conflict");
     assert!(

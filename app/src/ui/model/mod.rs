@@ -74,6 +74,9 @@ pub struct QueueItem {
     pub question: Option<QuestionPreview>,
     pub lost: Option<LostElicitation>,
     pub updated_ms: i64,
+    /// Its run's state, when `anteroom run` runs it (docs/runs.md).
+    #[serde(default)]
+    pub run: Option<crate::domain::run::RunState>,
 }
 
 /// Enough of a question to decide whether to open it.

@@ -23,33 +23,40 @@ async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
     };
     let items = queue
         .into_iter()
-        .map(|AttentionItem { entry, oldest_open }| {
-            let question = oldest_open.as_ref().map(|round| QuestionPreview {
-                round_id: round.round_id.to_string(),
-                message: round
-                    .requests
-                    .values()
-                    .next()
-                    .map(|request| request.message().to_owned())
-                    .unwrap_or_default(),
-                asker: asker(round),
-                asked_ms: ms(round.created_at),
-                deadline_ms: ms(round.deadline),
-                askers_deadline: round.deadline_is_askers(),
-                responders: team.scope(round),
-                same_as: QuestionMatch::of(round).ok().map(|question| question.key()),
-            });
-            QueueItem {
-                session_id: entry.session.id.as_str().to_owned(),
-                title: entry.session.title.clone(),
-                agent: entry.session.agent.clone(),
-                status: entry.session.status,
-                open_rounds: entry.open_rounds,
-                question,
-                lost: entry.session.lost_elicitation.clone(),
-                updated_ms: ms(entry.session.updated_at),
-            }
-        })
+        .map(
+            |AttentionItem {
+                 entry,
+                 oldest_open,
+                 run_state,
+             }| {
+                let question = oldest_open.as_ref().map(|round| QuestionPreview {
+                    round_id: round.round_id.to_string(),
+                    message: round
+                        .requests
+                        .values()
+                        .next()
+                        .map(|request| request.message().to_owned())
+                        .unwrap_or_default(),
+                    asker: asker(round),
+                    asked_ms: ms(round.created_at),
+                    deadline_ms: ms(round.deadline),
+                    askers_deadline: round.deadline_is_askers(),
+                    responders: team.scope(round),
+                    same_as: QuestionMatch::of(round).ok().map(|question| question.key()),
+                });
+                QueueItem {
+                    session_id: entry.session.id.as_str().to_owned(),
+                    title: entry.session.title.clone(),
+                    agent: entry.session.agent.clone(),
+                    status: entry.session.status,
+                    open_rounds: entry.open_rounds,
+                    question,
+                    lost: entry.session.lost_elicitation.clone(),
+                    updated_ms: ms(entry.session.updated_at),
+                    run: run_state,
+                }
+            },
+        )
         .collect();
     Ok(QueueView {
         now_ms: ms(store.now()),

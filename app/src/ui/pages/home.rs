@@ -301,6 +301,7 @@ fn section(
                                 card.head.open_rounds,
                                 card.head.lost.as_ref().map(|lost| lost.at),
                                 card.head.status,
+                                card.head.run,
                                 card.alike.len(),
                             )
                         }
@@ -486,6 +487,7 @@ fn queue_item(card: Card, index: usize, now_ms: i64, selection: Selection) -> im
             <span class="queue-meta">
                 {item.status.as_str().replace('_', " ")}
                 {item.agent.clone().map(|agent| format!(" · {agent}"))}
+                {item.run.map(|run| format!(" · run {}", run.as_str().replace('_', " ")))}
             </span>
         }
         .into_any(),

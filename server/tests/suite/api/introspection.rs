@@ -98,13 +98,17 @@ async fn openapi_document_describes_every_route(db: Backend) {
         "GET /api/v1/stats/response-times",
         "GET /api/v1/rules",
         "DELETE /api/v1/rules/{rule_id}",
+        "POST /api/v1/s/{token}/run",
+        "GET /api/v1/s/{token}/run/{run_id}/control",
+        "POST /api/v1/sessions/{id}/stop",
+        "GET /api/v1/sessions/{id}/output",
     ] {
         assert!(
             operations.iter().any(|op| op == expected),
             "{expected} missing from {operations:?}"
         );
     }
-    assert_eq!(operations.len(), 43, "{operations:?}");
+    assert_eq!(operations.len(), 49, "{operations:?}");
     server.stop().await;
 }
 
