@@ -314,6 +314,10 @@ pub struct RunArgs {
     /// The hooks' timeout in seconds (Anteroom answers before it).
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(10..=86_400))]
     pub hook_timeout: u64,
+    /// When Anteroom refuses the run or cannot be reached, start the agent anyway, with hooks that refuse every
+    /// call that would ask a person, saying why (default: start nothing).
+    #[arg(long)]
+    pub offline_ok: bool,
     /// The agent's command and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -335,6 +339,11 @@ pub enum HookCommand {
         #[arg(long, default_value_t = 600)]
         timeout: u64,
     },
+    /// The hook `anteroom run --offline-ok` gives an agent when Anteroom could not be reached: a call that would
+    /// ask a person is refused (the reason on stderr, exit status 2, which Claude Code and Codex both read as a
+    /// block); any other passes.
+    #[command(hide = true)]
+    Offline,
 }
 
 #[derive(Debug, Subcommand)]

@@ -295,7 +295,8 @@ impl TestServer {
 
     /// Session `session`'s rounds, oldest first, once it has at least `count`: for questions another process
     /// (a wrapper, an agent) asks. Waits up to 60 s (a Python or Node harness starting on a loaded two-core
-    /// machine has taken over 20), then fails the test.
+    /// machine has taken over 20), then fails the test. A session not registered yet has none so far (a process
+    /// such as `anteroom run` registers its own).
     pub async fn rounds_once(
         &self,
         session: &str,
@@ -303,7 +304,11 @@ impl TestServer {
     ) -> Vec<anteroom_store::domain::round::Round> {
         let session = anteroom_store::domain::ids::SessionId::parse(session).expect("session id");
         for _ in 0..3000 {
-            let mut rounds = self.store.list_rounds(&session).await.expect("rounds");
+            let mut rounds = match self.store.list_rounds(&session).await {
+                Ok(rounds) => rounds,
+                Err(error) if error.is_not_found() => Vec::new(),
+                Err(error) => panic!("rounds of {session}: {error:?}"),
+            };
             if rounds.len() >= count {
                 rounds.sort_by_key(|round| (round.created_at, round.round_id));
                 return rounds;

@@ -21,7 +21,13 @@ const EVENT_LIMIT: u64 = 1024 * 1024;
 /// The exit status Codex reads as "blocked", with the reason on stderr.
 const EXIT_BLOCK: u8 = 2;
 
+/// Set by `anteroom run --offline-ok` when Anteroom could not be reached: the reason its hooks refuse with.
+pub const OFFLINE_REASON: &str = "ANTEROOM_OFFLINE_REASON";
+
 pub async fn codex_pre_tool_use(timeout: u64) -> anyhow::Result<u8> {
+    if std::env::var_os(OFFLINE_REASON).is_some() {
+        return Ok(offline());
+    }
     match ask(timeout).await {
         Ok(reply) => {
             // No decision is no output: the harness goes on as it would without the hook.
@@ -39,6 +45,30 @@ pub async fn codex_pre_tool_use(timeout: u64) -> anyhow::Result<u8> {
             Ok(EXIT_BLOCK)
         }
     }
+}
+
+/// A run started without Anteroom (`anteroom run --offline-ok`): a call that would ask a person is refused with
+/// the run's reason (stderr, exit status 2: a block for Claude Code and Codex alike); any other passes, as it
+/// would with Anteroom there.
+pub fn offline() -> u8 {
+    let mut event = String::new();
+    let _ = std::io::stdin()
+        .take(EVENT_LIMIT)
+        .read_to_string(&mut event);
+    let tool = serde_json::from_str::<serde_json::Value>(&event)
+        .ok()
+        .and_then(|event| event["tool_name"].as_str().map(str::to_owned));
+    let asks = tool
+        .as_deref()
+        .is_none_or(|tool| anteroom_domain::hooks::ToolPolicy::default().needs_person(tool));
+    if !asks {
+        return 0;
+    }
+    let reason = std::env::var(OFFLINE_REASON).unwrap_or_else(|_| {
+        "Anteroom could not be reached when this run started, so nobody can be asked".to_owned()
+    });
+    eprintln!("{}", reason.trim_end_matches('.'));
+    EXIT_BLOCK
 }
 
 /// How long the hook waits for Anteroom: less than Codex's own `timeout`, after which Codex would kill the

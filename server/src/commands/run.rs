@@ -20,7 +20,7 @@ use std::{
 use anteroom_domain::run::{
     HEARTBEAT_EVERY, LINE_CHARS, OUTPUT_KEPT, next_boundary, readable_line,
 };
-use anteroom_installers::{HookFile, HookInstall, install_hooks};
+use anteroom_installers::{Change, Format, HookFile, HookInstall, install_hooks, rewrite};
 use anteroom_server::config::RunArgs;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -40,20 +40,29 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         .context("name the agent's command after `--`")?;
     let client = Client::new(&args.url, &args.api_key)?;
     let host = host_name();
-    // Nothing is started unless Anteroom took the run: an agent that asks nobody is what this command prevents.
-    let session = take_session(&client, &args, &host).await.with_context(|| {
-        format!(
-            "Anteroom at {} did not take this run, so the agent was not started",
-            client.base
-        )
-    })?;
-    let started = client
-        .post(
-            &format!("/api/v1/s/{}/run", session.token),
-            &json!({"command": cut(&shown_command(&args.command), 2_000), "host": cut(&host, 255)}),
-        )
-        .await
-        .context("Anteroom did not take this run, so the agent was not started")?;
+    // Nothing is started unless Anteroom took the run (or --offline-ok says to start it with hooks that refuse):
+    // an agent that would ask nobody is what this command prevents.
+    let taken = async {
+        let session = take_session(&client, &args, &host).await?;
+        let started = client
+            .post(
+                &format!("/api/v1/s/{}/run", session.token),
+                &json!({"command": cut(&shown_command(&args.command), 2_000), "host": cut(&host, 255)}),
+            )
+            .await?;
+        anyhow::Ok((session, started))
+    }
+    .await;
+    let (session, started) = match taken {
+        Ok(taken) => taken,
+        Err(error) if args.offline_ok => return run_offline(&args, &client.base, &error).await,
+        Err(error) => {
+            return Err(error.context(format!(
+                "Anteroom at {} did not take this run, so the agent was not started",
+                client.base
+            )));
+        }
+    };
     let run_id = started["run_id"]
         .as_str()
         .context("Anteroom's reply to the run's start has no run_id")?
@@ -67,7 +76,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         .prefix("anteroom-run-")
         .tempdir()
         .context("cannot make the run's scratch folder")?;
-    let command = agent_command(&args, &session, scratch.path().to_path_buf())?;
+    let command = agent_command(&args, Some(&session), scratch.path().to_path_buf())?;
     let mut child = tokio::process::Command::from(command)
         .stdin(Stdio::inherit())
         .stdout(Stdio::piped())
@@ -157,6 +166,40 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             ended(&status)
         );
     }
+    drop(scratch);
+    Ok(exit_status(&status))
+}
+
+/// `--offline-ok` when Anteroom did not take the run: the agent starts without a session, its hooks refuse every
+/// call that would ask a person with the reason, and its exit status is `run`'s. Nothing is reported.
+async fn run_offline(args: &RunArgs, base: &str, why: &anyhow::Error) -> anyhow::Result<u8> {
+    eprintln!(
+        "anteroom run: Anteroom at {base} did not take this run ({why:#}); --offline-ok: the agent starts, and \
+         every call that would ask a person is refused"
+    );
+    let scratch = tempfile::Builder::new()
+        .prefix("anteroom-run-")
+        .tempdir()
+        .context("cannot make the run's scratch folder")?;
+    let mut command = agent_command(args, None, scratch.path().to_path_buf())?;
+    command.env(
+        super::hook::OFFLINE_REASON,
+        format!(
+            "Anteroom ({base}) could not be reached when this run started, so nobody can be asked and the call is \
+             not allowed"
+        ),
+    );
+    let mut child = tokio::process::Command::from(command)
+        .spawn()
+        .with_context(|| format!("cannot start {}", args.command.join(" ")))?;
+    let pid = child.id().and_then(|pid| i32::try_from(pid).ok());
+    let mut signals = Signals::new()?;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status.context("cannot wait for the agent")?,
+            signal = signals.next() => send(pid, signal),
+        }
+    };
     drop(scratch);
     Ok(exit_status(&status))
 }
@@ -416,7 +459,7 @@ fn host_name() -> String {
 /// of the run's own with Anteroom's hooks (Claude Code merges `--settings` over the user's own settings).
 fn agent_command(
     args: &RunArgs,
-    session: &RunSession,
+    session: Option<&RunSession>,
     scratch: PathBuf,
 ) -> anyhow::Result<std::process::Command> {
     let (program, rest) = args
@@ -424,20 +467,45 @@ fn agent_command(
         .split_first()
         .context("name the agent's command after `--`")?;
     let mut command = std::process::Command::new(program);
-    command.envs(&session.environment);
+    if let Some(session) = session {
+        command.envs(&session.environment);
+    }
     let install = HookInstall {
-        public_url: session.public_base.clone(),
+        public_url: session
+            .map(|session| session.public_base.clone())
+            .unwrap_or_default(),
         timeout_seconds: args.hook_timeout,
         program: super::mcp_config::this_binary()?,
         token_variable: anteroom_api::views::SESSION_TOKEN_VARIABLE.to_owned(),
     };
     match program.rsplit('/').next().unwrap_or(program) {
         "claude" => {
-            let settings = install_hooks("", HookFile::ClaudeSettings, &install)?;
+            let settings = match session {
+                Some(_) => install_hooks("", HookFile::ClaudeSettings, &install)?,
+                // Offline: a command hook that refuses what would ask a person, with the reason.
+                None => json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{
+                    "type": "command", "command": format!("{} hook offline", install.program), "timeout": 30
+                }]}]}})
+                .to_string(),
+            };
             let path = scratch.join("claude-settings.json");
             std::fs::write(&path, settings)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             command.arg("--settings").arg(&path);
+            let cwd = std::env::current_dir().context("cannot read the working folder")?;
+            if let (Some(session), Some(servers)) = (
+                session,
+                claude_servers(&cwd, std::env::home_dir().as_deref())?,
+            ) {
+                let config = run_servers(Format::Json, &servers, session)?;
+                let path = scratch.join("claude-mcp.json");
+                std::fs::write(&path, config)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                command
+                    .arg("--mcp-config")
+                    .arg(&path)
+                    .arg("--strict-mcp-config");
+            }
         }
         "codex" => {
             let user_home = match std::env::var_os("CODEX_HOME") {
@@ -446,7 +514,8 @@ fn agent_command(
                     .context("no home folder to find Codex's in: set CODEX_HOME")?
                     .join(".codex"),
             };
-            let home = layered_codex_home(&user_home, &scratch.join("codex-home"), &install)?;
+            let home =
+                layered_codex_home(&user_home, &scratch.join("codex-home"), &install, session)?;
             command.env("CODEX_HOME", home);
         }
         _ => {}
@@ -465,6 +534,7 @@ fn layered_codex_home(
     user_home: &std::path::Path,
     home: &std::path::Path,
     install: &HookInstall,
+    session: Option<&RunSession>,
 ) -> anyhow::Result<PathBuf> {
     use anteroom_installers::{codex, is_anteroom_handler};
 
@@ -493,11 +563,115 @@ fn layered_codex_home(
     let user_hooks = format!("\"{}:", user_home.join("hooks.json").display());
     let run_hooks = format!("\"{}:", hooks_path.display());
     let config = read("config.toml").replace(&user_hooks, &run_hooks);
+    // Its stdio MCP servers ask in the run's session, under `anteroom wrap` (offline: as they are).
+    let config = match session {
+        Some(session) => run_servers(Format::Toml, &config, session)?,
+        None => config,
+    };
     let entries = codex::entries_to_trust(&hooks, &hooks_path, is_anteroom_handler);
     let config = codex::record_trust(&config, &entries)?;
     std::fs::write(home.join("config.toml"), config)
         .with_context(|| format!("cannot write {}", home.join("config.toml").display()))?;
     Ok(home.to_path_buf())
+}
+
+/// `config` (a `.mcp.json`-shaped text or a Codex `config.toml`) with every stdio server given the run's
+/// environment block and put under `anteroom wrap` (this binary, by its absolute path), so a server's own
+/// questions reach the run's session; remote servers are left alone.
+fn run_servers(format: Format, config: &str, session: &RunSession) -> anyhow::Result<String> {
+    let block: Vec<(String, String)> = session
+        .environment
+        .iter()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let injected = rewrite(
+        format,
+        config,
+        &Change::Inject {
+            block,
+            dotenv: BTreeMap::new(),
+        },
+        &[],
+    )?;
+    let program = std::env::current_exe()
+        .context("cannot find this binary's path to wrap the MCP servers with")?;
+    Ok(rewrite(
+        format,
+        &injected,
+        &Change::Wrap {
+            program: program.display().to_string(),
+        },
+        &[],
+    )?)
+}
+
+/// The MCP servers Claude Code would start in `cwd`, as one `.mcp.json`-shaped text, or `None` when it has
+/// none: the user's (`~/.claude.json` `mcpServers`), the project's `.mcp.json` servers the user approved
+/// (`enableAllProjectMcpServers` or `enabledMcpjsonServers` in a settings file; a project's servers never start
+/// unapproved because a run listed them), and the local ones (`~/.claude.json` `projects[cwd].mcpServers`), a
+/// later scope's server replacing an earlier one of the same name, as Claude Code does. The run passes them
+/// with `--strict-mcp-config`, so each is started once, wrapped.
+fn claude_servers(
+    cwd: &std::path::Path,
+    home: Option<&std::path::Path>,
+) -> anyhow::Result<Option<String>> {
+    let read = |path: PathBuf| -> Value {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(Value::Null)
+    };
+    let user = home
+        .map(|home| read(home.join(".claude.json")))
+        .unwrap_or(Value::Null);
+    let settings: Vec<Value> = [
+        Some(cwd.join(".claude/settings.local.json")),
+        Some(cwd.join(".claude/settings.json")),
+        home.map(|home| home.join(".claude/settings.json")),
+    ]
+    .into_iter()
+    .flatten()
+    .map(read)
+    .collect();
+    let project_entry = &user["projects"][cwd.display().to_string()];
+    let approved = |name: &str| {
+        let listed = |value: &Value, key: &str| {
+            value[key]
+                .as_array()
+                .is_some_and(|names| names.iter().any(|listed| listed == name))
+        };
+        let all = settings
+            .iter()
+            .chain(std::iter::once(project_entry))
+            .any(|value| value["enableAllProjectMcpServers"] == true);
+        let denied = settings
+            .iter()
+            .chain(std::iter::once(project_entry))
+            .any(|value| listed(value, "disabledMcpjsonServers"));
+        !denied
+            && (all
+                || settings
+                    .iter()
+                    .chain(std::iter::once(project_entry))
+                    .any(|value| listed(value, "enabledMcpjsonServers")))
+    };
+    let mut servers = serde_json::Map::new();
+    let mut add = |found: &Value, keep: &dyn Fn(&str) -> bool| {
+        for (name, server) in found.as_object().into_iter().flatten() {
+            if keep(name) {
+                servers.insert(name.clone(), server.clone());
+            }
+        }
+    };
+    add(&user["mcpServers"], &|_| true);
+    add(&read(cwd.join(".mcp.json"))["mcpServers"], &approved);
+    add(&project_entry["mcpServers"], &|_| true);
+    if servers.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::to_string_pretty(&json!({
+        "mcpServers": servers
+    }))?))
 }
 
 /// Output read from the agent and not yet sent: whole readable lines, at most [`OUTPUT_KEPT`] bytes (older
@@ -512,17 +686,22 @@ impl Pending {
     fn push(&mut self, line: &str) {
         self.text.push_str(line);
         self.text.push('\n');
-        self.bound();
+        // Trimmed only once it holds twice the tail: a flood of short lines costs one move per 64 KiB, not one
+        // per line.
+        if self.text.len() > 2 * OUTPUT_KEPT {
+            self.trim();
+        }
     }
 
     /// Puts back what could not be sent, before what came since.
     fn restore(&mut self, unsent: String) {
         let since = std::mem::replace(&mut self.text, unsent);
         self.text.push_str(&since);
-        self.bound();
+        self.trim();
     }
 
-    fn bound(&mut self) {
+    /// Keeps the last [`OUTPUT_KEPT`] bytes, in whole lines, and counts what gave way.
+    fn trim(&mut self) {
         if self.text.len() <= OUTPUT_KEPT {
             return;
         }
@@ -536,13 +715,16 @@ impl Pending {
         self.text.drain(..cut);
     }
 
+    /// What to send: the kept tail, after a line saying how much gave way since the last send.
     fn take(&mut self) -> String {
+        self.trim();
         let mut text = std::mem::take(&mut self.text);
         if self.dropped > 0 {
             text.insert_str(
                 0,
                 &format!(
-                    "[anteroom run: {} bytes of output were not sent while Anteroom could not be reached]\n",
+                    "[anteroom run: {} bytes of output were not sent: more came in a second than the session keeps, or \
+                     Anteroom could not be reached]\n",
                     std::mem::take(&mut self.dropped)
                 ),
             );
@@ -702,9 +884,10 @@ mod tests {
         let line = "x".repeat(999);
         for _ in 0..1_000 {
             pending.push(&line);
+            assert!(pending.text.len() <= 2 * OUTPUT_KEPT);
         }
-        assert!(pending.text.len() <= OUTPUT_KEPT);
         let unsent = pending.take();
+        assert!(unsent.len() <= OUTPUT_KEPT + 200);
         assert!(
             unsent.starts_with("[anteroom run: "),
             "{}",
@@ -724,7 +907,8 @@ mod tests {
         let own_hook = r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "audit.sh"}]}]}}"#;
         std::fs::write(&user_hooks, own_hook).expect("hooks.json");
         let config = format!(
-            "model = \"m\"\n\n[hooks.state.\"{}:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:mine\"\n",
+            "model = \"m\"\n\n[mcp_servers.github]\ncommand = \"npx\"\nargs = [\"server-github\"]\n\n\
+             [hooks.state.\"{}:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:mine\"\n",
             user_hooks.display()
         );
         std::fs::write(user.path().join("config.toml"), &config).expect("config.toml");
@@ -735,8 +919,22 @@ mod tests {
             program: "/bin/anteroom".into(),
             token_variable: "ANTEROOM_SESSION_TOKEN".into(),
         };
-        let home = layered_codex_home(user.path(), &scratch.path().join("codex"), &install)
-            .expect("layered");
+        let session = RunSession {
+            id: "s1".into(),
+            token: "ars_x".into(),
+            environment: BTreeMap::from([(
+                "ELICITATION_REQUEST_URL".to_owned(),
+                "http://anteroom/api/v1/s/ars_x/elicitations".to_owned(),
+            )]),
+            public_base: "http://anteroom".into(),
+        };
+        let home = layered_codex_home(
+            user.path(),
+            &scratch.path().join("codex"),
+            &install,
+            Some(&session),
+        )
+        .expect("layered");
         // The user's files are as they were.
         assert_eq!(
             std::fs::read_to_string(&user_hooks).expect("read"),
@@ -769,6 +967,57 @@ mod tests {
             "{run_config}"
         );
         assert!(!run_config.contains(&user_hooks.display().to_string()));
+        // Its MCP server asks in the run's session, wrapped.
+        assert!(
+            run_config.contains("\"wrap\", \"--server\", \"github\", \"--\", \"npx\""),
+            "{run_config}"
+        );
+        assert!(
+            run_config.contains("ars_x/servers/github/elicitations"),
+            "{run_config}"
+        );
+    }
+
+    #[test]
+    fn claudes_servers_are_the_users_the_approved_projects_and_the_local_ones() {
+        let home = tempfile::tempdir().expect("home");
+        let cwd = tempfile::tempdir().expect("project");
+        let server = |command: &str| json!({"command": command});
+        assert!(
+            claude_servers(cwd.path(), Some(home.path()))
+                .expect("none")
+                .is_none()
+        );
+        std::fs::write(
+            cwd.path().join(".mcp.json"),
+            json!({"mcpServers": {"approved": server("a"), "unapproved": server("u"), "same": server("project")}})
+                .to_string(),
+        )
+        .expect(".mcp.json");
+        std::fs::create_dir_all(cwd.path().join(".claude")).expect(".claude");
+        std::fs::write(
+            cwd.path().join(".claude/settings.local.json"),
+            json!({"enabledMcpjsonServers": ["approved", "same"]}).to_string(),
+        )
+        .expect("settings");
+        let projects =
+            json!({cwd.path().display().to_string(): {"mcpServers": {"same": server("local")}}});
+        std::fs::write(
+            home.path().join(".claude.json"),
+            json!({"mcpServers": {"mine": server("m")}, "projects": projects}).to_string(),
+        )
+        .expect(".claude.json");
+        let text = claude_servers(cwd.path(), Some(home.path()))
+            .expect("read")
+            .expect("servers");
+        let servers: Value = serde_json::from_str(&text).expect("JSON");
+        let names: Vec<&String> = servers["mcpServers"]
+            .as_object()
+            .expect("servers")
+            .keys()
+            .collect();
+        assert_eq!(names, ["mine", "approved", "same"]);
+        assert_eq!(servers["mcpServers"]["same"]["command"], "local");
     }
 
     #[test]

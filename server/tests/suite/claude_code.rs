@@ -35,9 +35,15 @@ async fn messages(
         .and_then(|last| last["content"].as_array())
         .and_then(|blocks| blocks.iter().find(|block| block["type"] == "tool_result"))
         .cloned();
+    // A command named `mcp__SERVER__TOOL` is a call of that MCP tool (with no arguments), when it is offered.
+    let tool = if command.starts_with("mcp__") {
+        command.as_str()
+    } else {
+        "Bash"
+    };
     let asks_bash = request["tools"]
         .as_array()
-        .is_some_and(|tools| tools.iter().any(|tool| tool["name"] == "Bash"));
+        .is_some_and(|tools| tools.iter().any(|offered| offered["name"] == tool));
     let model = request["model"].clone();
     seen.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -50,9 +56,12 @@ async fn messages(
     )];
     let (block, delta, stop) = match (&tool_result, asks_bash) {
         (None, true) => (
-            json!({"type": "tool_use", "id": "toolu_stub", "name": "Bash", "input": {}}),
-            json!({"type": "input_json_delta", "partial_json":
-                json!({"command": command, "description": "apply the plan"}).to_string()}),
+            json!({"type": "tool_use", "id": "toolu_stub", "name": tool, "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": if tool == "Bash" {
+                json!({"command": command, "description": "apply the plan"}).to_string()
+            } else {
+                "{}".to_owned()
+            }}),
             "tool_use",
         ),
         _ => (
@@ -258,6 +267,54 @@ async fn claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_mo
     server.stop().await;
 }
 
+/// The first tool result the model was sent, among the stand-in's requests.
+fn tool_result_sent(seen: &Mutex<Vec<Value>>) -> Value {
+    seen.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .filter_map(|request| request["messages"].as_array())
+        .flatten()
+        .filter_map(|message| message["content"].as_array())
+        .flatten()
+        .find(|block| block["type"] == "tool_result")
+        .cloned()
+        .expect("a tool result reached the model")
+}
+
+/// `anteroom run RUN_ARGS -- claude CLAUDE_ARGS` in `dir`, against the stand-in at `api`, as the tests run it.
+fn claude_under_run(
+    server: &TestServer,
+    dir: &std::path::Path,
+    api: &str,
+    run_args: &[&str],
+    claude_args: &[&str],
+) -> tokio::process::Command {
+    let folder = std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
+        "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
+    );
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_anteroom"));
+    command
+        .arg("run")
+        .args(run_args)
+        .arg("--")
+        .arg(format!(
+            "{folder}/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+        ))
+        .args(claude_args)
+        .current_dir(dir)
+        .env("ANTEROOM_URL", &server.base)
+        .env("ANTEROOM_API_KEY", &server.admin_key)
+        .env("HOME", dir.join("home"))
+        .env("ANTHROPIC_BASE_URL", api)
+        .env("ANTHROPIC_API_KEY", "sk-ant-loopback")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
 /// `anteroom run -- claude -p …`: no file written by anyone, the run's own settings give Claude Code its hooks,
 /// the tool call waits in the run's session (shown `needs_input`), the person's allow runs it, and the run's
 /// stream-json output reaches the session as readable lines; the agent's exit ends the run `finished`.
@@ -267,60 +324,27 @@ async fn claude_code_under_anteroom_run_asks_in_the_runs_session_and_its_output_
     let Some(server) = TestServer::start(db).await else {
         return;
     };
-    let folder = std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
-        "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
-    );
-    let claude = format!("{folder}/node_modules/@anthropic-ai/claude-code-linux-x64/claude");
     let dir = tempfile::tempdir().expect("temporary directory");
     let (api, _seen, command) = messages_api().await;
     *command
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = "touch ran-under-run.txt".to_owned();
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
-        .args([
-            "run",
-            "--session",
-            "claude-under-run",
-            "--hook-timeout",
-            "120",
-            "--",
-        ])
-        .arg(&claude)
-        .args([
+    let run = claude_under_run(
+        &server,
+        dir.path(),
+        &api,
+        &["--session", "claude-under-run", "--hook-timeout", "120"],
+        &[
             "-p",
             "Apply the plan.",
             "--output-format",
             "stream-json",
             "--verbose",
-        ])
-        .current_dir(dir.path())
-        .env("ANTEROOM_URL", &server.base)
-        .env("ANTEROOM_API_KEY", &server.admin_key)
-        .env("HOME", dir.path().join("home"))
-        .env("ANTHROPIC_BASE_URL", &api)
-        .env("ANTHROPIC_API_KEY", "sk-ant-loopback")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("anteroom run");
+        ],
+    )
+    .spawn()
+    .expect("anteroom run");
 
-    // `run` registers the session before it starts the agent.
-    for _ in 0..600 {
-        let registered = server
-            .http
-            .get(server.url("/api/v1/sessions/claude-under-run"))
-            .bearer_auth(&server.viewer_key)
-            .send()
-            .await
-            .expect("GET the session");
-        if registered.status() == 200 {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(100)).await;
-    }
     let round = server.rounds_once("claude-under-run", 1).await.remove(0);
     assert_eq!(round.operation_name, "Bash");
     let session = server
@@ -366,7 +390,148 @@ async fn claude_code_under_anteroom_run_asks_in_the_runs_session_and_its_output_
     server.stop().await;
 }
 
+/// `anteroom run -- claude -p …` in a project whose approved `.mcp.json` starts a stdio server that asks its
+/// own question (`elicitation/create`, the real MCP SDK's server): the run gives Claude Code that server under `anteroom wrap` through a
+/// config of its own (`--mcp-config` with `--strict-mcp-config`); calling its tool is first a permission
+/// question (the hook), then the server's own question, both in the run's session; the person's answer reaches
+/// the tool and its result reaches the model. The project's files are as they were.
+async fn claude_codes_stdio_server_asks_through_the_runs_wrap(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let folder = std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
+        "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
+    );
+    // The real MCP SDK's server whose `deploy` tool asks "Which environment?" with `elicitInput`.
+    let fixture = format!("{folder}/legacy_server.mjs");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mcp_json =
+        json!({"mcpServers": {"deployer": {"command": "node", "args": [fixture]}}}).to_string();
+    std::fs::write(dir.path().join(".mcp.json"), &mcp_json).expect(".mcp.json");
+    std::fs::create_dir_all(dir.path().join(".claude")).expect(".claude");
+    std::fs::write(
+        dir.path().join(".claude/settings.local.json"),
+        json!({"enabledMcpjsonServers": ["deployer"]}).to_string(),
+    )
+    .expect("settings");
+    let (api, seen, command) = messages_api().await;
+    *command
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = "mcp__deployer__deploy".to_owned();
+    let run = claude_under_run(
+        &server,
+        dir.path(),
+        &api,
+        &["--session", "claude-mcp-run", "--hook-timeout", "120"],
+        &["-p", "Deploy it."],
+    )
+    // MCP tools offered to the model as themselves, not behind Claude Code's tool search (the stand-in calls
+    // the tool by name), and connected before the first request, so the tool is there to call.
+    .env("ENABLE_TOOL_SEARCH", "false")
+    .env("MCP_CONNECTION_NONBLOCKING", "false")
+    .spawn()
+    .expect("anteroom run");
+    // First the permission to call the tool (Claude Code's hook)…
+    let permission = server.rounds_once("claude-mcp-run", 1).await.remove(0);
+    // An MCP tool's call is asked as its server's (docs/hooks.md).
+    assert_eq!(
+        (
+            permission.server.as_deref(),
+            permission.operation_name.as_str()
+        ),
+        (Some("deployer"), "deploy")
+    );
+    let allowed = server
+        .respond(
+            &server.responder_key,
+            permission.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    assert_eq!(allowed.status(), 200);
+    // …then the server's own question, through the run's wrap, named by its server.
+    let asked = server
+        .new_round_once("claude-mcp-run", &[permission.round_id])
+        .await;
+    assert_eq!(asked.server.as_deref(), Some("deployer"));
+    let message = asked
+        .requests
+        .values()
+        .next()
+        .expect("request")
+        .message()
+        .to_owned();
+    assert_eq!(message, "Which environment?");
+    let answered = server
+        .respond(
+            &server.responder_key,
+            asked.request_id.as_str(),
+            json!({"action_type": "accept", "content": {"env": "production"}}),
+        )
+        .await;
+    assert_eq!(answered.status(), 200);
+    let output = tokio::time::timeout(StdDuration::from_secs(90), run.wait_with_output())
+        .await
+        .expect("the run ends")
+        .expect("anteroom run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let tool_result = tool_result_sent(&seen);
+    assert!(
+        tool_result.to_string().contains("production"),
+        "{tool_result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".mcp.json")).expect(".mcp.json"),
+        mcp_json
+    );
+    server.stop().await;
+}
+
+/// `anteroom run --offline-ok -- claude -p …` with Anteroom unreachable: Claude Code runs, and the call that
+/// would have asked a person is refused by the run's offline hook, whose reason is what the model reads.
+async fn claude_code_under_an_offline_run_is_refused_with_the_reason(db: Backend) {
+    // The server only provides the test's database; Anteroom is unreachable at the run's URL.
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (api, seen, command) = messages_api().await;
+    *command
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = "touch offline.txt".to_owned();
+    let output = claude_under_run(
+        &server,
+        dir.path(),
+        &api,
+        &["--offline-ok"],
+        &["-p", "Apply the plan."],
+    )
+    .env("ANTEROOM_URL", "http://127.0.0.1:9")
+    .output()
+    .await
+    .expect("anteroom run --offline-ok");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("--offline-ok: the agent starts"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("offline.txt").exists());
+    let tool_result = tool_result_sent(&seen);
+    assert!(
+        tool_result
+            .to_string()
+            .contains("could not be reached when this run started"),
+        "{tool_result}"
+    );
+    server.stop().await;
+}
+
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
+    claude_code_under_an_offline_run_is_refused_with_the_reason,
+    claude_codes_stdio_server_asks_through_the_runs_wrap,
     claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model_and_whose_allow_runs_it,
     claude_code_under_anteroom_run_asks_in_the_runs_session_and_its_output_reaches_it,
 );

@@ -320,19 +320,6 @@ async fn codex_under_anteroom_run_asks_in_the_runs_session_and_leaves_codex_home
         .kill_on_drop(true)
         .spawn()
         .expect("anteroom run");
-    for _ in 0..600 {
-        let registered = server
-            .http
-            .get(server.url("/api/v1/sessions/codex-under-run"))
-            .bearer_auth(&server.viewer_key)
-            .send()
-            .await
-            .expect("GET the session");
-        if registered.status() == 200 {
-            break;
-        }
-        tokio::time::sleep(StdDuration::from_millis(100)).await;
-    }
     let round = server.rounds_once("codex-under-run", 1).await.remove(0);
     assert_eq!(round.operation_name, "Bash");
     let accepted = server

@@ -235,6 +235,28 @@ async fn nothing_starts_when_anteroom_cannot_take_the_run(db: Backend) {
         String::from_utf8_lossy(&viewer.stderr)
     );
     assert!(!marker.exists());
+    // --offline-ok starts it anyway, with the reason its hooks refuse with, and its exit status is run's.
+    let offline = run_command(
+        &server,
+        &[
+            "--offline-ok",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$ANTEROOM_OFFLINE_REASON\"; exit 4",
+        ],
+    )
+    .env("ANTEROOM_URL", "http://127.0.0.1:9")
+    .output()
+    .await
+    .expect("anteroom run --offline-ok");
+    assert_eq!(offline.status.code(), Some(4));
+    assert!(
+        String::from_utf8_lossy(&offline.stdout)
+            .contains("could not be reached when this run started"),
+        "{}",
+        String::from_utf8_lossy(&offline.stdout)
+    );
     server.stop().await;
 }
 
@@ -319,7 +341,80 @@ async fn a_runs_routes_refuse_what_is_not_theirs(db: Backend) {
     server.stop().await;
 }
 
+/// An agent that prints 20 MB as fast as it can: `run` passes every byte to its terminal and keeps the
+/// session's copy to its last 64 KiB of whole lines, and nothing waits on the flood.
+async fn a_flood_of_output_is_passed_through_and_kept_to_its_last_lines(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let script = "yes 'a line of output' | head -c 19999990; echo last line";
+    let output = run_command(&server, &["--session", "flood", "--", "sh", "-c", script])
+        .output()
+        .await
+        .expect("anteroom run");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.stdout.len(), 19_999_990 + "last line\n".len());
+    let kept = server
+        .get_json("/api/v1/sessions/flood/output", &server.viewer_key)
+        .await;
+    let text = kept["output"].as_str().expect("output");
+    assert!(text.len() <= 64 * 1024, "{} bytes kept", text.len());
+    assert!(
+        text.ends_with("a line of output\nlast line\n"),
+        "{}",
+        &text[text.len().saturating_sub(80)..]
+    );
+    assert!(text.lines().all(|line| line == "a line of output"
+        || line == "last line"
+        || line.starts_with("[anteroom run: ")));
+    server.stop().await;
+}
+
+/// Anteroom goes away mid-run: the agent goes on to its own end, `run` says it could not report, and the
+/// exit status is still the agent's.
+async fn the_agent_goes_on_when_anteroom_goes_away(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let agent = run_command(
+        &server,
+        &[
+            "--session",
+            "away",
+            "--",
+            "sh",
+            "-c",
+            "echo before; sleep 3; echo after; exit 5",
+        ],
+    )
+    .spawn()
+    .expect("anteroom run");
+    session_once(&server, "away", |session| {
+        session["run"]["state"] == "running"
+    })
+    .await;
+    server.stop().await;
+    let output = tokio::time::timeout(StdDuration::from_secs(60), agent.wait_with_output())
+        .await
+        .expect("run ends")
+        .expect("anteroom run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "before\nafter\n");
+    assert!(
+        stderr.contains("could not tell Anteroom how the agent ended"),
+        "{stderr}"
+    );
+}
+
 anteroom_testkit::on_both_backends!(
+    the_agent_goes_on_when_anteroom_goes_away,
+    a_flood_of_output_is_passed_through_and_kept_to_its_last_lines,
     the_agents_exit_is_runs_and_the_session_keeps_its_end_and_output,
     a_stop_from_the_api_ends_the_agent_and_its_waiting_question,
     nothing_starts_when_anteroom_cannot_take_the_run,
