@@ -85,7 +85,7 @@ async fn a_stop_from_the_api_ends_the_agent_and_its_waiting_question(db: Backend
     let dir = tempfile::tempdir().expect("temporary directory");
     let url_file = dir.path().join("request-url");
     let script = format!(
-        "echo \"$ELICITATION_REQUEST_URL\" > '{}'; echo waiting; exec sleep 600",
+        "echo \"$ELICITATION_REQUEST_URL\" > '{}'; echo waiting; sleep 600; echo never",
         url_file.display()
     );
     let agent = run_command(
@@ -163,13 +163,15 @@ async fn a_stop_from_the_api_ends_the_agent_and_its_waiting_question(db: Backend
         .await
         .expect("the agent is gone within 15 s")
         .expect("anteroom run");
-    // SIGINT ended `sleep`: the shell's view of it.
+    // SIGINT reached the agent's whole process group, `sleep` under the shell too (a shell defers SIGINT sent
+    // to it alone while its child runs): the shell ended at once, by the signal, without going on.
     assert_eq!(
         output.status.code(),
         Some(130),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("never"));
 
     // The long-poll for the run's end answers at once now.
     let session = server
