@@ -529,7 +529,75 @@ async fn claude_code_under_an_offline_run_is_refused_with_the_reason(db: Backend
     server.stop().await;
 }
 
+/// Anteroom goes away while a Claude Code agent runs under `anteroom run` with Bash allowed by its own rules: the
+/// run's hook is marked to block on failure, so the call whose hook cannot reach Anteroom does not run (Claude
+/// Code would otherwise let a failed HTTP hook through to its own rules, which allow it).
+async fn claude_codes_call_is_blocked_when_anteroom_goes_away_mid_run(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let command = Arc::new(Mutex::new("touch unreached.txt".to_owned()));
+    // The stand-in answers only once the test has taken Anteroom away.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let held = Arc::clone(&gate);
+    let app = Router::new()
+        .route(
+            "/v1/messages",
+            post(move |state: State<StandIn>, request: Json<Value>| {
+                let held = Arc::clone(&held);
+                async move {
+                    if let Ok(permit) = held.acquire().await {
+                        permit.forget();
+                    }
+                    messages(state, request).await.into_response()
+                }
+            }),
+        )
+        .with_state((Arc::clone(&seen), Arc::clone(&command)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let api = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let run = claude_under_run(
+        &server,
+        dir.path(),
+        &api,
+        &["--session", "gone-mid-run", "--hook-timeout", "30"],
+        &["-p", "Apply the plan.", "--allowedTools", "Bash"],
+    )
+    .spawn()
+    .expect("anteroom run");
+    for _ in 0..600 {
+        let session = server
+            .get_json("/api/v1/sessions/gone-mid-run", &server.viewer_key)
+            .await;
+        if session["run"]["state"] == "running" {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    server.stop().await;
+    gate.add_permits(1_000);
+    let output = tokio::time::timeout(StdDuration::from_secs(120), run.wait_with_output())
+        .await
+        .expect("the run ends")
+        .expect("anteroom run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        !dir.path().join("unreached.txt").exists(),
+        "the call ran with Anteroom gone:\n{stdout}\n{stderr}"
+    );
+    let tool_result = tool_result_sent(&seen);
+    assert_eq!(tool_result["is_error"], true, "{tool_result}");
+}
+
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
+    claude_codes_call_is_blocked_when_anteroom_goes_away_mid_run,
     claude_code_under_an_offline_run_is_refused_with_the_reason,
     claude_codes_stdio_server_asks_through_the_runs_wrap,
     claude_codes_own_tool_call_waits_for_a_person_whose_deny_reaches_the_model_and_whose_allow_runs_it,
