@@ -39,6 +39,8 @@ impl Client {
             .bearer_auth(&self.api_key)
             .send()
             .await
+            // The run's URLs carry the session's token in their path: an error must not print it.
+            .map_err(reqwest::Error::without_url)
             .context("Anteroom is not reachable")?;
         let status = reply.status();
         let body: Value = reply.json().await.unwrap_or_default();
