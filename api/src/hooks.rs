@@ -1,6 +1,7 @@
 //! The harnesses' hooks, served: Claude Code's HTTP hooks (`POST /hooks/claude/pre-tool-use`, `POST
-//! /hooks/claude/elicitation`) and Codex's command hook as `anteroom hook` relays it (`POST
-//! /hooks/codex/pre-tool-use`), all as docs/hooks.md says. The session's producer token authenticates the hook
+//! /hooks/claude/elicitation`), Codex's command hook as `anteroom hook` relays it (`POST
+//! /hooks/codex/pre-tool-use`) and Codex's app server's requests as `anteroom run --codex` relays them (`POST
+//! /hooks/codex/app-server`), all as docs/hooks.md says. The session's producer token authenticates the hook
 //! (`Authorization: Bearer ars_…`); a tool call that needs a person, or an MCP server's elicitation, becomes an
 //! ordinary round in that session, and the request is held open — as the round's worker — until a person
 //! answers or Anteroom's own deadline, which ends before the hook's `timeout`, so nobody answers into a void.
@@ -13,8 +14,8 @@ use std::{
 
 use anteroom_domain::{
     hooks::{
-        ElicitationHook, Harness, HookQuestion, PreToolUse, ToolPolicy, check_tool_name,
-        elicitation_question, elicitation_reply, tool_decision, tool_question,
+        AppServerRequest, CodexAsk, ElicitationHook, Harness, HookQuestion, PreToolUse, ToolPolicy,
+        check_tool_name, elicitation_question, elicitation_reply, tool_decision, tool_question,
     },
     ids::{RequestKey, SessionId},
     outward::outward_answer,
@@ -50,6 +51,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/hooks/claude/pre-tool-use", post(claude_pre_tool_use))
         .route("/hooks/codex/pre-tool-use", post(codex_pre_tool_use))
         .route("/hooks/claude/elicitation", post(elicitation))
+        .route("/hooks/codex/app-server", post(codex_app_server))
         .method_not_allowed_fallback(|method: Method| async move {
             ApiError::new(
                 ErrorCode::MethodNotAllowed,
@@ -208,6 +210,27 @@ async fn elicitation(
     )
     .await?;
     Ok(Json(elicitation_reply(&outward_answer(&round, key))))
+}
+
+/// Codex's app server asking its client, as `anteroom run --codex` relays the request: the person's answer as
+/// the JSON-RPC result Codex reads, and what the model should read besides (`steer`).
+async fn codex_app_server(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(options): ApiQuery<HookOptions>,
+    ApiJson(request): ApiJson<AppServerRequest>,
+) -> ApiResult<Json<Value>> {
+    let session = hook_session(&state, &headers).await?;
+    let ask = CodexAsk::read(&request)?;
+    let question = ask.question()?;
+    let key = question.key;
+    let wait = options.wait();
+    let round = ask_and_wait(&state, &session.id, question, &ask.thread().id, wait).await?;
+    let who = round.responded_by.as_deref().unwrap_or("a person");
+    let reply = ask.reply(&outward_answer(&round, key), who, wait);
+    Ok(Json(
+        serde_json::json!({"result": reply.result, "steer": reply.steer}),
+    ))
 }
 
 /// Asks `question` in the session and holds the request until nobody can answer it any more.

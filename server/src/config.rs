@@ -316,9 +316,31 @@ pub struct RunArgs {
     pub hook_timeout: u64,
     /// When Anteroom refuses the run or cannot be reached, start the agent anyway, with hooks that refuse every
     /// call that would ask a person, saying why (default: start nothing).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "codex")]
     pub offline_ok: bool,
-    /// The agent's command and its arguments, after `--`.
+    /// Run Codex through its app server: the words after `--` are the prompt, and Codex's own approvals and
+    /// its MCP servers' elicitations are asked in the session (docs/runs.md#codex-through-its-app-server).
+    #[arg(long)]
+    pub codex: bool,
+    /// With --codex: the model (default: Codex's configured one).
+    #[arg(long, short = 'm', requires = "codex")]
+    pub model: Option<String>,
+    /// With --codex: the sandbox (default: Codex's configured one).
+    #[arg(long, short = 's', requires = "codex",
+          value_parser = ["read-only", "workspace-write", "danger-full-access"])]
+    pub sandbox: Option<String>,
+    /// With --codex: when Codex asks: `untrusted` (every command it does not know to be safe) or `on-request`
+    /// (what the model asks to run outside the sandbox). Every question goes to the session.
+    #[arg(long = "ask-for-approval", short = 'a', default_value = "untrusted",
+          value_parser = ["untrusted", "on-request"])]
+    pub ask_for_approval: String,
+    /// With --codex: a Codex setting, `key=value`, passed on as `codex app-server -c` (repeatable).
+    #[arg(long = "config", short = 'c', requires = "codex")]
+    pub codex_config: Vec<String>,
+    /// With --codex: Codex's program.
+    #[arg(long, env = "ANTEROOM_CODEX", default_value = "codex")]
+    pub codex_program: String,
+    /// The agent's command and its arguments after `--` (with --codex: the prompt).
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
 }

@@ -1,14 +1,18 @@
 //! A harness's own questions, as Claude Code's hooks send them (and Codex's command hook, which speaks the same
-//! JSON): which tool calls need a person, the question each one becomes, and the reply the harness reads back
+//! JSON, and Codex's app server, which asks in its own): which tool calls need a person, the question each one becomes, and the reply the harness reads back
 //! (docs/hooks.md). Every field is producer input: read leniently, bounded, and shown as text.
 
 use serde::Deserialize;
 use serde_json::Value;
 
+mod codex_app;
 mod policy;
 mod question;
 mod reply;
 
+pub use codex_app::{
+    ASKED_METHODS, AppServerRequest, CodexAsk, CodexReply, REFUSED_METHODS, Thread,
+};
 pub use policy::{ToolPolicy, check_tool_name};
 pub use question::{Asker, HookQuestion, clean, elicitation_question, tool_question};
 
@@ -63,7 +67,7 @@ pub struct PreToolUse {
 }
 
 /// `Elicitation`: an MCP server's question that the harness would otherwise answer (or decline) itself.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ElicitationHook {
     #[serde(default)]
     pub session_id: String,

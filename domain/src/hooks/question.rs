@@ -140,7 +140,7 @@ pub fn elicitation_question(hook: &ElicitationHook) -> Result<HookQuestion, Mana
     })
 }
 
-fn form(message: String, requested_schema: Value) -> ElicitationRequest {
+pub(super) fn form(message: String, requested_schema: Value) -> ElicitationRequest {
     ElicitationRequest::Form {
         message,
         requested_schema,
@@ -245,7 +245,7 @@ fn shown_input(tool: &str, input: &Value) -> String {
 }
 
 /// `text` with no line that would end its fenced block: a line starting with ```` ``` ```` gets a space before.
-fn unfenced(text: &str) -> String {
+pub(super) fn unfenced(text: &str) -> String {
     text.split('\n')
         .map(|line| {
             if line.starts_with("```") {
@@ -280,7 +280,7 @@ pub fn clean(text: &str) -> String {
 }
 
 /// At most `chars` characters of `text`, saying how much was cut.
-fn bounded(text: &str, chars: usize) -> String {
+pub(super) fn bounded(text: &str, chars: usize) -> String {
     let total = text.chars().count();
     if total <= chars {
         return text.to_owned();

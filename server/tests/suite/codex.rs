@@ -6,116 +6,15 @@
 //! `--dangerously-bypass-hook-trust`: a person's accept lets the command run without Codex reporting the hook as
 //! failed, and a decline blocks it with the person's reason, which is what the model reads next.
 
-use std::{
-    path::Path,
-    process::Stdio,
-    sync::{Arc, Mutex},
-    time::Duration as StdDuration,
-};
+use std::{path::Path, process::Stdio, time::Duration as StdDuration};
 
 use anteroom_testkit::{Backend, TestServer};
-use axum::{Json, Router, extract::State, http::header, response::IntoResponse, routing::post};
 use serde_json::{Value, json};
 
-use super::hooks::{PreToolUseReply, pre_tool_use};
-
-/// What the stand-in asks for, and every request body it has seen.
-#[derive(Clone, Default)]
-struct ResponsesApi {
-    command: Arc<Mutex<String>>,
-    seen: Arc<Mutex<Vec<Value>>>,
-}
-
-impl ResponsesApi {
-    fn seen(&self) -> Vec<Value> {
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    fn ask_to_run(&self, command: &str) {
-        *self
-            .command
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = command.to_owned();
-        self.seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
-    }
-}
-
-/// `POST /v1/responses`, as far as one command needs: a request whose last input is not a command's output
-/// gets a streamed `exec_command` call; the next gets a message that repeats the output it saw.
-async fn responses(
-    State(api): State<ResponsesApi>,
-    Json(request): Json<Value>,
-) -> impl IntoResponse {
-    let output = request["input"]
-        .as_array()
-        .and_then(|input| input.last())
-        .filter(|last| last["type"] == "function_call_output")
-        .map(|last| last["output"].to_string());
-    let command = api
-        .command
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
-    api.seen
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(request);
-    let item = match output {
-        None => {
-            json!({"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
-            "arguments": json!({"cmd": command}).to_string(), "status": "completed"})
-        }
-        Some(output) => {
-            json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": format!("saw: {output}"), "annotations": []}]})
-        }
-    };
-    let events = [
-        (
-            "response.created",
-            json!({"type": "response.created", "response": {"id": "resp_1"}}),
-        ),
-        (
-            "response.output_item.added",
-            json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
-        ),
-        (
-            "response.output_item.done",
-            json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
-        ),
-        (
-            "response.completed",
-            json!({"type": "response.completed", "response": {"id": "resp_1", "usage": {
-                "input_tokens": 1, "input_tokens_details": null, "output_tokens": 1,
-                "output_tokens_details": null, "total_tokens": 2}}}),
-        ),
-    ];
-    let body: String = events
-        .into_iter()
-        .map(|(event, data)| format!("event: {event}\ndata: {data}\n\n"))
-        .collect();
-    ([(header::CONTENT_TYPE, "text/event-stream")], body)
-}
-
-/// The stand-in on a loopback port, and its base URL.
-async fn responses_api() -> (String, ResponsesApi) {
-    let api = ResponsesApi::default();
-    let app = Router::new()
-        .route("/v1/responses", post(responses))
-        .with_state(api.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (base, api)
-}
+use super::{
+    codex_app::{ScriptedModel, command_call, scripted_model},
+    hooks::{PreToolUseReply, pre_tool_use},
+};
 
 /// `codex exec` in `work`, with `home` as its `CODEX_HOME`, asked by the session of `request_url`.
 fn codex_exec(codex: &str, home: &Path, work: &Path, request_url: &str) -> tokio::process::Child {
@@ -156,14 +55,10 @@ async fn finished(run: tokio::process::Child) -> String {
 }
 
 /// The command's output as the model read it next.
-fn what_the_model_read(api: &ResponsesApi) -> String {
-    api.seen()
-        .iter()
-        .filter_map(|request| request["input"].as_array())
-        .flatten()
-        .find(|item| item["type"] == "function_call_output")
-        .map(|item| item["output"].to_string())
-        .expect("the command's output reached the model")
+fn what_the_model_read(model: &ScriptedModel) -> String {
+    let read = model.output_of("call_1");
+    assert!(!read.is_empty(), "the command's output reached the model");
+    read
 }
 
 async fn codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline(db: Backend) {
@@ -179,7 +74,7 @@ async fn codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline(
     let home = dir.path().join("codex-home");
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).expect("work folder");
-    let (api_base, api) = responses_api().await;
+    let (api_base, api) = scripted_model(Vec::new()).await;
     std::fs::create_dir_all(&home).expect("CODEX_HOME");
     std::fs::write(
         home.join("config.toml"),
@@ -210,7 +105,7 @@ async fn codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline(
     );
 
     // Accepted: the command runs, and Codex reads the reply as a pass, not as a failed hook.
-    api.ask_to_run("touch allowed.txt");
+    api.play(vec![command_call("call_1", "touch allowed.txt")]);
     let run = codex_exec(&codex, &home, &work, &env.request_url);
     let round = server.rounds_once("codex-run", 1).await.remove(0);
     let first = round.round_id;
@@ -239,7 +134,7 @@ async fn codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline(
     assert!(context, "the pass tells the model who allowed the call");
 
     // Declined: blocked, and the model reads the person's reason once, with one period before Codex's own.
-    api.ask_to_run("touch denied.txt");
+    api.play(vec![command_call("call_1", "touch denied.txt")]);
     let run = codex_exec(&codex, &home, &work, &env.request_url);
     let round = server.new_round_once("codex-run", &[first]).await;
     let declined = server
@@ -283,13 +178,13 @@ async fn codex_under_anteroom_run_asks_in_the_runs_session_and_leaves_codex_home
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).expect("work folder");
     std::fs::create_dir_all(&home).expect("CODEX_HOME");
-    let (api_base, api) = responses_api().await;
+    let (api_base, api) = scripted_model(Vec::new()).await;
     let config = format!(
         "model = \"stub-model\"\nmodel_provider = \"stub\"\n\n[model_providers.stub]\nname = \"stub\"\n\
          base_url = \"{api_base}\"\nwire_api = \"responses\"\nenv_key = \"STUB_API_KEY\"\n"
     );
     std::fs::write(home.join("config.toml"), &config).expect("config.toml");
-    api.ask_to_run("touch run-allowed.txt");
+    api.play(vec![command_call("call_1", "touch run-allowed.txt")]);
     let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
         .args([
             "run",

@@ -57,7 +57,12 @@ pub(crate) fn pre_tool_use(tool: &str, input: Value) -> Value {
 }
 
 /// Posts a hook's event with the session's token, as the settings' `headers` make Claude Code do.
-fn post(server: &TestServer, token: &str, path: &str, body: &Value) -> reqwest::RequestBuilder {
+pub(crate) fn post(
+    server: &TestServer,
+    token: &str,
+    path: &str,
+    body: &Value,
+) -> reqwest::RequestBuilder {
     server
         .http
         .post(server.url(path))
@@ -80,11 +85,11 @@ async fn ended_by_the_callers_going(
 }
 
 /// Sends a hook request that waits for a person, on a task of its own.
-fn hold(request: reqwest::RequestBuilder) -> tokio::task::JoinHandle<reqwest::Response> {
+pub(crate) fn hold(request: reqwest::RequestBuilder) -> tokio::task::JoinHandle<reqwest::Response> {
     tokio::spawn(async move { request.send().await.expect("POST") })
 }
 
-async fn held_reply<T: for<'de> Deserialize<'de>>(
+pub(crate) async fn held_reply<T: for<'de> Deserialize<'de>>(
     held: tokio::task::JoinHandle<reqwest::Response>,
 ) -> T {
     let reply = held.await.expect("the hook request");
@@ -574,10 +579,31 @@ async fn installed_hooks_reach_the_session_as_written(db: Backend) {
     server.stop().await;
 }
 
+/// rita's standing answer made from `round`: the same question in its session is accepted for an hour.
+pub(crate) async fn rita_allows_it_again(
+    server: &TestServer,
+    round: &anteroom_store::domain::round::Round,
+) -> anteroom_store::domain::standing::StandingAnswer {
+    use anteroom_store::domain::standing::{NewStandingAnswer, QuestionMatch};
+    server
+        .store
+        .create_standing_answer(NewStandingAnswer {
+            created_by: "rita".to_owned(),
+            session_id: Some(round.session_id.clone()),
+            question: QuestionMatch::of(round).expect("a plain question"),
+            action: anteroom_store::domain::round::ResponseAction::Accept,
+            content: None,
+            expires_at: server.store.now() + chrono::Duration::hours(1),
+            use_limit: None,
+            prefix: false,
+        })
+        .await
+        .expect("rule")
+}
+
 /// "Allow this from now on": a standing answer made from an answered hook question answers the next identical
 /// call of the same run at once, naming the rule and its maker, and nothing else; revoked, it answers nothing.
 async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
-    use anteroom_store::domain::standing::{NewStandingAnswer, QuestionMatch};
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -605,20 +631,7 @@ async fn a_standing_answer_allows_the_same_call_again_at_once(db: Backend) {
         )
         .await;
     let _: PreToolUseReply = held_reply(held).await;
-    let rule = server
-        .store
-        .create_standing_answer(NewStandingAnswer {
-            created_by: "rita".to_owned(),
-            session_id: Some(first.session_id.clone()),
-            question: QuestionMatch::of(&first).expect("a plain question"),
-            action: anteroom_store::domain::round::ResponseAction::Accept,
-            content: None,
-            expires_at: server.store.now() + chrono::Duration::hours(1),
-            use_limit: None,
-            prefix: false,
-        })
-        .await
-        .expect("rule");
+    let rule = rita_allows_it_again(&server, &first).await;
 
     let again = post(&server, &env.token, "/hooks/claude/pre-tool-use", &npm_test)
         .send()

@@ -13,6 +13,7 @@ mod budgets;
 mod claude_code;
 mod cli;
 mod codex;
+mod codex_app;
 mod delivery;
 mod hooks;
 mod hostile;

@@ -3,6 +3,9 @@ server speaks both eras; the SDK picks the era from the client's opening (`initi
 
   deploy  legacy era: `ctx.elicit` sends `elicitation/create` (form: "Which environment?" {env: string,
           required}) and the tool answers with the ElicitResult it got, as JSON text.
+  release legacy era, a plain JSON Schema form ("Which version?" {version: string, required}, no `title`: Codex
+          0.171's app server parses only `type`, `properties` and `required` at the top and cancels anything else);
+          answers with the ElicitResult it got, as JSON text.
   plan    2026-07-28 era (MRTR): the first call returns an `InputRequiredResult` with two elicitations (`env`
           {env: string} and `notify` {channel: string}) and a request state; the retry answers with the text JSON
           {"inputResponses": ..., "requestState": ...} of what it received. (The SDK seals the request state on
@@ -42,6 +45,13 @@ async def deploy(ctx: Context) -> CallToolResult:
     if outcome.action == "accept":
         result["content"] = outcome.data.model_dump()
     return text(result)
+
+
+@server.tool(description="Asks which version to release (legacy form elicitation, a plain JSON Schema).")
+async def release(ctx: Context) -> CallToolResult:
+    schema = {"type": "object", "properties": {"version": {"type": "string"}}, "required": ["version"]}
+    outcome = await ctx.request_context.session.elicit_form("Which version?", schema, ctx.request_id)
+    return text(outcome.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def ask(message: str, field: str, required: bool) -> ElicitRequest:

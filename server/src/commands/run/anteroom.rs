@@ -35,8 +35,16 @@ impl Client {
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+        self.send_as(request, &self.api_key).await
+    }
+
+    async fn send_as(
+        &self,
+        request: reqwest::RequestBuilder,
+        bearer: &str,
+    ) -> anyhow::Result<Value> {
         let reply = request
-            .bearer_auth(&self.api_key)
+            .bearer_auth(bearer)
             .send()
             .await
             // The run's URLs carry the session's token in their path: an error must not print it.
@@ -61,6 +69,23 @@ impl Client {
     pub(super) async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
         self.send(self.http.post(format!("{}{path}", self.base)).json(body))
             .await
+    }
+
+    /// Posts `body` as the session's producer (its `token`), waiting up to `wait` for the reply: a hook's
+    /// request, which Anteroom holds until a person answers.
+    pub(super) async fn post_as_producer(
+        &self,
+        path: &str,
+        token: &str,
+        body: &Value,
+        wait: Duration,
+    ) -> anyhow::Result<Value> {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .timeout(wait)
+            .json(body);
+        self.send_as(request, token).await
     }
 }
 
@@ -145,12 +170,12 @@ pub(super) async fn take_session(
 }
 
 async fn register(client: &Client, args: &RunArgs, id: &str) -> anyhow::Result<Value> {
+    let command = run_command(args);
     let title = args
         .title
         .clone()
-        .unwrap_or_else(|| cut(&shown_command(&args.command), 200));
-    let agent = args
-        .command
+        .unwrap_or_else(|| cut(&shown_command(&command), 200));
+    let agent = command
         .first()
         .map(|program| cut(program.rsplit('/').next().unwrap_or(program), 100));
     client
@@ -176,6 +201,20 @@ fn new_session_id(host: &str) -> String {
             .format("%Y%m%d-%H%M%S"),
         random.get(..6).unwrap_or_default()
     )
+}
+
+/// What the run runs, as words: the agent's command, or with `--codex` Codex's app server and the prompt.
+pub(super) fn run_command(args: &RunArgs) -> Vec<String> {
+    if args.codex {
+        vec![
+            args.codex_program.clone(),
+            "app-server".to_owned(),
+            "--".to_owned(),
+            args.command.join(" "),
+        ]
+    } else {
+        args.command.clone()
+    }
 }
 
 pub(super) fn cut(text: &str, chars: usize) -> String {

@@ -10,6 +10,7 @@
 )]
 
 mod anteroom;
+mod codex_app;
 mod harness;
 mod output;
 
@@ -24,7 +25,7 @@ use anteroom_server::config::RunArgs;
 use anyhow::Context;
 use serde_json::json;
 
-use anteroom::{Client, cut, host_name, shown_command, take_session};
+use anteroom::{Client, RunSession, cut, host_name, run_command, shown_command, take_session};
 use harness::agent_command;
 use output::{Pending, hear_stop, pump, report};
 
@@ -32,10 +33,10 @@ use output::{Pending, hear_stop, pump, report};
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 
 pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
-    let (program, _) = args
-        .command
-        .split_first()
-        .context("name the agent's command after `--`")?;
+    anyhow::ensure!(
+        !args.command.is_empty(),
+        "name the agent's command (with --codex: the prompt) after `--`"
+    );
     let client = Client::new(&args.url, &args.api_key)?;
     let host = host_name();
     // Nothing is started unless Anteroom took the run (or --offline-ok says to start it with hooks that refuse):
@@ -45,7 +46,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         let started = client
             .post(
                 &format!("/api/v1/s/{}/run", session.token),
-                &json!({"command": cut(&shown_command(&args.command), 2_000), "host": cut(&host, 255)}),
+                &json!({"command": cut(&shown_command(&run_command(&args)), 2_000), "host": cut(&host, 255)}),
             )
             .await?;
         anyhow::Ok((session, started))
@@ -70,27 +71,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         session.id, session.public_base, session.id
     );
 
-    let scratch = tempfile::Builder::new()
-        .prefix("anteroom-run-")
-        .tempdir()
-        .context("cannot make the run's scratch folder")?;
-    let mut command = agent_command(&args, Some(&session), scratch.path().to_path_buf())?;
-    let group = Agent::group_of_its_own(&mut command);
-    let mut child = tokio::process::Command::from(command)
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {program}"))?;
-    let agent = Agent::of(&child, group);
-
     let tail = Arc::new(Mutex::new(Pending::default()));
-    let stdout = child.stdout.take().context("the agent's stdout")?;
-    let stderr = child.stderr.take().context("the agent's stderr")?;
-    let pumps = [
-        tokio::spawn(pump(stdout, tokio::io::stdout(), Arc::clone(&tail))),
-        tokio::spawn(pump(stderr, tokio::io::stderr(), Arc::clone(&tail))),
-    ];
     let run_path = format!("/api/v1/s/{}/run/{run_id}", session.token);
     let stop = Arc::new(tokio::sync::Notify::new());
     let reporter = tokio::spawn(report(
@@ -104,7 +85,129 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
         run_path.clone(),
         Arc::clone(&stop),
     ));
+    let ended = if args.codex {
+        codex_app::run(&args, &client, &session, Arc::clone(&tail), stop).await
+    } else {
+        run_agent(&args, &session, Arc::clone(&tail), stop).await
+    };
+    reporter.abort();
+    listener.abort();
+    let ended = match ended {
+        Ok(ended) => ended,
+        Err(error) => {
+            // The agent never ran (or could not be waited for): the session says so, and so does `run`.
+            let said = format!("anteroom run: {error:#}");
+            tail.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(&said);
+            Ended {
+                exit_code: Some(1),
+                signal: None,
+                stopped: false,
+                said: Some(said),
+            }
+        }
+    };
+    let rest = tail
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let end = json!({
+        "exit_code": ended.exit_code,
+        "signal": ended.signal,
+        "stopped": ended.stopped,
+        "output": rest,
+    });
+    let mut told = false;
+    for attempt in 0..5u32 {
+        match client.post(&format!("{run_path}/end"), &end).await {
+            Ok(_) => {
+                told = true;
+                break;
+            }
+            Err(error) if attempt == 4 => {
+                eprintln!("anteroom run: could not tell Anteroom how the agent ended: {error:#}");
+            }
+            Err(_) => tokio::time::sleep(Duration::from_secs(1 << attempt)).await,
+        }
+    }
+    if let Some(said) = &ended.said {
+        eprintln!("{said}");
+    }
+    if told {
+        eprintln!(
+            "anteroom run: the agent {}; the session says so",
+            ended.words()
+        );
+    }
+    Ok(ended.exit_status())
+}
 
+/// How the agent ended, as the session is told and the shell sees it.
+pub(super) struct Ended {
+    pub(super) exit_code: Option<i32>,
+    pub(super) signal: Option<i32>,
+    /// Ended because Anteroom asked it to stop.
+    pub(super) stopped: bool,
+    /// What `run` says about it on the terminal.
+    pub(super) said: Option<String>,
+}
+
+impl Ended {
+    fn of(status: std::process::ExitStatus, stopped: bool) -> Self {
+        Self {
+            exit_code: status.code(),
+            signal: status.signal(),
+            stopped,
+            said: None,
+        }
+    }
+
+    /// The shell's view of how the agent ended.
+    fn exit_status(&self) -> u8 {
+        match (self.exit_code, self.signal) {
+            (Some(code), _) => u8::try_from(code.rem_euclid(256)).unwrap_or(1),
+            (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+            (None, None) => 1,
+        }
+    }
+
+    fn words(&self) -> String {
+        match (self.exit_code, self.signal) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(signal)) => format!("was ended by signal {signal}"),
+            (None, None) => "ended".to_owned(),
+        }
+    }
+}
+
+/// The agent's command run as the run's agent: its output teed, signals and a Stop passed on, until it exits.
+async fn run_agent(
+    args: &RunArgs,
+    session: &RunSession,
+    tail: Arc<Mutex<Pending>>,
+    stop: Arc<tokio::sync::Notify>,
+) -> anyhow::Result<Ended> {
+    let program = args.command.first().map_or("the agent", String::as_str);
+    let scratch = tempfile::Builder::new()
+        .prefix("anteroom-run-")
+        .tempdir()
+        .context("cannot make the run's scratch folder")?;
+    let mut command = agent_command(args, Some(session), scratch.path().to_path_buf())?;
+    let group = Agent::group_of_its_own(&mut command);
+    let mut child = tokio::process::Command::from(command)
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {program}"))?;
+    let agent = Agent::of(&child, group);
+    let stdout = child.stdout.take().context("the agent's stdout")?;
+    let stderr = child.stderr.take().context("the agent's stderr")?;
+    let pumps = [
+        tokio::spawn(pump(stdout, tokio::io::stdout(), Arc::clone(&tail))),
+        tokio::spawn(pump(stderr, tokio::io::stderr(), Arc::clone(&tail))),
+    ];
     let mut signals = Signals::new()?;
     // A stop goes SIGINT, then SIGTERM five seconds later, then SIGKILL five seconds after that.
     let mut stop_signals =
@@ -130,43 +233,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
             },
         }
     };
-    reporter.abort();
-    listener.abort();
     // What the agent printed last: its pipes close with it, unless something it started holds them.
     for pump in pumps {
         let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
     }
-    let rest = tail
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    let end = json!({
-        "exit_code": status.code(),
-        "signal": status.signal(),
-        "stopped": stopped,
-        "output": rest,
-    });
-    let mut said = false;
-    for attempt in 0..5u32 {
-        match client.post(&format!("{run_path}/end"), &end).await {
-            Ok(_) => {
-                said = true;
-                break;
-            }
-            Err(error) if attempt == 4 => {
-                eprintln!("anteroom run: could not tell Anteroom how the agent ended: {error:#}");
-            }
-            Err(_) => tokio::time::sleep(Duration::from_secs(1 << attempt)).await,
-        }
-    }
-    if said {
-        eprintln!(
-            "anteroom run: the agent {}; the session says so",
-            ended(&status)
-        );
-    }
     drop(scratch);
-    Ok(exit_status(&status))
+    Ok(Ended::of(status, stopped))
 }
 
 /// `--offline-ok` when Anteroom did not take the run: the agent starts without a session, its hooks refuse every
@@ -201,24 +273,7 @@ async fn run_offline(args: &RunArgs, base: &str, why: &anyhow::Error) -> anyhow:
         }
     };
     drop(scratch);
-    Ok(exit_status(&status))
-}
-
-/// The shell's view of how the agent ended.
-fn exit_status(status: &std::process::ExitStatus) -> u8 {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => u8::try_from(code.rem_euclid(256)).unwrap_or(1),
-        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
-        (None, None) => 1,
-    }
-}
-
-fn ended(status: &std::process::ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exited with code {code}"),
-        (None, Some(signal)) => format!("was ended by signal {signal}"),
-        (None, None) => "ended".to_owned(),
-    }
+    Ok(Ended::of(status, false).exit_status())
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
@@ -303,9 +358,9 @@ mod tests {
 
     #[test]
     fn the_exit_status_is_the_agents() {
-        let status = |raw: i32| std::process::ExitStatus::from_raw(raw);
-        assert_eq!(exit_status(&status(3 << 8)), 3);
-        assert_eq!(exit_status(&status(9)), 137);
-        assert_eq!(ended(&status(2)), "was ended by signal 2");
+        let status = |raw: i32| Ended::of(std::process::ExitStatus::from_raw(raw), false);
+        assert_eq!(status(3 << 8).exit_status(), 3);
+        assert_eq!(status(9).exit_status(), 137);
+        assert_eq!(status(2).words(), "was ended by signal 2");
     }
 }

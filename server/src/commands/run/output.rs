@@ -28,7 +28,7 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    fn push(&mut self, line: &str) {
+    pub(super) fn push(&mut self, line: &str) {
         self.text.push_str(line);
         self.text.push('\n');
         // Trimmed only once it holds twice the tail: a flood of short lines costs one move per 64 KiB, not one
@@ -110,7 +110,7 @@ pub(super) async fn pump(
     }
 }
 
-fn keep_line(line: &[u8], tail: &Mutex<Pending>) {
+pub(super) fn keep_line(line: &[u8], tail: &Mutex<Pending>) {
     let text = String::from_utf8_lossy(line);
     let text = text.trim_end_matches(['\n', '\r']);
     // Parsed before the lock is taken: the agent's output is not ours to trust with a held lock.

@@ -1,0 +1,717 @@
+//! `anteroom run --codex -- PROMPT`: Codex run through its app server (`codex app-server`, JSON-RPC in lines
+//! over stdio), so that Codex's own approvals and its MCP servers' elicitations are asked in the run's session
+//! (docs/runs.md#codex-through-its-app-server): one thread in the working folder, the prompt as one turn, each
+//! server request relayed to Anteroom and the person's answer sent back, the turn's items written to the
+//! terminal and the output tail, a Stop sent as `turn/interrupt`. What the app server sends is read as input
+//! that may be wrong: each line bounded, every request answered (an error for kinds Anteroom does not answer),
+//! the requests waiting for a person bounded.
+
+#![allow(
+    clippy::print_stdout,
+    reason = "the turn's final message goes to stdout, as `codex exec` prints it"
+)]
+
+use std::{
+    collections::{HashMap, VecDeque},
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use anteroom_domain::hooks::{ASKED_METHODS, AppServerRequest, CodexAsk, CodexReply};
+use anteroom_server::config::RunArgs;
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use tokio::{io::AsyncWriteExt, sync::mpsc};
+
+mod reading;
+
+use reading::{Incoming, keep_stderr, read_messages};
+
+use super::{
+    Ended, Signals,
+    anteroom::{Client, RunSession, cut},
+    output::{Pending, keep_line},
+    sleep_until,
+};
+
+/// The Codex version this bridge is written against and checked with (docs/hooks.md).
+const CHECKED_VERSION: &str = "0.171.";
+/// Server requests waiting for a person at once, as many as a session holds for hooks; more are declined at
+/// once, saying why.
+const WAITING_AT_ONCE: usize = anteroom_api::hooks::HELD_PER_SESSION;
+/// Announced file changes remembered until their approval arrives, and commands whose output is collected.
+const ITEMS_KEPT: usize = 64;
+/// How much of one command's output is kept for the tail.
+const COMMAND_OUTPUT_KEPT: usize = 16 * 1024;
+/// How long an interrupted turn may take to end before the app server is killed.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
+/// JSON-RPC's codes for a method the client does not answer and for params it cannot read.
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+/// A server request's answer, back from Anteroom.
+struct Answered {
+    id: Value,
+    turn: Option<String>,
+    reply: CodexReply,
+}
+
+/// The bridge's own requests, by id, so their responses are read as what they answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    Initialize,
+    ThreadStart,
+    /// Asked before the turn starts: Codex answers once the thread's MCP servers are connected, so their
+    /// tools are the model's from the turn's first request.
+    McpServers,
+    TurnStart,
+    Steer,
+    Interrupt,
+}
+
+impl Sent {
+    fn method(self) -> &'static str {
+        match self {
+            Self::Initialize => "initialize",
+            Self::ThreadStart => "thread/start",
+            Self::McpServers => "mcpServerStatus/list",
+            Self::TurnStart => "turn/start",
+            Self::Steer => "turn/steer",
+            Self::Interrupt => "turn/interrupt",
+        }
+    }
+}
+
+/// How the turn ended.
+enum TurnEnd {
+    Completed,
+    Interrupted,
+    Failed(String),
+}
+
+/// Runs the prompt as one turn of a Codex thread and returns how it ended.
+pub(super) async fn run(
+    args: &RunArgs,
+    client: &Client,
+    session: &RunSession,
+    tail: Arc<Mutex<Pending>>,
+    stop: Arc<tokio::sync::Notify>,
+) -> anyhow::Result<Ended> {
+    let mut command = tokio::process::Command::new(&args.codex_program);
+    command.arg("app-server");
+    for setting in &args.codex_config {
+        command.arg("-c").arg(setting);
+    }
+    // A group of its own: the terminal's Ctrl-C reaches `run`, which interrupts the turn, not the app server.
+    command
+        .envs(&session.environment)
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start `{} app-server`", args.codex_program))?;
+    let stdout = child.stdout.take().context("the app server's stdout")?;
+    let stderr = child.stderr.take().context("the app server's stderr")?;
+    let stdin = child.stdin.take().context("the app server's stdin")?;
+    let (messages_in, mut messages) = mpsc::channel(64);
+    tokio::spawn(read_messages(stdout, messages_in));
+    let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+    tokio::spawn(keep_stderr(stderr, Arc::clone(&stderr_tail)));
+    let (answered_in, mut answered) = mpsc::channel(WAITING_AT_ONCE);
+    let mut bridge = Bridge {
+        args,
+        client: client.clone(),
+        token: session.token.clone(),
+        stdin,
+        next_id: 0,
+        sent: HashMap::new(),
+        thread: None,
+        turn: None,
+        announced: VecDeque::new(),
+        outputs: HashMap::new(),
+        waiting: HashMap::new(),
+        answered_in,
+        final_message: None,
+        tail: Arc::clone(&tail),
+    };
+    bridge
+        .request(
+            Sent::Initialize,
+            json!({"clientInfo": {"name": "anteroom", "title": "Anteroom", "version": env!("CARGO_PKG_VERSION")}}),
+        )
+        .await?;
+
+    let pid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    let kill = move || {
+        if let Some(pid) = pid {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    };
+    let mut signals = Signals::new()?;
+    let mut stopped = false;
+    let mut interrupted = false;
+    let mut kill_at: Option<tokio::time::Instant> = None;
+    let end = loop {
+        tokio::select! {
+            incoming = messages.recv() => match incoming {
+                Some(Incoming::Message(message)) => {
+                    if let Some(end) = bridge.on_message(message).await? {
+                        break Some(end);
+                    }
+                }
+                Some(Incoming::Unreadable(why)) => bridge.say(&format!("anteroom run: Codex sent {why}; skipped")),
+                None => break None,
+            },
+            Some(done) = answered.recv() => bridge.on_answered(done).await?,
+            () = stop.notified(), if !stopped => {
+                eprintln!("anteroom run: stopped from Anteroom; interrupting Codex's turn");
+                stopped = true;
+                if !interrupted {
+                    interrupted = true;
+                    kill_at = Some(bridge.interrupt().await?);
+                }
+            }
+            _ = signals.next() => {
+                if interrupted {
+                    kill();
+                } else {
+                    eprintln!("anteroom run: interrupting Codex's turn (again to end it at once)");
+                    interrupted = true;
+                    kill_at = Some(bridge.interrupt().await?);
+                }
+            }
+            () = sleep_until(kill_at) => {
+                eprintln!("anteroom run: Codex's turn did not end within {} s of the interrupt; ending the app server", INTERRUPT_GRACE.as_secs());
+                kill_at = None;
+                kill();
+            }
+        }
+    };
+    for waiting in bridge.waiting.values() {
+        waiting.abort();
+    }
+    let Some(end) = end else {
+        // The app server's stdout closed before the turn ended: it died, or was ended.
+        let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
+        let stderr_text = {
+            let kept = stderr_tail
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            String::from_utf8_lossy(&kept.iter().copied().collect::<Vec<u8>>()).into_owned()
+        };
+        for line in stderr_text.lines() {
+            keep_line(line.as_bytes(), &tail);
+        }
+        let how = status.map_or_else(
+            || "without an exit status".to_owned(),
+            |status| status.to_string(),
+        );
+        let mut said =
+            format!("anteroom run: Codex's app server ended before the turn did ({how})");
+        if !stderr_text.trim().is_empty() {
+            said.push_str(&format!("; its last words:\n{}", stderr_text.trim_end()));
+        }
+        return Ok(Ended {
+            exit_code: Some(1),
+            signal: None,
+            stopped,
+            said: Some(said),
+        });
+    };
+    // The turn ended: the app server is done with; closing its stdin ends it.
+    drop(bridge);
+    if tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .is_err()
+    {
+        kill();
+    }
+    Ok(match end {
+        TurnEnd::Completed => Ended {
+            exit_code: Some(0),
+            signal: None,
+            stopped: false,
+            said: None,
+        },
+        TurnEnd::Interrupted => Ended {
+            exit_code: Some(130),
+            signal: None,
+            stopped,
+            said: Some("anteroom run: Codex's turn was interrupted".to_owned()),
+        },
+        TurnEnd::Failed(why) => Ended {
+            exit_code: Some(1),
+            signal: None,
+            stopped,
+            said: Some(format!("anteroom run: Codex's turn failed: {why}")),
+        },
+    })
+}
+
+/// The bridge's side of the conversation with the app server.
+struct Bridge<'a> {
+    args: &'a RunArgs,
+    client: Client,
+    token: String,
+    stdin: tokio::process::ChildStdin,
+    next_id: i64,
+    sent: HashMap<i64, Sent>,
+    thread: Option<String>,
+    turn: Option<String>,
+    /// File changes Codex announced (`item/started`): their approval requests name them only by id.
+    announced: VecDeque<(String, Value)>,
+    /// Each running command's output so far, bounded.
+    outputs: HashMap<String, String>,
+    /// Requests waiting for a person, by the request's id as text.
+    waiting: HashMap<String, tokio::task::AbortHandle>,
+    answered_in: mpsc::Sender<Answered>,
+    final_message: Option<String>,
+    tail: Arc<Mutex<Pending>>,
+}
+
+impl Bridge<'_> {
+    async fn send(&mut self, message: &Value) -> anyhow::Result<()> {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin
+            .write_all(line.as_bytes())
+            .await
+            .context("cannot write to Codex's app server")?;
+        self.stdin
+            .flush()
+            .await
+            .context("cannot write to Codex's app server")
+    }
+
+    async fn request(&mut self, kind: Sent, params: Value) -> anyhow::Result<()> {
+        self.next_id += 1;
+        self.sent.insert(self.next_id, kind);
+        self.send(&json!({"id": self.next_id, "method": kind.method(), "params": params}))
+            .await
+    }
+
+    /// A line for the terminal and the session's output tail.
+    fn say(&self, line: &str) {
+        eprintln!("{line}");
+        keep_line(line.as_bytes(), &self.tail);
+    }
+
+    /// Asks Codex to interrupt the turn (or, before there is one, ends at once); returns when to give up on it.
+    async fn interrupt(&mut self) -> anyhow::Result<tokio::time::Instant> {
+        if let (Some(thread), Some(turn)) = (self.thread.clone(), self.turn.clone()) {
+            self.request(Sent::Interrupt, json!({"threadId": thread, "turnId": turn}))
+                .await?;
+            return Ok(tokio::time::Instant::now() + INTERRUPT_GRACE);
+        }
+        Ok(tokio::time::Instant::now())
+    }
+
+    /// One message from the app server; the turn's end when it is that.
+    async fn on_message(&mut self, message: Value) -> anyhow::Result<Option<TurnEnd>> {
+        let method = message.get("method").and_then(Value::as_str);
+        match (method, message.get("id")) {
+            (Some(method), Some(id)) => {
+                let method = method.to_owned();
+                self.on_request(id.clone(), &method, message.get("params").cloned())
+                    .await?;
+                Ok(None)
+            }
+            (Some(method), None) => {
+                let method = method.to_owned();
+                Ok(self.on_notification(&method, message.get("params").unwrap_or(&Value::Null)))
+            }
+            (None, Some(id)) => {
+                self.on_response(id, &message).await?;
+                Ok(None)
+            }
+            (None, None) => {
+                self.say("anteroom run: Codex sent a message that is neither a request, a notification nor a response; skipped");
+                Ok(None)
+            }
+        }
+    }
+
+    async fn on_response(&mut self, id: &Value, message: &Value) -> anyhow::Result<()> {
+        let Some(kind) = id.as_i64().and_then(|id| self.sent.remove(&id)) else {
+            return Ok(());
+        };
+        if let Some(error) = message.get("error") {
+            let why = cut(
+                error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given"),
+                500,
+            );
+            match kind {
+                Sent::Initialize | Sent::ThreadStart | Sent::TurnStart => {
+                    bail!("Codex's app server refused `{}`: {why}", kind.method())
+                }
+                Sent::Steer | Sent::Interrupt => {
+                    self.say(&format!(
+                        "anteroom run: Codex refused `{}`: {why}",
+                        kind.method()
+                    ));
+                    return Ok(());
+                }
+                Sent::McpServers => {
+                    self.say(&format!(
+                        "anteroom run: Codex did not list its MCP servers ({why}); starting the turn"
+                    ));
+                    return self.start_turn().await;
+                }
+            }
+        }
+        let result = message.get("result").unwrap_or(&Value::Null);
+        match kind {
+            Sent::Initialize => {
+                let agent = result.get("userAgent").and_then(Value::as_str);
+                let (Some(agent), Some(_)) =
+                    (agent, result.get("codexHome").and_then(Value::as_str))
+                else {
+                    bail!(
+                        "Codex's app server answered `initialize` with something this Anteroom does not understand \
+                         (it was written against Codex {CHECKED_VERSION}x): {}",
+                        cut(&result.to_string(), 300)
+                    );
+                };
+                // "anteroom/0.171.0 (Debian …)": the client's name, then Codex's version.
+                let version = agent
+                    .split_once('/')
+                    .and_then(|(_, rest)| rest.split_whitespace().next())
+                    .unwrap_or_default();
+                if !version.starts_with(CHECKED_VERSION) {
+                    self.say(&format!(
+                        "anteroom run: this is Codex {}, and Anteroom was checked with {CHECKED_VERSION}x; going on",
+                        cut(version, 40)
+                    ));
+                }
+                self.send(&json!({"method": "initialized"})).await?;
+                let cwd = std::env::current_dir().context("cannot read the working folder")?;
+                let mut params = json!({
+                    "cwd": cwd,
+                    "approvalPolicy": self.args.ask_for_approval,
+                });
+                if let Some(model) = &self.args.model {
+                    params["model"] = json!(model);
+                }
+                if let Some(sandbox) = &self.args.sandbox {
+                    params["sandbox"] = json!(sandbox);
+                }
+                self.request(Sent::ThreadStart, params).await
+            }
+            Sent::ThreadStart => {
+                let thread = result
+                    .pointer("/thread/id")
+                    .and_then(Value::as_str)
+                    .context("Codex's app server started a thread without an id")?
+                    .to_owned();
+                self.say(&format!("anteroom run: Codex thread {thread}"));
+                self.request(Sent::McpServers, json!({"threadId": thread}))
+                    .await?;
+                self.thread = Some(thread);
+                Ok(())
+            }
+            Sent::McpServers => self.start_turn().await,
+            Sent::TurnStart => {
+                if let Some(turn) = result.pointer("/turn/id").and_then(Value::as_str) {
+                    self.turn = Some(turn.to_owned());
+                }
+                Ok(())
+            }
+            Sent::Steer | Sent::Interrupt => Ok(()),
+        }
+    }
+
+    /// Sends the prompt as the thread's one turn.
+    async fn start_turn(&mut self) -> anyhow::Result<()> {
+        let thread = self
+            .thread
+            .clone()
+            .context("Codex's thread is not started")?;
+        let prompt = self.args.command.join(" ");
+        self.request(
+            Sent::TurnStart,
+            json!({"threadId": thread, "input": [{"type": "text", "text": prompt, "text_elements": []}]}),
+        )
+        .await
+    }
+
+    async fn on_request(
+        &mut self,
+        id: Value,
+        method: &str,
+        params: Option<Value>,
+    ) -> anyhow::Result<()> {
+        let shown = cut(method, 80);
+        if !ASKED_METHODS.contains(&method) {
+            self.say(&format!(
+                "anteroom run: Codex asked `{}`, which Anteroom does not answer; told it so",
+                anteroom_domain::hooks::clean(&shown)
+            ));
+            return self
+                .send(&json!({"id": id, "error": {"code": METHOD_NOT_FOUND,
+                    "message": format!("Anteroom does not answer {shown}")}}))
+                .await;
+        }
+        let params = params.unwrap_or(Value::Null);
+        let item = params
+            .get("itemId")
+            .and_then(Value::as_str)
+            .and_then(|item| {
+                self.announced
+                    .iter()
+                    .find(|(announced, _)| announced == item)
+            })
+            .map(|(_, item)| item.clone());
+        let request = AppServerRequest {
+            method: method.to_owned(),
+            params,
+            item,
+        };
+        let ask = match CodexAsk::read(&request) {
+            Ok(ask) => ask,
+            Err(error) => {
+                self.say(&format!(
+                    "anteroom run: Codex's `{shown}` could not be read ({error}); told it so"
+                ));
+                return self
+                    .send(&json!({"id": id, "error": {"code": INVALID_PARAMS, "message": error.to_string()}}))
+                    .await;
+            }
+        };
+        self.waiting.retain(|_, waiting| !waiting.is_finished());
+        if self.waiting.len() >= WAITING_AT_ONCE {
+            let reply = ask.refused(&format!(
+                "{WAITING_AT_ONCE} of Codex's questions already wait for a person, so this one was not asked and \
+                 nothing was allowed"
+            ));
+            return self.answer(&id, ask.thread().turn.clone(), reply).await;
+        }
+        let relay = relay(
+            self.client.clone(),
+            self.token.clone(),
+            self.args.hook_timeout,
+            request,
+            ask,
+            id.clone(),
+            self.answered_in.clone(),
+        );
+        let task = tokio::spawn(relay);
+        self.waiting.insert(id.to_string(), task.abort_handle());
+        Ok(())
+    }
+
+    async fn on_answered(&mut self, answered: Answered) -> anyhow::Result<()> {
+        if self.waiting.remove(&answered.id.to_string()).is_none() {
+            // Codex resolved the request itself meanwhile (its turn ended): nothing to send.
+            return Ok(());
+        }
+        self.answer(&answered.id, answered.turn, answered.reply)
+            .await
+    }
+
+    /// Sends Codex a request's result, after steering into the turn what the model should read besides
+    /// (Codex itself tells it only "rejected by user").
+    async fn answer(
+        &mut self,
+        id: &Value,
+        turn: Option<String>,
+        reply: CodexReply,
+    ) -> anyhow::Result<()> {
+        if let (Some(steer), Some(thread), Some(turn)) = (&reply.steer, self.thread.clone(), turn) {
+            self.request(
+                Sent::Steer,
+                json!({"threadId": thread, "expectedTurnId": turn,
+                    "input": [{"type": "text", "text": steer, "text_elements": []}]}),
+            )
+            .await?;
+        }
+        if let Some(steer) = &reply.steer {
+            self.say(&format!("anteroom run: {steer}"));
+        }
+        self.send(&json!({"id": id, "result": reply.result})).await
+    }
+
+    fn on_notification(&mut self, method: &str, params: &Value) -> Option<TurnEnd> {
+        let text = |value: &Value, key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match method {
+            "item/started" => {
+                let item = params.get("item")?;
+                if item.get("type").and_then(Value::as_str) == Some("fileChange") {
+                    if self.announced.len() >= ITEMS_KEPT {
+                        self.announced.pop_front();
+                    }
+                    self.announced.push_back((text(item, "id"), item.clone()));
+                }
+            }
+            "item/commandExecution/outputDelta" => {
+                let item = text(params, "itemId");
+                if self.outputs.len() < ITEMS_KEPT || self.outputs.contains_key(&item) {
+                    let output = self.outputs.entry(item).or_default();
+                    if output.len() < COMMAND_OUTPUT_KEPT {
+                        output.push_str(&cut(&text(params, "delta"), COMMAND_OUTPUT_KEPT));
+                    }
+                }
+            }
+            "item/completed" => {
+                let item = params.get("item")?;
+                let id = text(item, "id");
+                self.announced.retain(|(announced, _)| *announced != id);
+                let output = self.outputs.remove(&id);
+                self.show_item(item, output);
+            }
+            "serverRequest/resolved" => {
+                // Codex no longer waits for the answer (its turn ended): the question stops waiting too.
+                if let Some(waiting) = params
+                    .get("requestId")
+                    .and_then(|id| self.waiting.remove(&id.to_string()))
+                {
+                    waiting.abort();
+                }
+            }
+            "error" => {
+                let message = params
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
+                self.say(&format!("codex: error: {}", cut(message, 1_000)));
+            }
+            "turn/completed" => {
+                let turn = params.get("turn")?;
+                if self.turn.is_some()
+                    && turn.get("id").and_then(Value::as_str) != self.turn.as_deref()
+                {
+                    return None;
+                }
+                if let Some(message) = &self.final_message {
+                    println!("{message}");
+                }
+                return Some(match turn.get("status").and_then(Value::as_str) {
+                    Some("completed") => TurnEnd::Completed,
+                    Some("interrupted") => TurnEnd::Interrupted,
+                    _ => TurnEnd::Failed(cut(
+                        turn.pointer("/error/message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("Codex gave no reason"),
+                        1_000,
+                    )),
+                });
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// A finished item as a person reads it: the agent's words, a command with its output and exit code, the
+    /// files a change touched, an MCP tool's call.
+    fn show_item(&mut self, item: &Value, output: Option<String>) {
+        let text = |key: &str| {
+            item.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let status = text("status");
+        match item.get("type").and_then(Value::as_str) {
+            Some("agentMessage") => {
+                let message = text("text");
+                self.say(&format!("codex: {message}"));
+                self.final_message = Some(message);
+            }
+            Some("commandExecution") => {
+                let exit = item
+                    .get("exitCode")
+                    .and_then(Value::as_i64)
+                    .map(|code| format!(", exit {code}"))
+                    .unwrap_or_default();
+                self.say(&format!("$ {} ({status}{exit})", text("command")));
+                let output = output.filter(|output| !output.is_empty()).or_else(|| {
+                    item.get("aggregatedOutput")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
+                for line in output.unwrap_or_default().lines() {
+                    self.say(line);
+                }
+            }
+            Some("fileChange") => {
+                for change in item
+                    .get("changes")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .take(ITEMS_KEPT)
+                {
+                    let kind = change
+                        .pointer("/kind/type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("update");
+                    let path = change
+                        .get("path")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    self.say(&format!("codex: {kind} {path} ({status})"));
+                }
+            }
+            Some("mcpToolCall") => {
+                self.say(&format!(
+                    "codex: {}.{} ({status})",
+                    text("server"),
+                    text("tool")
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Relays one server request to Anteroom and hands back what Codex is to read. When Anteroom cannot be
+/// asked, the reply refuses — nothing is allowed by default.
+async fn relay(
+    client: Client,
+    token: String,
+    timeout: u64,
+    request: AppServerRequest,
+    ask: CodexAsk,
+    id: Value,
+    answered: mpsc::Sender<Answered>,
+) {
+    let body = json!({"method": request.method, "params": request.params, "item": request.item});
+    // Anteroom answers before the hook timeout it is given; the request waits a little longer than that.
+    let wait = Duration::from_secs(timeout + 15);
+    let path = format!("/hooks/codex/app-server?timeout={timeout}");
+    let reply = match client.post_as_producer(&path, &token, &body, wait).await {
+        Ok(reply) => match reply.get("result") {
+            Some(result) => CodexReply {
+                result: result.clone(),
+                steer: reply
+                    .get("steer")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            },
+            None => ask.refused("its reply carried no answer, so nothing was allowed."),
+        },
+        Err(error) => ask.refused(&format!(
+            "could not ask a person ({error:#}), so nothing was allowed."
+        )),
+    };
+    let turn = ask.thread().turn.clone();
+    let _ = answered.send(Answered { id, turn, reply }).await;
+}
