@@ -1,7 +1,8 @@
 //! The harnesses' hooks, served: Claude Code's HTTP hooks (`POST /hooks/claude/pre-tool-use`, `POST
 //! /hooks/claude/elicitation`), Codex's command hook as `anteroom hook` relays it (`POST
-//! /hooks/codex/pre-tool-use`) and Codex's app server's requests as `anteroom run --codex` relays them (`POST
-//! /hooks/codex/app-server`), all as docs/hooks.md says. The session's producer token authenticates the hook
+//! /hooks/codex/pre-tool-use`), Codex's app server's requests as `anteroom run --codex` relays them (`POST
+//! /hooks/codex/app-server`) and an ACP agent's permission requests as `anteroom run --acp` relays them (`POST
+//! /hooks/acp/permission`), all as docs/hooks.md says. The session's producer token authenticates the hook
 //! (`Authorization: Bearer ars_…`); a tool call that needs a person, or an MCP server's elicitation, becomes an
 //! ordinary round in that session, and the request is held open — as the round's worker — until a person
 //! answers or Anteroom's own deadline, which ends before the hook's `timeout`, so nobody answers into a void.
@@ -14,8 +15,9 @@ use std::{
 
 use anteroom_domain::{
     hooks::{
-        AppServerRequest, CodexAsk, ElicitationHook, Harness, HookQuestion, PreToolUse, ToolPolicy,
-        check_tool_name, elicitation_question, elicitation_reply, tool_decision, tool_question,
+        AcpPermission, AppServerRequest, CodexAsk, ElicitationHook, Harness, HookQuestion,
+        PreToolUse, ToolPolicy, check_tool_name, elicitation_question, elicitation_reply,
+        tool_decision, tool_question,
     },
     ids::{RequestKey, SessionId},
     outward::outward_answer,
@@ -52,6 +54,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/hooks/codex/pre-tool-use", post(codex_pre_tool_use))
         .route("/hooks/claude/elicitation", post(elicitation))
         .route("/hooks/codex/app-server", post(codex_app_server))
+        .route("/hooks/acp/permission", post(acp_permission))
         .method_not_allowed_fallback(|method: Method| async move {
             ApiError::new(
                 ErrorCode::MethodNotAllowed,
@@ -230,6 +233,34 @@ async fn codex_app_server(
     let reply = ask.reply(&outward_answer(&round, key), who, wait);
     Ok(Json(
         serde_json::json!({"result": reply.result, "steer": reply.steer}),
+    ))
+}
+
+/// An ACP agent's `session/request_permission`, as `anteroom run --acp` relays it: the option the agent offered
+/// of the person's decision, and what the agent should be told besides (`note`).
+#[derive(Debug, Deserialize)]
+struct AcpPermissionRequest {
+    agent: String,
+    #[serde(default)]
+    params: Value,
+}
+
+async fn acp_permission(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(options): ApiQuery<HookOptions>,
+    ApiJson(request): ApiJson<AcpPermissionRequest>,
+) -> ApiResult<Json<Value>> {
+    let session = hook_session(&state, &headers).await?;
+    let permission = AcpPermission::read(&request.agent, &request.params)?;
+    let question = permission.question();
+    let key = question.key;
+    let wait = options.wait();
+    let round = ask_and_wait(&state, &session.id, question, &permission.session, wait).await?;
+    let who = round.responded_by.as_deref().unwrap_or("a person");
+    let reply = permission.reply(&outward_answer(&round, key), who, wait);
+    Ok(Json(
+        serde_json::json!({"result": reply.result, "note": reply.note}),
     ))
 }
 

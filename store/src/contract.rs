@@ -768,6 +768,11 @@ pub trait Store:
     /// opened: what live updates cost per event is read off it.
     fn round_trips(&self) -> u64;
 
+    /// How many of those round trips read again a remembered fact that had gone stale (whether any standing
+    /// answer is in force, whether any browser has push on): at most one a second each, whatever the traffic,
+    /// so an operation's own cost is its round trips less these.
+    fn fact_rereads(&self) -> u64;
+
     /// Applies every migration not yet applied; running it again is a no-op.
     async fn migrate(&self) -> StoreResult<()>;
 

@@ -5,11 +5,13 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+mod acp;
 mod codex_app;
 mod policy;
 mod question;
 mod reply;
 
+pub use acp::{AcpOption, AcpPermission, AcpReply, update_line as acp_update_line};
 pub use codex_app::{
     ASKED_METHODS, AppServerRequest, CodexAsk, CodexReply, REFUSED_METHODS, Thread,
 };

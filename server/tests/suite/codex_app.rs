@@ -207,7 +207,7 @@ fn run_codex(server: &TestServer, place: &CodexPlace, session: &str) -> tokio::p
 }
 
 /// The run's exit code, stdout and stderr once it ends.
-async fn ended(run: tokio::process::Child) -> (Option<i32>, String, String) {
+pub(crate) async fn ended(run: tokio::process::Child) -> (Option<i32>, String, String) {
     let output = tokio::time::timeout(StdDuration::from_secs(120), run.wait_with_output())
         .await
         .expect("the run ends")
@@ -219,14 +219,18 @@ async fn ended(run: tokio::process::Child) -> (Option<i32>, String, String) {
     )
 }
 
-async fn answer(server: &TestServer, round: &anteroom_store::domain::round::Round, answer: Value) {
+pub(crate) async fn answer(
+    server: &TestServer,
+    round: &anteroom_store::domain::round::Round,
+    answer: Value,
+) {
     let answered = server
         .respond(&server.responder_key, round.request_id.as_str(), answer)
         .await;
     assert_eq!(answered.status(), 200, "{:?}", answered.text().await);
 }
 
-fn asked(round: &anteroom_store::domain::round::Round) -> String {
+pub(crate) fn asked(round: &anteroom_store::domain::round::Round) -> String {
     round
         .requests
         .values()
@@ -392,7 +396,7 @@ async fn an_mcp_servers_question_reaches_a_person_through_codex_and_a_stop_inter
     assert_eq!(stopped.status(), 200, "{:?}", stopped.text().await);
     let (code, _, stderr) = ended(run).await;
     assert_eq!(code, Some(130), "{stderr}");
-    assert!(stderr.contains("interrupting Codex's turn"), "{stderr}");
+    assert!(stderr.contains("ending Codex's turn"), "{stderr}");
     let session = server
         .get_json("/api/v1/sessions/codex-mcp", &server.viewer_key)
         .await;
@@ -628,7 +632,10 @@ mod without_codex {
 
         let (code, _, stderr) = ended(run("codex-dies", "dies")).await;
         assert_eq!(code, Some(1), "{stderr}");
-        assert!(stderr.contains("ended before the turn did"), "{stderr}");
+        assert!(
+            stderr.contains("Codex's app server ended mid-turn"),
+            "{stderr}"
+        );
         assert!(stderr.contains("boom: the model crashed"), "{stderr}");
         assert!(stderr.contains("a line that is not JSON"), "{stderr}");
         let responses: Value =

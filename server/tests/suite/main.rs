@@ -8,6 +8,7 @@
     reason = "a test that slices a string wrongly fails, as it should"
 )]
 
+mod acp;
 mod api;
 mod budgets;
 mod claude_code;

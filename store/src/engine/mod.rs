@@ -222,6 +222,10 @@ impl<D: Dialect> Store for SqlStore<D> {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    fn fact_rereads(&self) -> u64 {
+        self.ctx.standing.rereads() + self.ctx.push_browsers.rereads()
+    }
+
     async fn migrate(&self) -> StoreResult<()> {
         self.apply_migrations().await
     }
@@ -248,11 +252,16 @@ const FACT_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 /// (measured for standing answers: the read per create cost a tenth of the creates figure). A change made
 /// here is seen at once.
 #[derive(Debug, Default)]
-pub(crate) struct RecentFact(std::sync::Mutex<Option<(std::time::Instant, bool)>>);
+pub(crate) struct RecentFact {
+    seen: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
+    /// How many times the fact was read again from the database because it had gone stale: at most once a
+    /// second, whatever the traffic, so what an operation costs is counted without them.
+    rereads: std::sync::atomic::AtomicU64,
+}
 
 impl RecentFact {
     fn seen(&self) -> std::sync::MutexGuard<'_, Option<(std::time::Instant, bool)>> {
-        self.0
+        self.seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -267,5 +276,16 @@ impl RecentFact {
 
     pub(crate) fn set(&self, fact: bool) {
         *self.seen() = Some((std::time::Instant::now(), fact));
+    }
+
+    /// Sets the fact just read from the database, counting the read.
+    pub(crate) fn read_again(&self, fact: bool) {
+        self.rereads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.set(fact);
+    }
+
+    pub(crate) fn rereads(&self) -> u64 {
+        self.rereads.load(std::sync::atomic::Ordering::Relaxed)
     }
 }

@@ -71,7 +71,7 @@ impl<D: Dialect> SqlStore<D> {
             .optional::<(i64,)>(Statement::new(sql::ANY_PUSH_SUBSCRIPTION))
             .await?
             .is_some();
-        self.ctx.push_browsers.set(any);
+        self.ctx.push_browsers.read_again(any);
         Ok(any)
     }
 
@@ -120,7 +120,7 @@ impl<D: Dialect> SqlStore<D> {
                         .optional::<(i64,)>(Statement::new(sql::ANY_PUSH_SUBSCRIPTION))
                         .await?
                         .is_some();
-                    self.ctx.push_browsers.set(any);
+                    self.ctx.push_browsers.read_again(any);
                     any
                 }
             }

@@ -156,7 +156,7 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
         let found: Option<(i64,)> = self
             .optional(Statement::new(sql::ANY_STANDING_ANSWER_AT_ALL).bind(to_ms(self.clock_now())))
             .await?;
-        self.ctx.standing.set(found.is_some());
+        self.ctx.standing.read_again(found.is_some());
         Ok(found.is_some())
     }
 

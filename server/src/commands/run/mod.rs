@@ -9,10 +9,12 @@
     reason = "what `anteroom run` says about the run goes to the terminal's stderr, beside the agent's"
 )]
 
+mod acp;
 mod anteroom;
 mod codex_app;
 mod harness;
 mod output;
+mod stdio_peer;
 
 use std::{
     os::unix::process::ExitStatusExt,
@@ -74,11 +76,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     let tail = Arc::new(Mutex::new(Pending::default()));
     let run_path = format!("/api/v1/s/{}/run/{run_id}", session.token);
     let stop = Arc::new(tokio::sync::Notify::new());
-    let reporter = tokio::spawn(report(
+    let reported = Arc::new(tokio::sync::Notify::new());
+    let mut reporter = tokio::spawn(report(
         client.clone(),
         run_path.clone(),
         Arc::clone(&tail),
         Arc::clone(&stop),
+        Arc::clone(&reported),
     ));
     let listener = tokio::spawn(hear_stop(
         client.clone(),
@@ -87,10 +91,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<u8> {
     ));
     let ended = if args.codex {
         codex_app::run(&args, &client, &session, Arc::clone(&tail), stop).await
+    } else if args.acp {
+        acp::run(&args, &client, &session, Arc::clone(&tail), stop).await
     } else {
         run_agent(&args, &session, Arc::clone(&tail), stop).await
     };
-    reporter.abort();
+    // A send under way finishes (its lines would be lost with it); the rest goes with the end.
+    reported.notify_one();
+    if tokio::time::timeout(Duration::from_secs(10), &mut reporter)
+        .await
+        .is_err()
+    {
+        reporter.abort();
+    }
     listener.abort();
     let ended = match ended {
         Ok(ended) => ended,

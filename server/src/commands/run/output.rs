@@ -123,18 +123,23 @@ pub(super) fn keep_line(line: &[u8], tail: &Mutex<Pending>) {
 }
 
 /// Sends the output each second while the agent prints, a heartbeat every 30 s when it does not, and hears
-/// about a stop in each reply; while Anteroom cannot be reached it backs off and keeps the newest output.
+/// about a stop in each reply; while Anteroom cannot be reached it backs off and keeps the newest output. Ends
+/// when `done` is notified, between sends: output taken for a send is never dropped halfway.
 pub(super) async fn report(
     client: Client,
     run_path: String,
     tail: Arc<Mutex<Pending>>,
     stop: Arc<tokio::sync::Notify>,
+    done: Arc<tokio::sync::Notify>,
 ) {
     let mut last_sent = tokio::time::Instant::now();
     let mut failures: u32 = 0;
     let mut next_try = tokio::time::Instant::now();
     loop {
-        tokio::time::sleep(REPORT_EVERY).await;
+        tokio::select! {
+            () = tokio::time::sleep(REPORT_EVERY) => {}
+            () = done.notified() => return,
+        }
         let now = tokio::time::Instant::now();
         if now < next_try {
             continue;

@@ -13,7 +13,6 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    process::Stdio,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -22,17 +21,13 @@ use anteroom_domain::hooks::{ASKED_METHODS, AppServerRequest, CodexAsk, CodexRep
 use anteroom_server::config::RunArgs;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
-use tokio::{io::AsyncWriteExt, sync::mpsc};
-
-mod reading;
-
-use reading::{Incoming, keep_stderr, read_messages};
+use tokio::sync::mpsc;
 
 use super::{
-    Ended, Signals,
+    Ended,
     anteroom::{Client, RunSession, cut},
     output::{Pending, keep_line},
-    sleep_until,
+    stdio_peer::{Conversation, StdioPeer, converse, send_line},
 };
 
 /// The Codex version this bridge is written against and checked with (docs/hooks.md).
@@ -44,8 +39,6 @@ const WAITING_AT_ONCE: usize = anteroom_api::hooks::HELD_PER_SESSION;
 const ITEMS_KEPT: usize = 64;
 /// How much of one command's output is kept for the tail.
 const COMMAND_OUTPUT_KEPT: usize = 16 * 1024;
-/// How long an interrupted turn may take to end before the app server is killed.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 /// JSON-RPC's codes for a method the client does not answer and for params it cannot read.
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
@@ -103,24 +96,8 @@ pub(super) async fn run(
     for setting in &args.codex_config {
         command.arg("-c").arg(setting);
     }
-    // A group of its own: the terminal's Ctrl-C reaches `run`, which interrupts the turn, not the app server.
-    command
-        .envs(&session.environment)
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command
-        .spawn()
-        .with_context(|| format!("cannot start `{} app-server`", args.codex_program))?;
-    let stdout = child.stdout.take().context("the app server's stdout")?;
-    let stderr = child.stderr.take().context("the app server's stderr")?;
-    let stdin = child.stdin.take().context("the app server's stdin")?;
-    let (messages_in, mut messages) = mpsc::channel(64);
-    tokio::spawn(read_messages(stdout, messages_in));
-    let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-    tokio::spawn(keep_stderr(stderr, Arc::clone(&stderr_tail)));
+    command.envs(&session.environment);
+    let (peer, stdin) = StdioPeer::start(command, "Codex's app server", "Codex's turn")?;
     let (answered_in, mut answered) = mpsc::channel(WAITING_AT_ONCE);
     let mut bridge = Bridge {
         args,
@@ -144,98 +121,10 @@ pub(super) async fn run(
             json!({"clientInfo": {"name": "anteroom", "title": "Anteroom", "version": env!("CARGO_PKG_VERSION")}}),
         )
         .await?;
-
-    let pid = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .and_then(rustix::process::Pid::from_raw);
-    let kill = move || {
-        if let Some(pid) = pid {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
+    let (end, stopped) = match converse(peer, bridge, &mut answered, &stop, &tail).await? {
+        Ok(ended) => ended,
+        Err(died) => return Ok(died),
     };
-    let mut signals = Signals::new()?;
-    let mut stopped = false;
-    let mut interrupted = false;
-    let mut kill_at: Option<tokio::time::Instant> = None;
-    let end = loop {
-        tokio::select! {
-            incoming = messages.recv() => match incoming {
-                Some(Incoming::Message(message)) => {
-                    if let Some(end) = bridge.on_message(message).await? {
-                        break Some(end);
-                    }
-                }
-                Some(Incoming::Unreadable(why)) => bridge.say(&format!("anteroom run: Codex sent {why}; skipped")),
-                None => break None,
-            },
-            Some(done) = answered.recv() => bridge.on_answered(done).await?,
-            () = stop.notified(), if !stopped => {
-                eprintln!("anteroom run: stopped from Anteroom; interrupting Codex's turn");
-                stopped = true;
-                if !interrupted {
-                    interrupted = true;
-                    kill_at = Some(bridge.interrupt().await?);
-                }
-            }
-            _ = signals.next() => {
-                if interrupted {
-                    kill();
-                } else {
-                    eprintln!("anteroom run: interrupting Codex's turn (again to end it at once)");
-                    interrupted = true;
-                    kill_at = Some(bridge.interrupt().await?);
-                }
-            }
-            () = sleep_until(kill_at) => {
-                eprintln!("anteroom run: Codex's turn did not end within {} s of the interrupt; ending the app server", INTERRUPT_GRACE.as_secs());
-                kill_at = None;
-                kill();
-            }
-        }
-    };
-    for waiting in bridge.waiting.values() {
-        waiting.abort();
-    }
-    let Some(end) = end else {
-        // The app server's stdout closed before the turn ended: it died, or was ended.
-        let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
-            .await
-            .ok()
-            .and_then(Result::ok);
-        let stderr_text = {
-            let kept = stderr_tail
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            String::from_utf8_lossy(&kept.iter().copied().collect::<Vec<u8>>()).into_owned()
-        };
-        for line in stderr_text.lines() {
-            keep_line(line.as_bytes(), &tail);
-        }
-        let how = status.map_or_else(
-            || "without an exit status".to_owned(),
-            |status| status.to_string(),
-        );
-        let mut said =
-            format!("anteroom run: Codex's app server ended before the turn did ({how})");
-        if !stderr_text.trim().is_empty() {
-            said.push_str(&format!("; its last words:\n{}", stderr_text.trim_end()));
-        }
-        return Ok(Ended {
-            exit_code: Some(1),
-            signal: None,
-            stopped,
-            said: Some(said),
-        });
-    };
-    // The turn ended: the app server is done with; closing its stdin ends it.
-    drop(bridge);
-    if tokio::time::timeout(Duration::from_secs(5), child.wait())
-        .await
-        .is_err()
-    {
-        kill();
-    }
     Ok(match end {
         TurnEnd::Completed => Ended {
             exit_code: Some(0),
@@ -281,16 +170,7 @@ struct Bridge<'a> {
 
 impl Bridge<'_> {
     async fn send(&mut self, message: &Value) -> anyhow::Result<()> {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.stdin
-            .write_all(line.as_bytes())
-            .await
-            .context("cannot write to Codex's app server")?;
-        self.stdin
-            .flush()
-            .await
-            .context("cannot write to Codex's app server")
+        send_line(&mut self.stdin, message).await
     }
 
     async fn request(&mut self, kind: Sent, params: Value) -> anyhow::Result<()> {
@@ -306,18 +186,8 @@ impl Bridge<'_> {
         keep_line(line.as_bytes(), &self.tail);
     }
 
-    /// Asks Codex to interrupt the turn (or, before there is one, ends at once); returns when to give up on it.
-    async fn interrupt(&mut self) -> anyhow::Result<tokio::time::Instant> {
-        if let (Some(thread), Some(turn)) = (self.thread.clone(), self.turn.clone()) {
-            self.request(Sent::Interrupt, json!({"threadId": thread, "turnId": turn}))
-                .await?;
-            return Ok(tokio::time::Instant::now() + INTERRUPT_GRACE);
-        }
-        Ok(tokio::time::Instant::now())
-    }
-
     /// One message from the app server; the turn's end when it is that.
-    async fn on_message(&mut self, message: Value) -> anyhow::Result<Option<TurnEnd>> {
+    async fn take_message(&mut self, message: Value) -> anyhow::Result<Option<TurnEnd>> {
         let method = message.get("method").and_then(Value::as_str);
         match (method, message.get("id")) {
             (Some(method), Some(id)) => {
@@ -512,7 +382,7 @@ impl Bridge<'_> {
         Ok(())
     }
 
-    async fn on_answered(&mut self, answered: Answered) -> anyhow::Result<()> {
+    async fn take_answer(&mut self, answered: Answered) -> anyhow::Result<()> {
         if self.waiting.remove(&answered.id.to_string()).is_none() {
             // Codex resolved the request itself meanwhile (its turn ended): nothing to send.
             return Ok(());
@@ -678,6 +548,35 @@ impl Bridge<'_> {
                 ));
             }
             _ => {}
+        }
+    }
+}
+
+impl Conversation for Bridge<'_> {
+    type Answered = Answered;
+    type End = TurnEnd;
+
+    async fn on_message(&mut self, message: Value) -> anyhow::Result<Option<TurnEnd>> {
+        self.take_message(message).await
+    }
+
+    async fn on_answered(&mut self, answered: Answered) -> anyhow::Result<()> {
+        self.take_answer(answered).await
+    }
+
+    /// `turn/interrupt`, once the turn is known.
+    async fn end_turn(&mut self) -> anyhow::Result<bool> {
+        let (Some(thread), Some(turn)) = (self.thread.clone(), self.turn.clone()) else {
+            return Ok(false);
+        };
+        self.request(Sent::Interrupt, json!({"threadId": thread, "turnId": turn}))
+            .await?;
+        Ok(true)
+    }
+
+    fn stop_waiting(&mut self) {
+        for waiting in self.waiting.values() {
+            waiting.abort();
         }
     }
 }
