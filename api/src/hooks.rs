@@ -1,8 +1,9 @@
 //! The harnesses' hooks, served: Claude Code's HTTP hooks (`POST /hooks/claude/pre-tool-use`, `POST
 //! /hooks/claude/elicitation`), Codex's command hook as `anteroom hook` relays it (`POST
 //! /hooks/codex/pre-tool-use`), Codex's app server's requests as `anteroom run --codex` relays them (`POST
-//! /hooks/codex/app-server`) and an ACP agent's permission requests as `anteroom run --acp` relays them (`POST
-//! /hooks/acp/permission`), all as docs/hooks.md says. The session's producer token authenticates the hook
+//! /hooks/codex/app-server`), an ACP agent's permission requests as `anteroom run --acp` relays them (`POST
+//! /hooks/acp/permission`) and Copilot CLI's `permissionRequest` command hook as `anteroom hook` relays it (`POST
+//! /hooks/copilot/permission-request`), all as docs/hooks.md says. The session's producer token authenticates the hook
 //! (`Authorization: Bearer ars_…`); a tool call that needs a person, or an MCP server's elicitation, becomes an
 //! ordinary round in that session, and the request is held open — as the round's worker — until a person
 //! answers or Anteroom's own deadline, which ends before the hook's `timeout`, so nobody answers into a void.
@@ -16,8 +17,8 @@ use std::{
 use anteroom_domain::{
     hooks::{
         AcpPermission, AppServerRequest, CodexAsk, ElicitationHook, Harness, HookQuestion,
-        PreToolUse, ToolPolicy, check_tool_name, elicitation_question, elicitation_reply,
-        tool_decision, tool_question,
+        PreToolUse, ToolPolicy, check_tool_name, copilot_permission_reply, elicitation_question,
+        elicitation_reply, tool_decision, tool_question,
     },
     ids::{RequestKey, SessionId},
     outward::outward_answer,
@@ -55,6 +56,10 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/hooks/claude/elicitation", post(elicitation))
         .route("/hooks/codex/app-server", post(codex_app_server))
         .route("/hooks/acp/permission", post(acp_permission))
+        .route(
+            "/hooks/copilot/permission-request",
+            post(copilot_permission_request),
+        )
         .method_not_allowed_fallback(|method: Method| async move {
             ApiError::new(
                 ErrorCode::MethodNotAllowed,
@@ -234,6 +239,55 @@ async fn codex_app_server(
     Ok(Json(
         serde_json::json!({"result": reply.result, "steer": reply.steer}),
     ))
+}
+
+/// Copilot CLI's `permissionRequest` event, as `anteroom hook copilot-permission-request` relays it (camelCase,
+/// sent only for a call Copilot would ask about).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CopilotPermissionRequest {
+    #[serde(default)]
+    session_id: String,
+    #[serde(default)]
+    cwd: String,
+    tool_name: String,
+    #[serde(default)]
+    tool_input: Value,
+}
+
+/// Copilot CLI's `permissionRequest`: the person's decision as `{"behavior": "allow" | "deny", "message"}`.
+async fn copilot_permission_request(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(options): ApiQuery<HookOptions>,
+    ApiJson(event): ApiJson<CopilotPermissionRequest>,
+) -> ApiResult<Json<Value>> {
+    let session = hook_session(&state, &headers).await?;
+    check_tool_name(&event.tool_name)?;
+    // Its shell tool is `bash`: shown as the command it runs, like Claude Code's `Bash`.
+    let tool_name = if event.tool_name == "bash" {
+        "Bash".to_owned()
+    } else {
+        event.tool_name
+    };
+    let call = PreToolUse {
+        session_id: event.session_id,
+        cwd: event.cwd,
+        tool_name,
+        tool_input: event.tool_input,
+        tool_use_id: String::new(),
+    };
+    let question = tool_question(&call, Harness::CopilotCli)?;
+    let key = question.key;
+    let wait = options.wait();
+    let round = ask_and_wait(&state, &session.id, question, &call.session_id, wait).await?;
+    let who = round.responded_by.as_deref().unwrap_or("a person");
+    Ok(Json(copilot_permission_reply(
+        &call,
+        &outward_answer(&round, key),
+        who,
+        wait,
+    )))
 }
 
 /// An ACP agent's `session/request_permission`, as `anteroom run --acp` relays it: the option the agent offered

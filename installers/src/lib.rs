@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 pub mod claude_code;
 pub mod codex;
+mod copilot;
 
 /// A key never written: whether a server gates an action on a person is that server's own decision.
 pub const NEVER_WRITTEN: &str = "ELICITATION_ENABLED";
@@ -236,12 +237,26 @@ pub fn parse_dotenv(text: &str) -> BTreeMap<String, String> {
 pub enum HookFile {
     ClaudeSettings,
     CodexHooks,
+    /// A `.json` file in Copilot CLI's hook folders: `~/.copilot/hooks/` (`$COPILOT_HOME/hooks/`) or a
+    /// repository's `.github/hooks/`.
+    CopilotHooks,
 }
 
 impl HookFile {
     pub fn of(path: &std::path::Path) -> Option<Self> {
         let name = path.file_name()?.to_str()?;
-        if name == "hooks.json" {
+        fn folder(at: &std::path::Path) -> Option<&str> {
+            at.file_name().and_then(|name| name.to_str())
+        }
+        let in_copilot_folder = path.parent().is_some_and(|hooks| {
+            folder(hooks) == Some("hooks")
+                && hooks
+                    .parent()
+                    .is_some_and(|above| matches!(folder(above), Some(".copilot" | ".github")))
+        });
+        if in_copilot_folder && name.ends_with(".json") {
+            Some(Self::CopilotHooks)
+        } else if name == "hooks.json" {
             Some(Self::CodexHooks)
         } else if name.ends_with(".json") {
             Some(Self::ClaudeSettings)
@@ -267,6 +282,7 @@ impl HookInstall {
         match file {
             HookFile::ClaudeSettings => claude_code::hook_groups(self),
             HookFile::CodexHooks => codex::hook_groups(self),
+            HookFile::CopilotHooks => Vec::new(),
         }
     }
 }
@@ -276,7 +292,10 @@ pub fn is_anteroom_handler(handler: &Value) -> bool {
     let text = |key: &str| handler.get(key).and_then(Value::as_str).unwrap_or_default();
     match text("type") {
         "http" => text("url").contains("/hooks/claude/"),
-        "command" => text("command").contains(" hook codex-pre-tool-use"),
+        "command" => {
+            text("command").contains(" hook codex-pre-tool-use")
+                || text("bash").contains(" hook copilot-permission-request")
+        }
         _ => false,
     }
 }
@@ -300,6 +319,13 @@ pub fn install_hooks(
     let root = document
         .as_object_mut()
         .ok_or_else(|| ConfigError::Shape("the file is not a JSON object".to_owned()))?;
+    if file == HookFile::CopilotHooks {
+        copilot::place_handler(root, install)?;
+        if document == original && !text.trim().is_empty() {
+            return Ok(text.to_owned());
+        }
+        return write_json(&document, text);
+    }
     let hooks = root
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()))

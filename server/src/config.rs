@@ -313,6 +313,14 @@ pub enum HookCommand {
         #[arg(long, default_value_t = 600)]
         timeout: u64,
     },
+    /// Copilot CLI's `permissionRequest` command hook: the event on stdin, `{"behavior": "allow" | "deny",
+    /// "message"}` on stdout. Asks the session of ELICITATION_REQUEST_URL; when Anteroom cannot be reached or
+    /// nobody answers, denies saying so.
+    CopilotPermissionRequest {
+        /// The hook's `timeoutSec`: Anteroom answers before it.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
     /// The hook `anteroom run --offline-ok` gives an agent when Anteroom could not be reached: a call that would
     /// ask a person is refused (the reason on stderr, exit status 2, which Claude Code and Codex both read as a
     /// block); any other passes.

@@ -104,6 +104,9 @@ async fn main() -> ExitCode {
         Some(Command::Hook(HookCommand::CodexPreToolUse { timeout })) => {
             commands::hook::codex_pre_tool_use(timeout).await
         }
+        Some(Command::Hook(HookCommand::CopilotPermissionRequest { timeout })) => {
+            commands::hook::copilot_permission_request(timeout).await
+        }
         Some(Command::Hook(HookCommand::Offline)) => Ok(commands::hook::offline()),
         Some(Command::McpConfig(command)) => commands::mcp_config::run(command).await,
         Some(Command::Run(args)) => {

@@ -19,7 +19,8 @@ pub use policy::{ToolPolicy, check_tool_name};
 pub use question::{Asker, HookQuestion, clean, elicitation_question, tool_question};
 
 pub use reply::{
-    elicitation_reply, pre_tool_use_pass, pre_tool_use_reply, tool_decision, waited_words,
+    copilot_permission_reply, elicitation_reply, pre_tool_use_pass, pre_tool_use_reply,
+    tool_decision, waited_words,
 };
 
 /// The harness whose hook asks: it names the run and, for its own tools, the asker.
@@ -27,6 +28,7 @@ pub use reply::{
 pub enum Harness {
     ClaudeCode,
     Codex,
+    CopilotCli,
 }
 
 impl Harness {
@@ -35,6 +37,7 @@ impl Harness {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
+            Self::CopilotCli => "copilot",
         }
     }
 
@@ -43,6 +46,7 @@ impl Harness {
         match self {
             Self::ClaudeCode => "Claude Code",
             Self::Codex => "Codex",
+            Self::CopilotCli => "Copilot CLI",
         }
     }
 }

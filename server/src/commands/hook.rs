@@ -28,7 +28,7 @@ pub async fn codex_pre_tool_use(timeout: u64) -> anyhow::Result<u8> {
     if std::env::var_os(OFFLINE_REASON).is_some() {
         return Ok(offline());
     }
-    match ask(timeout).await {
+    match ask("/hooks/codex/pre-tool-use", timeout).await {
         Ok(reply) => {
             // No decision is no output: the harness goes on as it would without the hook.
             if !reply.is_empty() {
@@ -45,6 +45,29 @@ pub async fn codex_pre_tool_use(timeout: u64) -> anyhow::Result<u8> {
             Ok(EXIT_BLOCK)
         }
     }
+}
+
+/// Copilot CLI's `permissionRequest` command hook: the event on stdin, `{"behavior": "allow" | "deny", "message"}`
+/// on stdout. When no decision can be reached the call is denied in Copilot's own terms, with the reason the
+/// model reads (Copilot also denies on a failed hook, but says only "Permission request hook failed").
+pub async fn copilot_permission_request(timeout: u64) -> anyhow::Result<u8> {
+    let denied = |why: String| serde_json::json!({"behavior": "deny", "message": why.trim_end_matches('.').to_owned() + "."});
+    let reply = if std::env::var_os(OFFLINE_REASON).is_some() {
+        denied(std::env::var(OFFLINE_REASON).unwrap_or_default())
+    } else {
+        match ask("/hooks/copilot/permission-request", timeout).await {
+            Ok(reply) if !reply.is_empty() => {
+                println!("{reply}");
+                return Ok(0);
+            }
+            Ok(_) => denied("Anteroom gave no decision, so the call is not allowed".to_owned()),
+            Err(error) => denied(format!(
+                "Anteroom could not ask a person, so the call is not allowed: {error:#}"
+            )),
+        }
+    };
+    println!("{reply}");
+    Ok(0)
 }
 
 /// A run started without Anteroom (`anteroom run --offline-ok`): a call that would ask a person is refused with
@@ -80,7 +103,7 @@ fn reply_deadline(timeout: u64) -> Duration {
 
 /// Posts the event on stdin to Anteroom's hook route and returns its reply (empty: no decision), checked to be
 /// JSON.
-async fn ask(timeout: u64) -> anyhow::Result<String> {
+async fn ask(route: &str, timeout: u64) -> anyhow::Result<String> {
     let request_url = std::env::var("ELICITATION_REQUEST_URL").context(
         "ELICITATION_REQUEST_URL is not set: give the hook the session's environment block",
     )?;
@@ -98,7 +121,7 @@ async fn ask(timeout: u64) -> anyhow::Result<String> {
         .timeout(reply_deadline(timeout))
         .build()?;
     let reply = client
-        .post(format!("{base}/hooks/codex/pre-tool-use?timeout={timeout}"))
+        .post(format!("{base}{route}?timeout={timeout}"))
         .bearer_auth(token)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(event)

@@ -245,7 +245,11 @@ async fn ready_agent(harness: Harness, commands: &[&str]) -> Agent {
             ] {
                 set(off, "1".to_owned());
             }
-            vec![bin("opencode"), "acp".to_owned()]
+            // Its linux-x64 build, pinned alone (wrap/tests/sdk/package.json says why).
+            vec![
+                format!("{}/node_modules/opencode-linux-x64/bin/opencode", sdks()),
+                "acp".to_owned(),
+            ]
         }
         Harness::Copilot => {
             set("COPILOT_HOME", format!("{home_text}/.copilot"));
@@ -400,10 +404,93 @@ async fn copilot_cli_asks_through_anteroom(db: Backend) {
     the_agent_asks_before_its_commands_run(db, Harness::Copilot, "copilot").await;
 }
 
+/// Copilot CLI in `-p`, without ACP: its `permissionRequest` command hook, installed by `anteroom mcp-config
+/// hooks` in `$COPILOT_HOME/hooks/`, asks the session of the environment block; Allow runs the command (`-p`
+/// alone would refuse it), a decline's reason is what the model reads.
+async fn copilot_cli_in_p_mode_asks_through_its_permission_request_hook(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("copilot-hook").await;
+    let p_mode = |agent: &Agent| {
+        let copilot_home = agent
+            .env
+            .iter()
+            .find(|(key, _)| key == "COPILOT_HOME")
+            .map(|(_, home)| home.clone())
+            .expect("COPILOT_HOME");
+        let installed = std::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+            .args([
+                "mcp-config",
+                "hooks",
+                "--timeout",
+                "60",
+                "--public-url",
+                &server.base,
+            ])
+            .arg(format!("{copilot_home}/hooks/anteroom.json"))
+            .output()
+            .expect("anteroom mcp-config hooks");
+        assert!(
+            installed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&installed.stderr)
+        );
+        tokio::process::Command::new(&agent.command[0])
+            .args(["-p", "Do the work."])
+            .current_dir(&agent.work)
+            .envs(agent.env.iter().map(|(key, value)| (key, value)))
+            .env("ELICITATION_REQUEST_URL", &env.request_url)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("copilot -p")
+    };
+
+    let allowed = ready_agent(Harness::Copilot, &["touch made.txt"]).await;
+    let run = p_mode(&allowed);
+    let round = server.rounds_once("copilot-hook", 1).await.remove(0);
+    assert_eq!(round.server.as_deref(), Some("copilot"));
+    assert_eq!(round.operation_name, "Bash");
+    assert!(
+        asked(&round).contains("$ touch made.txt"),
+        "{}",
+        asked(&round)
+    );
+    answer(&server, &round, json!({"action_type": "accept"})).await;
+    let (code, _, stderr) = ended(run).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(allowed.work.join("made.txt").exists(), "{stderr}");
+
+    let declined = ready_agent(Harness::Copilot, &["touch denied.txt"]).await;
+    let run = p_mode(&declined);
+    let round = server
+        .new_round_once("copilot-hook", &[round.round_id])
+        .await;
+    answer(
+        &server,
+        &round,
+        json!({"action_type": "decline", "reason": "not on a Friday."}),
+    )
+    .await;
+    let (_, _, stderr) = ended(run).await;
+    assert!(!declined.work.join("denied.txt").exists(), "{stderr}");
+    assert!(
+        declined.model.was_told(
+            "Permission denied by a PermissionRequest hook: Denied by api key responder in Anteroom: not on a Friday."
+        ),
+        "{stderr}"
+    );
+    server.stop().await;
+}
+
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
     gemini_cli_asks_through_anteroom,
     opencode_asks_through_anteroom,
     copilot_cli_asks_through_anteroom,
+    copilot_cli_in_p_mode_asks_through_its_permission_request_hook,
 );
 
 /// Without an agent: the host's route spoken to as the host speaks.
