@@ -1,4 +1,5 @@
-//! Claude Code: its `.mcp.json` (`mcpServers.NAME`, rewritten by inject, wrap and unwrap) and its settings'
+//! Claude Code: its `.mcp.json` (`mcpServers.NAME`, rewritten by inject, wrap and unwrap; Gemini CLI's
+//! `settings.json` and Copilot CLI's `mcp-config.json` hold their servers the same way) and its settings'
 //! `PreToolUse` and `Elicitation` hooks, `"type": "http"` hooks to Anteroom's `/hooks/claude/…` routes whose
 //! `Authorization` header takes the session's token from the environment (`allowedEnvVars`), so it is in neither
 //! the file nor a URL.
@@ -55,12 +56,13 @@ pub(super) fn rewrite_mcp_json(
         let Some(entry) = entry.as_object_mut() else {
             continue;
         };
-        // A stdio server has a command; a remote one a URL (or an http/sse type).
+        // A stdio server has a command; a remote one a URL (or an http/sse type). Copilot CLI calls its stdio
+        // servers `local`; Gemini CLI names a remote one by `httpUrl` and no command.
         let remote = entry.contains_key("url")
             || entry
                 .get("type")
                 .and_then(Value::as_str)
-                .is_some_and(|kind| kind != "stdio");
+                .is_some_and(|kind| !matches!(kind, "stdio" | "local"));
         let Some(command) = entry
             .get("command")
             .and_then(Value::as_str)

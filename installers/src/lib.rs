@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 pub mod claude_code;
 pub mod codex;
 mod copilot;
+mod opencode;
 
 /// A key never written: whether a server gates an action on a person is that server's own decision.
 pub const NEVER_WRITTEN: &str = "ELICITATION_ENABLED";
@@ -170,7 +171,13 @@ pub fn rewrite(
     only: &[String],
 ) -> Result<String, ConfigError> {
     match format {
-        Format::Json => claude_code::rewrite_mcp_json(text, change, only),
+        Format::Json => match serde_json::from_str::<Value>(text) {
+            Ok(mut document) if opencode::is_opencode(&document) => {
+                opencode::rewrite_opencode_json(&mut document, text, change, only)
+            }
+            // `.mcp.json`, Gemini CLI's `settings.json`, Copilot CLI's `mcp-config.json`: `mcpServers`.
+            _ => claude_code::rewrite_mcp_json(text, change, only),
+        },
         Format::Toml => codex::rewrite_config_toml(text, change, only),
     }
 }
@@ -380,6 +387,35 @@ fn place_group(groups: &mut Vec<Value>, group: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_and_copilot_servers_are_wrapped_as_claudes_are() {
+        let wrap = Change::Wrap {
+            program: "anteroom".to_owned(),
+        };
+        let gemini = r#"{"general": {"enableAutoUpdate": false}, "mcpServers": {
+            "deployer": {"command": "python3", "args": ["server.py"], "timeout": 30000},
+            "remote": {"httpUrl": "https://example.com/mcp"}}}"#;
+        let wrapped: Value =
+            serde_json::from_str(&rewrite(Format::Json, gemini, &wrap, &[]).expect("gemini"))
+                .expect("JSON");
+        assert_eq!(wrapped["mcpServers"]["deployer"]["command"], "anteroom");
+        assert_eq!(wrapped["mcpServers"]["deployer"]["timeout"], 30000);
+        assert_eq!(
+            wrapped["mcpServers"]["remote"]["httpUrl"],
+            "https://example.com/mcp"
+        );
+        let copilot = r#"{"mcpServers": {"deployer": {"type": "local", "command": "python3", "args": ["s.py"],
+            "tools": ["*"]}, "web": {"type": "http", "url": "https://example.com/mcp"}}}"#;
+        let wrapped: Value =
+            serde_json::from_str(&rewrite(Format::Json, copilot, &wrap, &[]).expect("copilot"))
+                .expect("JSON");
+        assert_eq!(
+            wrapped["mcpServers"]["deployer"]["args"],
+            serde_json::json!(["wrap", "--server", "deployer", "--", "python3", "s.py"])
+        );
+        assert!(wrapped["mcpServers"]["web"].get("command").is_none());
+    }
 
     fn block() -> Vec<(String, String)> {
         vec![

@@ -208,7 +208,8 @@ pub struct McpConfigFiles {
     /// Print the diff and change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// `.mcp.json` / `*.json` (Claude Code) and `config.toml` / `*.toml` (Codex) files.
+    /// `.mcp.json` / `*.json` (Claude Code; also Gemini CLI's `settings.json`, Copilot CLI's `mcp-config.json`
+    /// and OpenCode's `opencode.json`) and `config.toml` / `*.toml` (Codex) files.
     #[arg(required = true)]
     pub files: Vec<std::path::PathBuf>,
 }
@@ -272,7 +273,8 @@ pub enum McpConfigCommand {
         /// Print the diff and change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// `settings.json` / `settings.local.json` (Claude Code) and `hooks.json` (Codex) files.
+        /// `settings.json` / `settings.local.json` (Claude Code), `hooks.json` (Codex) and `.json` files in
+        /// `~/.copilot/hooks/` or `.github/hooks/` (Copilot CLI).
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
         #[command(flatten)]
