@@ -78,6 +78,9 @@ async fn gemini_api(
     };
     if path.contains(":streamGenerateContent") {
         let parts = match model.commands.get(results) {
+            // "mcp:TOOL" calls an MCP server's tool, as Gemini CLI names it (`mcp_SERVER_TOOL`).
+            Some(command) if command.starts_with("mcp:") => json!([{"functionCall": {
+                "name": command.trim_start_matches("mcp:"), "args": {}}}]),
             Some(command) => json!([{"functionCall": {"name": "run_shell_command",
                 "args": {"command": command, "description": "a step"}}}]),
             None => json!([{"text": "Done."}]),
@@ -486,11 +489,111 @@ async fn copilot_cli_in_p_mode_asks_through_its_permission_request_hook(db: Back
     server.stop().await;
 }
 
+/// Gemini CLI's own MCP server, put under `anteroom wrap` in its `settings.json` by `mcp-config inject` and
+/// `wrap`: the Python SDK's server asks "Which version?" through the wrapper, a person answers in the session, and
+/// the answer is what the model reads (`gemini -p`; the server is trusted, so Gemini itself asks nobody).
+async fn gemini_clis_wrapped_mcp_server_asks_a_person(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let env = server.session("gemini-mcp").await;
+    let agent = ready_agent(Harness::Gemini, &["mcp:mcp_fixture_release"]).await;
+    let home = agent
+        .env
+        .iter()
+        .find(|(key, _)| key == "HOME")
+        .map(|(_, home)| PathBuf::from(home))
+        .expect("HOME");
+    let settings = home.join(".gemini/settings.json");
+    let mut document: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).expect("settings")).expect("JSON");
+    let python = std::env::var("ANTEROOM_TEST_MCP_PYTHON").expect("the SDKs' Python");
+    // `-p` needs an auth method named (ACP mode takes the base URL as a gateway).
+    document["security"] = json!({"auth": {"selectedType": "gemini-api-key"}});
+    document["mcpServers"] = json!({"fixture": {"command": python,
+        "args": [format!("{}/python_server.py", sdks())], "trust": true}});
+    std::fs::write(&settings, document.to_string()).expect("settings");
+    let block = home.join("anteroom.env");
+    std::fs::write(
+        &block,
+        format!(
+            "ELICITATION_REQUEST_URL={}\nELICITATION_POLL_URL={}\nELICITATION_SESSION_ID={}\n",
+            env.request_url, env.poll_url, env.session_id
+        ),
+    )
+    .expect("block");
+    for change in [
+        vec![
+            "inject".to_owned(),
+            "--env-file".to_owned(),
+            block.display().to_string(),
+        ],
+        vec![
+            "wrap".to_owned(),
+            "--program".to_owned(),
+            env!("CARGO_BIN_EXE_anteroom").to_owned(),
+        ],
+    ] {
+        let changed = std::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+            .arg("mcp-config")
+            .args(&change)
+            .arg(&settings)
+            .output()
+            .expect("anteroom mcp-config");
+        assert!(
+            changed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&changed.stderr)
+        );
+    }
+    let run = tokio::process::Command::new(&agent.command[0])
+        .args(["-p", "Do the work.", "-m", "gemini-2.5-pro"])
+        .current_dir(&agent.work)
+        .envs(agent.env.iter().map(|(key, value)| (key, value)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("gemini -p");
+    let mut run = run;
+    // Gemini ending before anything was asked fails at once, with what it said.
+    let round = tokio::select! {
+        mut rounds = server.rounds_once("gemini-mcp", 1) => rounds.remove(0),
+        _ = run.wait() => {
+            let mut said = String::new();
+            if let Some(mut stderr) = run.stderr.take() {
+                use tokio::io::AsyncReadExt;
+                let _ = stderr.read_to_string(&mut said).await;
+            }
+            panic!("Gemini CLI ended before its MCP server asked anything: {said}");
+        }
+    };
+    assert_eq!(round.server.as_deref(), Some("fixture"));
+    assert_eq!(asked(&round), "Which version?");
+    answer(
+        &server,
+        &round,
+        json!({"action_type": "accept", "content": {"version": "2.0.1"}}),
+    )
+    .await;
+    let (code, _, stderr) = ended(run).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        agent
+            .model
+            .was_told(r#"{"action":"accept","content":{"version":"2.0.1"}}"#),
+        "the server's answer reached the model: {stderr}"
+    );
+    server.stop().await;
+}
+
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
     gemini_cli_asks_through_anteroom,
     opencode_asks_through_anteroom,
     copilot_cli_asks_through_anteroom,
     copilot_cli_in_p_mode_asks_through_its_permission_request_hook,
+    gemini_clis_wrapped_mcp_server_asks_a_person,
 );
 
 /// Without an agent: the host's route spoken to as the host speaks.
