@@ -37,6 +37,9 @@ const CHECKED_VERSION: &str = "0.171.";
 const WAITING_AT_ONCE: usize = anteroom_api::hooks::HELD_PER_SESSION;
 /// Announced file changes remembered until their approval arrives, and commands whose output is collected.
 const ITEMS_KEPT: usize = 64;
+/// How much of an announced change's diffs is kept, and how many of its files: more than a question shows.
+const CHANGE_KEPT: usize = 16 * 1024;
+const CHANGES_KEPT: usize = 51;
 /// How much of one command's output is kept for the tail.
 const COMMAND_OUTPUT_KEPT: usize = 16 * 1024;
 /// JSON-RPC's codes for a method the client does not answer and for params it cannot read.
@@ -428,7 +431,8 @@ impl Bridge<'_> {
                     if self.announced.len() >= ITEMS_KEPT {
                         self.announced.pop_front();
                     }
-                    self.announced.push_back((text(item, "id"), item.clone()));
+                    self.announced
+                        .push_back((text(item, "id"), kept_change(item)));
                 }
             }
             "item/commandExecution/outputDelta" => {
@@ -581,6 +585,32 @@ impl Conversation for Bridge<'_> {
     }
 }
 
+/// A file change as remembered until its approval arrives: its paths and kinds, and no more of its diffs than
+/// a question shows ([`CHANGE_KEPT`] characters in all), so the changes remembered stay within a few megabytes
+/// however large the app server's items are.
+fn kept_change(item: &Value) -> Value {
+    let mut budget = CHANGE_KEPT;
+    let changes: Vec<Value> = item
+        .get("changes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .take(CHANGES_KEPT)
+        .map(|change| {
+            let diff = cut(
+                change
+                    .get("diff")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                budget,
+            );
+            budget = budget.saturating_sub(diff.len());
+            json!({"path": change.get("path"), "kind": change.get("kind"), "diff": diff})
+        })
+        .collect();
+    json!({"id": item.get("id"), "changes": changes})
+}
+
 /// Relays one server request to Anteroom and hands back what Codex is to read. When Anteroom cannot be
 /// asked, the reply refuses — nothing is allowed by default.
 async fn relay(
@@ -613,4 +643,38 @@ async fn relay(
     };
     let turn = ask.thread().turn.clone();
     let _ = answered.send(Answered { id, turn, reply }).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remembered_change_keeps_what_a_question_shows_and_no_more() {
+        let huge = "x".repeat(1_000_000);
+        let item = json!({"type": "fileChange", "id": "call_p", "status": "inProgress", "changes":
+            (0..500).map(|n| json!({"path": format!("/f{n}"), "kind": {"type": "add"}, "diff": huge}))
+                .collect::<Vec<_>>()});
+        let kept = kept_change(&item);
+        assert_eq!(kept["id"], "call_p");
+        let changes = kept["changes"].as_array().expect("changes");
+        assert_eq!(changes.len(), CHANGES_KEPT);
+        assert_eq!(changes[0]["kind"]["type"], "add");
+        assert!(
+            kept.to_string().len() < CHANGE_KEPT + 10_000,
+            "{}",
+            kept.to_string().len()
+        );
+        // What the question is built from still reads it.
+        let request = AppServerRequest {
+            method: "item/fileChange/requestApproval".to_owned(),
+            params: json!({"threadId": "t", "turnId": "u", "itemId": "call_p"}),
+            item: Some(kept),
+        };
+        let question = CodexAsk::read(&request)
+            .expect("read")
+            .question()
+            .expect("question");
+        assert!(question.request.message().contains("/f0"));
+    }
 }
