@@ -15,7 +15,6 @@
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
-    time::Duration,
 };
 
 use anteroom_domain::hooks::{AcpPermission, AcpReply, acp_update_line, clean};
@@ -28,7 +27,7 @@ use super::{
     Ended,
     anteroom::{Client, RunSession, cut},
     output::{Pending, keep_line},
-    stdio_peer::{Conversation, StdioPeer, converse, send_line},
+    stdio_peer::{Conversation, StdioPeer, ask_anteroom, converse, send_line},
 };
 
 /// The protocol version Anteroom speaks as a host.
@@ -368,7 +367,8 @@ impl Host<'_> {
                     .await;
             }
         };
-        self.waiting.retain(|_, waiting| !waiting.is_finished());
+        // An entry leaves when its answer is sent (or the turn is cancelled): one whose task has finished may
+        // still have its answer in the channel, and must still be sent.
         if self.waiting.len() >= WAITING_AT_ONCE {
             let reply = permission.refused(&format!(
                 "{WAITING_AT_ONCE} of the agent's questions already wait for a person, so this one was not asked \
@@ -465,19 +465,18 @@ async fn relay(
     answered: mpsc::Sender<Answered>,
 ) {
     let body = json!({"agent": agent, "params": params});
-    let wait = Duration::from_secs(timeout + 15);
-    let path = format!("/hooks/acp/permission?timeout={timeout}");
-    let reply = match client.post_as_producer(&path, &token, &body, wait).await {
-        Ok(reply) => match reply.get("result") {
-            Some(result) => AcpReply {
-                result: result.clone(),
-                note: reply.get("note").and_then(Value::as_str).map(str::to_owned),
-            },
-            None => permission.refused("its reply carried no answer, so nothing was allowed."),
-        },
-        Err(error) => permission.refused(&format!(
-            "could not ask a person ({error:#}), so nothing was allowed."
-        )),
+    let asked = ask_anteroom(
+        &client,
+        &token,
+        "/hooks/acp/permission",
+        timeout,
+        &body,
+        "note",
+    )
+    .await;
+    let reply = match asked {
+        Ok((result, note)) => AcpReply { result, note },
+        Err(why) => permission.refused(&why),
     };
     let _ = answered.send(Answered { id, reply }).await;
 }

@@ -14,7 +14,6 @@
 use std::{
     collections::{HashMap, VecDeque},
     sync::{Arc, Mutex},
-    time::Duration,
 };
 
 use anteroom_domain::hooks::{ASKED_METHODS, AppServerRequest, CodexAsk, CodexReply};
@@ -27,7 +26,7 @@ use super::{
     Ended,
     anteroom::{Client, RunSession, cut},
     output::{Pending, keep_line},
-    stdio_peer::{Conversation, StdioPeer, converse, send_line},
+    stdio_peer::{Conversation, StdioPeer, ask_anteroom, converse, send_line},
 };
 
 /// The Codex version this bridge is written against and checked with (docs/hooks.md).
@@ -363,7 +362,8 @@ impl Bridge<'_> {
                     .await;
             }
         };
-        self.waiting.retain(|_, waiting| !waiting.is_finished());
+        // An entry leaves when its answer is sent (or Codex resolves the request itself): one whose task has
+        // finished may still have its answer in the channel, and must still be sent.
         if self.waiting.len() >= WAITING_AT_ONCE {
             let reply = ask.refused(&format!(
                 "{WAITING_AT_ONCE} of Codex's questions already wait for a person, so this one was not asked and \
@@ -623,23 +623,18 @@ async fn relay(
     answered: mpsc::Sender<Answered>,
 ) {
     let body = json!({"method": request.method, "params": request.params, "item": request.item});
-    // Anteroom answers before the hook timeout it is given; the request waits a little longer than that.
-    let wait = Duration::from_secs(timeout + 15);
-    let path = format!("/hooks/codex/app-server?timeout={timeout}");
-    let reply = match client.post_as_producer(&path, &token, &body, wait).await {
-        Ok(reply) => match reply.get("result") {
-            Some(result) => CodexReply {
-                result: result.clone(),
-                steer: reply
-                    .get("steer")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-            },
-            None => ask.refused("its reply carried no answer, so nothing was allowed."),
-        },
-        Err(error) => ask.refused(&format!(
-            "could not ask a person ({error:#}), so nothing was allowed."
-        )),
+    let asked = ask_anteroom(
+        &client,
+        &token,
+        "/hooks/codex/app-server",
+        timeout,
+        &body,
+        "steer",
+    )
+    .await;
+    let reply = match asked {
+        Ok((result, steer)) => CodexReply { result, steer },
+        Err(why) => ask.refused(&why),
     };
     let turn = ask.thread().turn.clone();
     let _ = answered.send(Answered { id, turn, reply }).await;

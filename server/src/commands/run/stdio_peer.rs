@@ -17,7 +17,7 @@ use tokio::{
     sync::mpsc,
 };
 
-use super::{Ended, Signals, output::Pending, output::keep_line, sleep_until};
+use super::{Ended, Signals, anteroom::Client, output::Pending, output::keep_line, sleep_until};
 
 /// How long a turn asked to end may take before the agent is killed.
 const END_GRACE: Duration = Duration::from_secs(10);
@@ -204,6 +204,34 @@ pub(super) async fn send_line(
         .await
         .context("cannot write to the agent")?;
     stdin.flush().await.context("cannot write to the agent")
+}
+
+/// Relays one of the agent's questions to Anteroom's hook `route` as the session's producer (`token`), held as
+/// long as Anteroom may hold it (the hook `timeout`, and a margin): the reply's `result` and its text under
+/// `besides` (what the agent is told as well), or why no person could be asked — which the caller turns into a
+/// refusal, never an allow.
+pub(super) async fn ask_anteroom(
+    client: &Client,
+    token: &str,
+    route: &str,
+    timeout: u64,
+    body: &Value,
+    besides: &str,
+) -> Result<(Value, Option<String>), String> {
+    let wait = Duration::from_secs(timeout + 15);
+    let reply = client
+        .post_as_producer(&format!("{route}?timeout={timeout}"), token, body, wait)
+        .await
+        .map_err(|error| format!("could not ask a person ({error:#}), so nothing was allowed."))?;
+    let result = reply
+        .get("result")
+        .cloned()
+        .ok_or_else(|| "its reply carried no answer, so nothing was allowed.".to_owned())?;
+    let said = reply
+        .get(besides)
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Ok((result, said))
 }
 
 /// The run's side of a conversation with a [`StdioPeer`]: what to do with each message and each answer from
