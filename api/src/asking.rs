@@ -102,7 +102,14 @@ impl HeldQuestion {
             .watch
             .next(tokio::time::Instant::now() + LOOK_EVERY)
             .await;
+        let before = self.state.store.round_trips();
         let looked = self.look().await?;
+        if wake == crate::events::RoundWake::Look {
+            self.state.timed_look_trips.fetch_add(
+                self.state.store.round_trips().saturating_sub(before),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
         if wake == crate::events::RoundWake::Closing && looked.is_none() {
             return Err(ApiError::unavailable_for(
                 RESTART_SECONDS,

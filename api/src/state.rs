@@ -26,6 +26,10 @@ pub struct Shared {
     pub password_hashing: HashingPool,
     /// Hook requests each session holds open now.
     pub held_hooks: HeldHooks,
+    /// Round trips spent by waiting calls looking at their question again because their timer came (once a
+    /// second), not because an event arrived: how many a call makes depends on how long it waits, not on what
+    /// it does, so an operation's measured cost leaves them out.
+    pub timed_look_trips: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::ops::Deref for AppState {
@@ -49,6 +53,7 @@ impl AppState {
             limiter: RateLimiter::default(),
             password_hashing: HashingPool::per_core(),
             held_hooks: HeldHooks::default(),
+            timed_look_trips: Arc::default(),
         }))
     }
 
