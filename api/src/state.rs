@@ -5,7 +5,10 @@ use std::sync::Arc;
 use anteroom_store::Store;
 
 use crate::{
-    events::EventHub, hooks::HeldHooks, metrics::Metrics, passwords::HashingPool,
+    events::EventHub,
+    hooks::{HeldHooks, RecentAllows},
+    metrics::Metrics,
+    passwords::HashingPool,
     rate_limit::RateLimiter,
 };
 
@@ -26,6 +29,8 @@ pub struct Shared {
     pub password_hashing: HashingPool,
     /// Hook requests each session holds open now.
     pub held_hooks: HeldHooks,
+    /// Calls a person allowed through Codex's `PreToolUse` hook, for Codex's own approval of them.
+    pub recent_allows: RecentAllows,
     /// Round trips spent by waiting calls looking at their question again because their timer came (once a
     /// second), not because an event arrived: how many a call makes depends on how long it waits, not on what
     /// it does, so an operation's measured cost leaves them out.
@@ -53,6 +58,7 @@ impl AppState {
             limiter: RateLimiter::default(),
             password_hashing: HashingPool::per_core(),
             held_hooks: HeldHooks::default(),
+            recent_allows: RecentAllows::default(),
             timed_look_trips: Arc::default(),
         }))
     }

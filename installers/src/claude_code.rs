@@ -12,23 +12,53 @@ use super::{
 
 /// The settings' hook groups: one per event, matching every tool.
 pub(super) fn hook_groups(install: &HookInstall) -> Vec<(&'static str, Value)> {
+    http_hook_groups(
+        install,
+        "claude",
+        &[
+            ("pre-tool-use", "PreToolUse"),
+            ("elicitation", "Elicitation"),
+        ],
+    )
+}
+
+/// Qwen Code's settings (`~/.qwen/settings.json`, a trusted project's `.qwen/settings.json`) take Claude Code's
+/// HTTP hooks: `PreToolUse` (asked in `yolo` mode, where nothing asks before it) and `PermissionRequest` (asked
+/// whenever Qwen would ask its user).
+pub(super) fn qwen_hook_groups(install: &HookInstall) -> Vec<(&'static str, Value)> {
+    http_hook_groups(
+        install,
+        "qwen",
+        &[
+            ("pre-tool-use", "PreToolUse"),
+            ("permission-request", "PermissionRequest"),
+        ],
+    )
+}
+
+/// One `"type": "http"` hook group per `(route, event)`, to `/hooks/{harness}/{route}`, its token from the
+/// environment variable the install names.
+fn http_hook_groups(
+    install: &HookInstall,
+    harness: &str,
+    routes: &[(&str, &'static str)],
+) -> Vec<(&'static str, Value)> {
     let timeout = install.timeout_seconds;
     let variable = &install.token_variable;
-    ["pre-tool-use", "elicitation"]
-        .into_iter()
-        .zip(["PreToolUse", "Elicitation"])
+    routes
+        .iter()
         .map(|(route, event)| {
             let hook = json!({
                 "type": "http",
                 "url": format!(
-                    "{}/hooks/claude/{route}?timeout={timeout}",
+                    "{}/hooks/{harness}/{route}?timeout={timeout}",
                     install.public_url.trim_end_matches('/')
                 ),
                 "timeout": timeout,
                 "headers": {"Authorization": format!("Bearer ${variable}")},
                 "allowedEnvVars": [variable],
             });
-            (event, json!({"matcher": "*", "hooks": [hook]}))
+            (*event, json!({"matcher": "*", "hooks": [hook]}))
         })
         .collect()
 }

@@ -18,20 +18,34 @@ use toml_edit::DocumentMut;
 
 use super::{Change, ConfigError, HookInstall, block_for, env_values, picked, rewritten_command};
 
-/// The `hooks.json` group: one command hook for every tool (the policy is Anteroom's, per hook URL).
+/// The `hooks.json` groups, each one command hook for every tool: `PreToolUse` (every call; the policy is
+/// Anteroom's) and `PermissionRequest` (a call Codex would ask its user about, in the TUI or an app server; one
+/// the person already allowed in the same turn is allowed at once).
 pub(super) fn hook_groups(install: &HookInstall) -> Vec<(&'static str, Value)> {
     let timeout = install.timeout_seconds;
-
-    let hook = json!({
-        "type": "command",
-        "command": format!(
-            "{} hook codex-pre-tool-use --timeout {timeout}",
-            install.program
-        ),
-        "timeout": timeout,
-    });
-    vec![("PreToolUse", json!({"hooks": [hook]}))]
+    EVENTS
+        .iter()
+        .map(|(event, _, command)| {
+            let hook = json!({
+                "type": "command",
+                "command": format!("{} hook {command} --timeout {timeout}", install.program),
+                "timeout": timeout,
+            });
+            (*event, json!({"hooks": [hook]}))
+        })
+        .collect()
 }
+
+/// The events Anteroom hooks: the name in `hooks.json`, Codex's label of it in trust keys and hashes, and the
+/// `anteroom hook` command that answers it.
+const EVENTS: [(&str, &str, &str); 2] = [
+    ("PreToolUse", "pre_tool_use", "codex-pre-tool-use"),
+    (
+        "PermissionRequest",
+        "permission_request",
+        "codex-permission-request",
+    ),
+];
 
 pub(super) fn rewrite_config_toml(
     text: &str,
@@ -149,8 +163,6 @@ pub(super) fn rewrite_config_toml(
     Ok(if out == text { text.to_owned() } else { out })
 }
 
-/// Codex's label of the `PreToolUse` event in trust keys and hashes.
-const PRE_TOOL_USE: &str = "pre_tool_use";
 /// Codex's timeout for a command hook that names none.
 const DEFAULT_TIMEOUT: u64 = 600;
 
@@ -162,7 +174,7 @@ pub struct TrustedEntry {
 }
 
 /// The trust entries for the handlers in `hooks_json` (a Codex `hooks.json`, at `hooks_path`, absolute) that
-/// `is_ours` picks, under `PreToolUse`.
+/// `is_ours` picks, under the events Anteroom hooks.
 pub fn entries_to_trust(
     hooks_json: &str,
     hooks_path: &Path,
@@ -171,9 +183,23 @@ pub fn entries_to_trust(
     let Ok(document) = serde_json::from_str::<Value>(hooks_json) else {
         return Vec::new();
     };
-    let Some(groups) = document["hooks"]["PreToolUse"].as_array() else {
-        return Vec::new();
-    };
+    let mut entries = Vec::new();
+    for (event, label, _) in EVENTS {
+        let Some(groups) = document["hooks"][event].as_array() else {
+            continue;
+        };
+        entries.extend(event_entries(groups, label, hooks_path, &is_ours));
+    }
+    entries
+}
+
+/// The trust entries of one event's groups.
+fn event_entries(
+    groups: &[Value],
+    label: &str,
+    hooks_path: &Path,
+    is_ours: &impl Fn(&Value) -> bool,
+) -> Vec<TrustedEntry> {
     let mut entries = Vec::new();
     for (group_index, group) in groups.iter().enumerate() {
         let matcher = group.get("matcher").and_then(Value::as_str);
@@ -201,27 +227,33 @@ pub fn entries_to_trust(
                 .unwrap_or(false);
             entries.push(TrustedEntry {
                 key: format!(
-                    "{}:{PRE_TOOL_USE}:{group_index}:{handler_index}",
+                    "{}:{label}:{group_index}:{handler_index}",
                     hooks_path.display()
                 ),
-                hash: entry_hash(command, timeout, asynchronous, matcher),
+                hash: entry_hash(label, command, timeout, asynchronous, matcher),
             });
         }
     }
     entries
 }
 
-/// The hash Codex computes for a command handler of `PreToolUse`. Keys are inserted in sorted order (the
-/// workspace's `serde_json` keeps insertion order), and a matcher that is absent is left out, as Codex's
-/// TOML round trip leaves out what is `None`.
-fn entry_hash(command: &str, timeout: u64, asynchronous: bool, matcher: Option<&str>) -> String {
+/// The hash Codex computes for a command handler of the event Codex labels `label`. Keys are inserted in sorted
+/// order (the workspace's `serde_json` keeps insertion order), and a matcher that is absent is left out, as
+/// Codex's TOML round trip leaves out what is `None`.
+fn entry_hash(
+    label: &str,
+    command: &str,
+    timeout: u64,
+    asynchronous: bool,
+    matcher: Option<&str>,
+) -> String {
     let handler = json!({
         "async": asynchronous,
         "command": command,
         "timeout": timeout,
         "type": "command",
     });
-    let mut identity = json!({"event_name": PRE_TOOL_USE, "hooks": [handler]});
+    let mut identity = json!({"event_name": label, "hooks": [handler]});
     if let Some(matcher) = matcher {
         identity["matcher"] = Value::String(matcher.to_owned());
     }
@@ -289,15 +321,24 @@ mod tests {
     fn the_hash_is_the_one_codex_reports_for_the_entry() {
         // `currentHash` from the real Codex 0.171 app server's `hooks/list` for exactly this hooks.json.
         let hooks = r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command",
-            "command": "/usr/bin/anteroom hook codex-pre-tool-use --timeout 600", "timeout": 600}]}]}}"#;
+            "command": "/usr/bin/anteroom hook codex-pre-tool-use --timeout 600", "timeout": 600}]}],
+            "PermissionRequest": [{"hooks": [{"type": "command",
+            "command": "/usr/bin/anteroom hook codex-permission-request --timeout 600", "timeout": 600}]}]}}"#;
         let entries = entries_to_trust(hooks, Path::new("/tmp/ch/home/hooks.json"), ours);
         assert_eq!(
             entries,
-            vec![TrustedEntry {
-                key: "/tmp/ch/home/hooks.json:pre_tool_use:0:0".to_owned(),
-                hash: "sha256:a62599e4c90453caff6198b6c3dd58ce2d956c68ab0f31455d7e2b1d69cdb685"
-                    .to_owned(),
-            }]
+            vec![
+                TrustedEntry {
+                    key: "/tmp/ch/home/hooks.json:pre_tool_use:0:0".to_owned(),
+                    hash: "sha256:a62599e4c90453caff6198b6c3dd58ce2d956c68ab0f31455d7e2b1d69cdb685"
+                        .to_owned(),
+                },
+                TrustedEntry {
+                    key: "/tmp/ch/home/hooks.json:permission_request:0:0".to_owned(),
+                    hash: "sha256:6cdecb7590b1695d38a8cd02f1a3b7a9a104e1251de1e89ddd40f1589a2d6858"
+                        .to_owned(),
+                },
+            ]
         );
     }
 
@@ -311,7 +352,13 @@ mod tests {
         assert_eq!(entries[0].key, "/h/hooks.json:pre_tool_use:0:1");
         assert_ne!(
             entries[0].hash,
-            entry_hash("anteroom hook codex-pre-tool-use", 600, false, None)
+            entry_hash(
+                "pre_tool_use",
+                "anteroom hook codex-pre-tool-use",
+                600,
+                false,
+                None
+            )
         );
         assert!(entries_to_trust("not json", Path::new("/h/hooks.json"), ours).is_empty());
     }

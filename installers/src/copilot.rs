@@ -1,43 +1,59 @@
 //! Copilot CLI's hook file (`~/.copilot/hooks/*.json`, `$COPILOT_HOME/hooks/`, a repository's
-//! `.github/hooks/`): `{"version": 1, "hooks": {"permissionRequest": [handler, …]}}`, each handler a command run
-//! with the event on stdin. Anteroom's handler runs `anteroom hook copilot-permission-request`, by its absolute
-//! path; every other key and handler stays, and a second run changes nothing.
+//! `.github/hooks/`): `{"version": 1, "hooks": {"preToolUse": [handler, …], "permissionRequest": […]}}`, each
+//! handler a command run with the event on stdin. Anteroom's handlers run `anteroom hook copilot-pre-tool-use`
+//! and `copilot-permission-request`, by its absolute path; every other key and handler stays, and a second run
+//! changes nothing. Cursor's `.cursor/hooks.json` has the same flat shape ([`place_flat_handlers`]).
 
 use serde_json::{Map, Value, json};
 
 use super::{ConfigError, HookInstall, is_anteroom_handler};
 
-/// The event Anteroom answers: Copilot sends it only for a call it would ask a person about, and reads an allow
-/// from it even in `-p`.
-const EVENT: &str = "permissionRequest";
-
-/// Puts Anteroom's handler in `root` (a hook file's object), replacing its own where it already is.
-pub(super) fn place_handler(
-    root: &mut Map<String, Value>,
-    install: &HookInstall,
-) -> Result<(), ConfigError> {
+/// The handlers Anteroom adds: `preToolUse` for every call (the policy's calls asked; an allow skips Copilot's own
+/// prompt, even in `-p`) and `permissionRequest` for a call Copilot would ask about that the policy let through
+/// (no double question: a call `preToolUse` allowed is never asked again by Copilot).
+pub(super) fn handlers(install: &HookInstall) -> Vec<(&'static str, Value)> {
     let timeout = install.timeout_seconds;
-    let handler = json!({
-        "type": "command",
-        "bash": format!("{} hook copilot-permission-request --timeout {timeout}", install.program),
-        "timeoutSec": timeout,
-    });
+    [
+        ("preToolUse", "copilot-pre-tool-use"),
+        ("permissionRequest", "copilot-permission-request"),
+    ]
+    .into_iter()
+    .map(|(event, command)| {
+        let handler = json!({
+            "type": "command",
+            "bash": format!("{} hook {command} --timeout {timeout}", install.program),
+            "timeoutSec": timeout,
+        });
+        (event, handler)
+    })
+    .collect()
+}
+
+/// Puts each `(event, handler)` in `root` (a hook file of Copilot's or Cursor's flat shape, `{"version": 1,
+/// "hooks": {"event": [handler, …]}}`), replacing Anteroom's own where it already is.
+pub(super) fn place_flat_handlers(
+    root: &mut Map<String, Value>,
+    handlers: Vec<(&'static str, Value)>,
+) -> Result<(), ConfigError> {
     root.entry("version").or_insert(json!(1));
-    let handlers = root
+    let hooks = root
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
-        .ok_or_else(|| ConfigError::Shape("`hooks` is not an object".to_owned()))?
-        .entry(EVENT)
-        .or_insert_with(|| Value::Array(Vec::new()))
-        .as_array_mut()
-        .ok_or_else(|| ConfigError::Shape(format!("`hooks.{EVENT}` is not an array")))?;
-    match handlers
-        .iter_mut()
-        .find(|existing| is_anteroom_handler(existing))
-    {
-        Some(ours) => *ours = handler,
-        None => handlers.push(handler),
+        .ok_or_else(|| ConfigError::Shape("`hooks` is not an object".to_owned()))?;
+    for (event, handler) in handlers {
+        let existing = hooks
+            .entry(event)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or_else(|| ConfigError::Shape(format!("`hooks.{event}` is not an array")))?;
+        match existing
+            .iter_mut()
+            .find(|existing| is_anteroom_handler(existing))
+        {
+            Some(ours) => *ours = handler,
+            None => existing.push(handler),
+        }
     }
     Ok(())
 }
@@ -89,6 +105,10 @@ mod tests {
             .expect("handlers");
         assert_eq!(handlers.len(), 2);
         assert_eq!(handlers[0]["bash"], "./policy.sh");
+        assert_eq!(
+            document["hooks"]["preToolUse"][0]["bash"],
+            "/usr/local/bin/anteroom hook copilot-pre-tool-use --timeout 120"
+        );
         assert_eq!(
             handlers[1]["bash"],
             "/usr/local/bin/anteroom hook copilot-permission-request --timeout 120"

@@ -21,6 +21,8 @@ use serde_json::{Map, Value};
 pub mod claude_code;
 pub mod codex;
 mod copilot;
+mod cursor;
+mod gemini;
 mod opencode;
 
 /// A key never written: whether a server gates an action on a person is that server's own decision.
@@ -239,7 +241,9 @@ pub fn parse_dotenv(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Whose hook file it is, by its name: `hooks.json` is Codex's, any other JSON file Claude Code's settings.
+/// Whose hook file it is, by its name and folder: `.cursor/hooks.json` is Cursor's, any other `hooks.json`
+/// Codex's; a `.json` file in `.copilot/hooks/` or `.github/hooks/` Copilot CLI's; `settings*.json` in `.qwen/`
+/// Qwen Code's and in `.gemini/` Gemini CLI's; any other JSON file Claude Code's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookFile {
     ClaudeSettings,
@@ -247,6 +251,12 @@ pub enum HookFile {
     /// A `.json` file in Copilot CLI's hook folders: `~/.copilot/hooks/` (`$COPILOT_HOME/hooks/`) or a
     /// repository's `.github/hooks/`.
     CopilotHooks,
+    /// `~/.cursor/hooks.json` or a project's `.cursor/hooks.json`.
+    CursorHooks,
+    /// `~/.gemini/settings.json` or a project's `.gemini/settings.json`.
+    GeminiSettings,
+    /// `~/.qwen/settings.json` or a project's `.qwen/settings.json`.
+    QwenSettings,
 }
 
 impl HookFile {
@@ -261,8 +271,19 @@ impl HookFile {
                     .parent()
                     .is_some_and(|above| matches!(folder(above), Some(".copilot" | ".github")))
         });
+        let parent = path.parent().and_then(folder);
         if in_copilot_folder && name.ends_with(".json") {
             Some(Self::CopilotHooks)
+        } else if name == "hooks.json" && parent == Some(".cursor") {
+            Some(Self::CursorHooks)
+        } else if name.starts_with("settings") && name.ends_with(".json") && parent == Some(".qwen")
+        {
+            Some(Self::QwenSettings)
+        } else if name.starts_with("settings")
+            && name.ends_with(".json")
+            && parent == Some(".gemini")
+        {
+            Some(Self::GeminiSettings)
         } else if name == "hooks.json" {
             Some(Self::CodexHooks)
         } else if name.ends_with(".json") {
@@ -289,20 +310,39 @@ impl HookInstall {
         match file {
             HookFile::ClaudeSettings => claude_code::hook_groups(self),
             HookFile::CodexHooks => codex::hook_groups(self),
-            HookFile::CopilotHooks => Vec::new(),
+            HookFile::QwenSettings => claude_code::qwen_hook_groups(self),
+            HookFile::GeminiSettings => gemini::hook_groups(self),
+            // Flat handlers, placed by `install_hooks` itself.
+            HookFile::CopilotHooks | HookFile::CursorHooks => Vec::new(),
         }
     }
 }
 
-/// Whether a hook handler is one of Anteroom's: an HTTP hook to its hook routes, or its Codex command.
+/// The `anteroom hook` commands the installers write: a command handler running one is Anteroom's.
+const HOOK_COMMANDS: [&str; 6] = [
+    "codex-pre-tool-use",
+    "codex-permission-request",
+    "copilot-pre-tool-use",
+    "copilot-permission-request",
+    "cursor",
+    "gemini-before-tool",
+];
+
+/// Whether a hook handler is one of Anteroom's: an HTTP hook to its hook routes, or a command running one of
+/// its `anteroom hook` commands (Cursor's handlers name no `type`).
 pub fn is_anteroom_handler(handler: &Value) -> bool {
     let text = |key: &str| handler.get(key).and_then(Value::as_str).unwrap_or_default();
+    let runs_hook = |command: &str| {
+        command.split_once(" hook ").is_some_and(|(_, rest)| {
+            let name = rest.split_whitespace().next().unwrap_or_default();
+            HOOK_COMMANDS.contains(&name)
+        })
+    };
     match text("type") {
-        "http" => text("url").contains("/hooks/claude/"),
-        "command" => {
-            text("command").contains(" hook codex-pre-tool-use")
-                || text("bash").contains(" hook copilot-permission-request")
-        }
+        "http" => ["/hooks/claude/", "/hooks/qwen/"]
+            .iter()
+            .any(|route| text("url").contains(route)),
+        "command" | "" => runs_hook(text("command")) || runs_hook(text("bash")),
         _ => false,
     }
 }
@@ -326,8 +366,13 @@ pub fn install_hooks(
     let root = document
         .as_object_mut()
         .ok_or_else(|| ConfigError::Shape("the file is not a JSON object".to_owned()))?;
-    if file == HookFile::CopilotHooks {
-        copilot::place_handler(root, install)?;
+    let flat = match file {
+        HookFile::CopilotHooks => Some(copilot::handlers(install)),
+        HookFile::CursorHooks => Some(cursor::handlers(install)),
+        _ => None,
+    };
+    if let Some(handlers) = flat {
+        copilot::place_flat_handlers(root, handlers)?;
         if document == original && !text.trim().is_empty() {
             return Ok(text.to_owned());
         }

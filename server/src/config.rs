@@ -305,24 +305,36 @@ fn role_parser() -> impl TypedValueParser<Value = Role> {
         .try_map(|name| Role::parse(&name).ok_or("not a role"))
 }
 
+/// The hook's `timeout` as its harness's settings give it: Anteroom answers before it.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct HookTimeout {
+    /// The hook's timeout in seconds, as in the harness's settings (Gemini CLI's milliseconds divided by 1,000).
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+}
+
+/// The harnesses' command hooks: each reads its event on stdin, asks the session of ELICITATION_REQUEST_URL (the
+/// environment block) and prints the decision in its harness's JSON; when Anteroom cannot be reached or nobody
+/// answers, it refuses the call saying so (docs/hooks.md).
 #[derive(Debug, Subcommand)]
 pub enum HookCommand {
-    /// Codex's `PreToolUse` command hook: the event on stdin, Claude-compatible decision JSON on stdout, exit 0.
-    /// Asks the session of ELICITATION_REQUEST_URL (its environment block); when Anteroom cannot be reached or
-    /// nobody answers, prints a deny that says so.
-    CodexPreToolUse {
-        /// The hook's timeout in seconds, as in hooks.json: Anteroom answers before it.
-        #[arg(long, default_value_t = 600)]
-        timeout: u64,
-    },
-    /// Copilot CLI's `permissionRequest` command hook: the event on stdin, `{"behavior": "allow" | "deny",
-    /// "message"}` on stdout. Asks the session of ELICITATION_REQUEST_URL; when Anteroom cannot be reached or
-    /// nobody answers, denies saying so.
-    CopilotPermissionRequest {
-        /// The hook's `timeoutSec`: Anteroom answers before it.
-        #[arg(long, default_value_t = 600)]
-        timeout: u64,
-    },
+    /// Codex's `PreToolUse`: Claude-compatible decision JSON on stdout, exit 0; a refusal is the reason on
+    /// stderr and exit 2.
+    CodexPreToolUse(HookTimeout),
+    /// Codex's `PermissionRequest` (when Codex would ask its user): `decision.behavior` on stdout; a call the
+    /// person allowed through the `PreToolUse` hook in the same turn is allowed at once.
+    CodexPermissionRequest(HookTimeout),
+    /// Copilot CLI's `permissionRequest`: `{"behavior": "allow" | "deny", "message"}` on stdout.
+    CopilotPermissionRequest(HookTimeout),
+    /// Copilot CLI's `preToolUse`: `{"permissionDecision", "permissionDecisionReason"}` for the calls the policy
+    /// asks about, nothing for the others.
+    CopilotPreToolUse(HookTimeout),
+    /// Cursor's `beforeShellExecution`, `beforeMCPExecution` and `preToolUse`: `{"permission", "user_message",
+    /// "agent_message"}`.
+    Cursor(HookTimeout),
+    /// Gemini CLI's `BeforeTool`, a guard that can only refuse: `{"decision": "deny", "reason"}` when a person
+    /// denies, nothing when they allow (Gemini's own approval follows).
+    GeminiBeforeTool(HookTimeout),
     /// The hook `anteroom run --offline-ok` gives an agent when Anteroom could not be reached: a call that would
     /// ask a person is refused (the reason on stderr, exit status 2, which Claude Code and Codex both read as a
     /// block); any other passes.

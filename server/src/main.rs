@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anteroom_server::{
     ask,
-    config::{ApikeyCommand, Cli, Command, HookCommand, SessionCommand, UserCommand},
+    config::{ApikeyCommand, Cli, Command, SessionCommand, UserCommand},
 };
 use clap::Parser;
 
@@ -101,13 +101,10 @@ async fn main() -> ExitCode {
             exit_now(code)
         }
         Some(Command::Env(args)) => commands::env::run(args).await,
-        Some(Command::Hook(HookCommand::CodexPreToolUse { timeout })) => {
-            commands::hook::codex_pre_tool_use(timeout).await
-        }
-        Some(Command::Hook(HookCommand::CopilotPermissionRequest { timeout })) => {
-            commands::hook::copilot_permission_request(timeout).await
-        }
-        Some(Command::Hook(HookCommand::Offline)) => Ok(commands::hook::offline()),
+        Some(Command::Hook(hook)) => match commands::hook::CommandHook::of(&hook) {
+            Some((relayed, timeout)) => Ok(commands::hook::relay(relayed, timeout).await),
+            None => Ok(commands::hook::offline()),
+        },
         Some(Command::McpConfig(command)) => commands::mcp_config::run(command).await,
         Some(Command::Run(args)) => {
             // Exit at once, as for wrap: the agent's stdin is its own, and nothing here should wait on it.

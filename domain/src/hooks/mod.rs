@@ -7,6 +7,7 @@ use serde_json::Value;
 
 mod acp;
 mod codex_app;
+mod harness_replies;
 mod policy;
 mod question;
 mod reply;
@@ -15,12 +16,15 @@ pub use acp::{AcpOption, AcpPermission, AcpReply, update_line as acp_update_line
 pub use codex_app::{
     ASKED_METHODS, AppServerRequest, CodexAsk, CodexReply, REFUSED_METHODS, Thread,
 };
+pub use harness_replies::{
+    Verdict, copilot_permission_reply, copilot_pre_tool_use_reply, cursor_reply,
+    gemini_before_tool_reply, permission_request_reply,
+};
 pub use policy::{ToolPolicy, check_tool_name};
 pub use question::{Asker, HookQuestion, clean, elicitation_question, tool_question};
 
 pub use reply::{
-    copilot_permission_reply, elicitation_reply, pre_tool_use_pass, pre_tool_use_reply,
-    tool_decision, waited_words,
+    elicitation_reply, pre_tool_use_pass, pre_tool_use_reply, tool_decision, waited_words,
 };
 
 /// The harness whose hook asks: it names the run and, for its own tools, the asker.
@@ -29,6 +33,9 @@ pub enum Harness {
     ClaudeCode,
     Codex,
     CopilotCli,
+    QwenCode,
+    Cursor,
+    GeminiCli,
 }
 
 impl Harness {
@@ -38,6 +45,9 @@ impl Harness {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
             Self::CopilotCli => "copilot",
+            Self::QwenCode => "qwen-code",
+            Self::Cursor => "cursor",
+            Self::GeminiCli => "gemini",
         }
     }
 
@@ -47,9 +57,28 @@ impl Harness {
             Self::ClaudeCode => "Claude Code",
             Self::Codex => "Codex",
             Self::CopilotCli => "Copilot CLI",
+            Self::QwenCode => "Qwen Code",
+            Self::Cursor => "Cursor",
+            Self::GeminiCli => "Gemini CLI",
         }
     }
+
+    /// A tool of the harness's own by the name Anteroom's policy and questions use, where its input has the
+    /// same shape as Claude Code's tool of that name: a shell call is `Bash` (its `command` shown as a
+    /// command), a new file `Write`, an edit `Edit`. Other names stay as the harness spells them.
+    pub fn tool_name(self, name: &str) -> String {
+        let same = match (self, name) {
+            (Self::QwenCode | Self::GeminiCli, "run_shell_command")
+            | (Self::CopilotCli, "bash")
+            | (Self::Cursor, "Shell") => "Bash",
+            (Self::QwenCode | Self::GeminiCli, "write_file") => "Write",
+            (Self::QwenCode | Self::GeminiCli, "replace" | "edit") => "Edit",
+            _ => name,
+        };
+        same.to_owned()
+    }
 }
+
 /// Claude asking the person its own multiple-choice question: always a question for a person.
 pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
 /// The one request key of a hook's round: an elicitation's or Claude's own questions.

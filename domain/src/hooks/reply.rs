@@ -46,8 +46,8 @@ pub fn waited_words(waited: Duration) -> String {
 /// A deny's reason as `harness` shows it to the model: Codex adds ". Command: …" after it.
 fn deny(harness: Harness, reason: &str) -> Value {
     let reason = match harness {
-        Harness::ClaudeCode | Harness::CopilotCli => reason,
         Harness::Codex => reason.trim_end_matches('.'),
+        _ => reason,
     };
     pre_tool_use_reply("deny", reason, None)
 }
@@ -89,10 +89,8 @@ pub fn tool_decision(
                 None => format!("Allowed by {who} in Anteroom."),
             };
             match harness {
-                Harness::ClaudeCode | Harness::CopilotCli => {
-                    pre_tool_use_reply("allow", &reason, None)
-                }
                 Harness::Codex => pre_tool_use_pass(&reason),
+                _ => pre_tool_use_reply("allow", &reason, None),
             }
         }
         (PollAction::Decline, None) => {
@@ -124,35 +122,6 @@ pub fn tool_decision(
                 code.as_deref().unwrap_or("failed")
             ),
         ),
-    }
-}
-
-/// Copilot CLI's `permissionRequest` reply (checked with Copilot CLI 1.0.102 in `-p`): `{"behavior": "allow"}`,
-/// or `{"behavior": "deny", "message"}` whose message the model reads after "Permission denied by a
-/// PermissionRequest hook: "; a dismissal also ends the turn (`interrupt`), as Codex's cancel does.
-pub fn copilot_permission_reply(
-    call: &PreToolUse,
-    answer: &OutwardAnswer,
-    who: &str,
-    waited: Duration,
-) -> Value {
-    // The words are the hook reply's own, so a Copilot run reads what a Claude Code run reads.
-    let decided = tool_decision(call, Harness::CopilotCli, answer, who, waited);
-    let output = &decided["hookSpecificOutput"];
-    let reason = output["permissionDecisionReason"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    match (
-        output["permissionDecision"].as_str(),
-        answer.action,
-        &answer.failure_code,
-    ) {
-        (Some("allow"), _, _) => json!({"behavior": "allow"}),
-        (_, PollAction::Cancel, None) => {
-            json!({"behavior": "deny", "message": reason, "interrupt": true})
-        }
-        _ => json!({"behavior": "deny", "message": reason}),
     }
 }
 
@@ -196,35 +165,6 @@ pub fn elicitation_reply(answer: &OutwardAnswer) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn copilot_reads_allow_and_a_deny_with_its_reason_and_a_dismissal_ends_the_turn() {
-        let reply = |answer: &OutwardAnswer| {
-            copilot_permission_reply(&bash(), answer, "rita", Duration::from_secs(20))
-        };
-        assert_eq!(
-            reply(&answer(PollAction::Accept, None, None)),
-            json!({"behavior": "allow"})
-        );
-        let mut declined = answer(PollAction::Decline, None, None);
-        declined.reason = Some("not on a Friday.".to_owned());
-        assert_eq!(
-            reply(&declined),
-            json!({"behavior": "deny", "message": "Denied by rita in Anteroom: not on a Friday."})
-        );
-        assert_eq!(
-            reply(&answer(PollAction::Cancel, None, None))["interrupt"],
-            true
-        );
-        let expired = reply(&answer(PollAction::Expired, None, None));
-        assert_eq!(expired["behavior"], "deny");
-        assert!(
-            expired["message"].as_str().is_some_and(
-                |message| message.starts_with("Nobody answered in Anteroom within 20 s")
-            ),
-            "{expired}"
-        );
-    }
 
     fn bash() -> PreToolUse {
         PreToolUse {

@@ -1,10 +1,11 @@
-//! `anteroom hook codex-pre-tool-use`: Codex's command hook. The `PreToolUse` event arrives on stdin (Codex
-//! sends Claude Code's JSON); Anteroom's hook route asks the session of the environment block's
-//! `ELICITATION_REQUEST_URL` and its reply (a deny, a pass, or nothing) goes to stdout with exit status 0.
-//! Codex lets a call go on whenever a hook fails (exit 1, a timeout, output it cannot read), so when no
+//! `anteroom hook …`: the harnesses' command hooks (Codex's `PreToolUse` and `PermissionRequest`, Copilot CLI's
+//! `permissionRequest` and `preToolUse`, Cursor's permission events, Gemini CLI's `BeforeTool`). The event
+//! arrives on stdin; Anteroom's hook route asks the session of the environment block's
+//! `ELICITATION_REQUEST_URL` and its reply (a decision, or nothing) goes to stdout with exit status 0. When no
 //! decision can be reached — Anteroom away or refusing, no environment block, a reply that is not JSON — the
-//! hook blocks the call the one way Codex never ignores: the reason on stderr and exit status 2. It also gives
-//! up before Codex's own timeout would, for the same reason.
+//! hook refuses the call in its harness's own terms: Codex lets a call go on whenever a hook fails (exit 1, a
+//! timeout, output it cannot read), so for Codex that is the one way it never ignores, the reason on stderr and
+//! exit status 2. The hook also gives up before the harness's own timeout would, for the same reason.
 
 #![allow(
     clippy::print_stdout,
@@ -14,6 +15,11 @@
 
 use std::{io::Read, time::Duration};
 
+use anteroom_domain::hooks::{
+    Verdict, copilot_permission_reply, copilot_pre_tool_use_reply, cursor_reply,
+    gemini_before_tool_reply,
+};
+use anteroom_server::config::HookCommand;
 use anyhow::Context;
 
 /// The most of stdin read: a hook event larger than the server would take is refused here.
@@ -24,50 +30,84 @@ const EXIT_BLOCK: u8 = 2;
 /// Set by `anteroom run --offline-ok` when Anteroom could not be reached: the reason its hooks refuse with.
 pub const OFFLINE_REASON: &str = "ANTEROOM_OFFLINE_REASON";
 
-pub async fn codex_pre_tool_use(timeout: u64) -> anyhow::Result<u8> {
-    if std::env::var_os(OFFLINE_REASON).is_some() {
-        return Ok(offline());
+/// A harness's command hook that `anteroom hook` relays to its route, and how each refuses when no decision can
+/// be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandHook {
+    CodexPreToolUse,
+    CodexPermissionRequest,
+    CopilotPermissionRequest,
+    CopilotPreToolUse,
+    Cursor,
+    GeminiBeforeTool,
+}
+
+impl CommandHook {
+    /// The hook a command names, and its timeout in seconds; `None` for the offline hook, which is not relayed.
+    pub fn of(command: &HookCommand) -> Option<(Self, u64)> {
+        let (hook, timeout) = match command {
+            HookCommand::CodexPreToolUse(t) => (Self::CodexPreToolUse, t),
+            HookCommand::CodexPermissionRequest(t) => (Self::CodexPermissionRequest, t),
+            HookCommand::CopilotPermissionRequest(t) => (Self::CopilotPermissionRequest, t),
+            HookCommand::CopilotPreToolUse(t) => (Self::CopilotPreToolUse, t),
+            HookCommand::Cursor(t) => (Self::Cursor, t),
+            HookCommand::GeminiBeforeTool(t) => (Self::GeminiBeforeTool, t),
+            HookCommand::Offline => return None,
+        };
+        Some((hook, timeout.timeout))
     }
-    match ask("/hooks/codex/pre-tool-use", timeout).await {
-        Ok(reply) => {
-            // No decision is no output: the harness goes on as it would without the hook.
-            if !reply.is_empty() {
-                println!("{reply}");
+
+    fn route(self) -> &'static str {
+        match self {
+            Self::CodexPreToolUse => "/hooks/codex/pre-tool-use",
+            Self::CodexPermissionRequest => "/hooks/codex/permission-request",
+            Self::CopilotPermissionRequest => "/hooks/copilot/permission-request",
+            Self::CopilotPreToolUse => "/hooks/copilot/pre-tool-use",
+            Self::Cursor => "/hooks/cursor",
+            Self::GeminiBeforeTool => "/hooks/gemini/before-tool",
+        }
+    }
+
+    /// The harness's own refusal, printed when no person could decide: Codex lets a call run whenever a hook
+    /// fails, so it gets the one refusal it never ignores (the reason on stderr, exit 2; it appends ". Command:
+    /// …"); the others a deny in their own JSON, whose reason their model reads.
+    fn refuse(self, why: &str) -> u8 {
+        let verdict = Verdict::refused(why);
+        let reply = match self {
+            Self::CodexPreToolUse | Self::CodexPermissionRequest => {
+                eprintln!("{}", why.trim_end_matches('.'));
+                return EXIT_BLOCK;
             }
-            Ok(0)
-        }
-        Err(error) => {
-            // Codex appends ". Command: …" to the reason.
-            eprintln!(
-                "Anteroom could not ask a person, so the call is not allowed: {}",
-                format!("{error:#}").trim_end_matches('.')
-            );
-            Ok(EXIT_BLOCK)
-        }
+            Self::CopilotPermissionRequest => copilot_permission_reply(&verdict),
+            Self::CopilotPreToolUse => copilot_pre_tool_use_reply(&verdict),
+            Self::Cursor => cursor_reply(&verdict),
+            Self::GeminiBeforeTool => gemini_before_tool_reply(&verdict),
+        };
+        println!("{reply}");
+        0
     }
 }
 
-/// Copilot CLI's `permissionRequest` command hook: the event on stdin, `{"behavior": "allow" | "deny", "message"}`
-/// on stdout. When no decision can be reached the call is denied in Copilot's own terms, with the reason the
-/// model reads (Copilot also denies on a failed hook, but says only "Permission request hook failed").
-pub async fn copilot_permission_request(timeout: u64) -> anyhow::Result<u8> {
-    let denied = |why: String| serde_json::json!({"behavior": "deny", "message": why.trim_end_matches('.').to_owned() + "."});
-    let reply = if std::env::var_os(OFFLINE_REASON).is_some() {
-        denied(std::env::var(OFFLINE_REASON).unwrap_or_default())
-    } else {
-        match ask("/hooks/copilot/permission-request", timeout).await {
-            Ok(reply) if !reply.is_empty() => {
+/// Relays the event on stdin to the hook's route and prints Anteroom's reply (nothing: no decision, the harness
+/// goes on as it would without the hook). Every way of reaching no decision is the hook's refusal.
+pub async fn relay(hook: CommandHook, timeout: u64) -> u8 {
+    if std::env::var_os(OFFLINE_REASON).is_some() {
+        return match hook {
+            CommandHook::CodexPreToolUse => offline(),
+            _ => hook.refuse(&std::env::var(OFFLINE_REASON).unwrap_or_default()),
+        };
+    }
+    match ask(hook.route(), timeout).await {
+        Ok(reply) => {
+            if !reply.is_empty() {
                 println!("{reply}");
-                return Ok(0);
             }
-            Ok(_) => denied("Anteroom gave no decision, so the call is not allowed".to_owned()),
-            Err(error) => denied(format!(
-                "Anteroom could not ask a person, so the call is not allowed: {error:#}"
-            )),
+            0
         }
-    };
-    println!("{reply}");
-    Ok(0)
+        Err(error) => hook.refuse(&format!(
+            "Anteroom could not ask a person, so the call is not allowed: {error:#}"
+        )),
+    }
 }
 
 /// A run started without Anteroom (`anteroom run --offline-ok`): a call that would ask a person is refused with

@@ -16,6 +16,7 @@ mod cli;
 mod codex;
 mod codex_app;
 mod delivery;
+mod harness_hooks;
 mod hooks;
 mod hostile;
 mod http_smoke;

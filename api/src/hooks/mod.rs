@@ -3,7 +3,8 @@
 //! /hooks/codex/pre-tool-use`), Codex's app server's requests as `anteroom run --codex` relays them (`POST
 //! /hooks/codex/app-server`), an ACP agent's permission requests as `anteroom run --acp` relays them (`POST
 //! /hooks/acp/permission`) and Copilot CLI's `permissionRequest` command hook as `anteroom hook` relays it (`POST
-//! /hooks/copilot/permission-request`), all as docs/hooks.md says. The session's producer token authenticates the hook
+//! /hooks/copilot/permission-request`), and the other harnesses' permission hooks ([`harnesses`]), all as
+//! docs/hooks.md says. The session's producer token authenticates the hook
 //! (`Authorization: Bearer ars_…`); a tool call that needs a person, or an MCP server's elicitation, becomes an
 //! ordinary round in that session, and the request is held open — as the round's worker — until a person
 //! answers or Anteroom's own deadline, which ends before the hook's `timeout`, so nobody answers into a void.
@@ -17,11 +18,11 @@ use std::{
 use anteroom_domain::{
     hooks::{
         AcpPermission, AppServerRequest, CodexAsk, ElicitationHook, Harness, HookQuestion,
-        PreToolUse, ToolPolicy, check_tool_name, copilot_permission_reply, elicitation_question,
-        elicitation_reply, tool_decision, tool_question,
+        PreToolUse, ToolPolicy, Verdict, check_tool_name, elicitation_question, elicitation_reply,
+        tool_decision, tool_question,
     },
     ids::{RequestKey, SessionId},
-    outward::outward_answer,
+    outward::{OutwardAnswer, outward_answer},
     round::{AskedThrough, NewRound, OperationKind, Round},
 };
 use axum::{
@@ -33,6 +34,10 @@ use axum::{
 };
 use serde::Deserialize;
 use serde_json::Value;
+
+mod harnesses;
+
+pub use harnesses::RecentAllows;
 
 use crate::{
     AppState,
@@ -58,7 +63,28 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/hooks/acp/permission", post(acp_permission))
         .route(
             "/hooks/copilot/permission-request",
-            post(copilot_permission_request),
+            post(harnesses::copilot_permission_request),
+        )
+        .route(
+            "/hooks/copilot/pre-tool-use",
+            post(harnesses::copilot_pre_tool_use),
+        )
+        .route(
+            "/hooks/codex/permission-request",
+            post(harnesses::codex_permission_request),
+        )
+        .route(
+            "/hooks/qwen/pre-tool-use",
+            post(harnesses::qwen_pre_tool_use),
+        )
+        .route(
+            "/hooks/qwen/permission-request",
+            post(harnesses::qwen_permission_request),
+        )
+        .route("/hooks/cursor", post(harnesses::cursor))
+        .route(
+            "/hooks/gemini/before-tool",
+            post(harnesses::gemini_before_tool),
         )
         .method_not_allowed_fallback(|method: Method| async move {
             ApiError::new(
@@ -165,14 +191,32 @@ async fn claude_pre_tool_use(
     pre_tool_use(&state, &headers, &options, &call, Harness::ClaudeCode).await
 }
 
-/// Codex's `PreToolUse` (Claude Code's JSON), as `anteroom hook codex-pre-tool-use` relays it.
+/// Codex's `PreToolUse` (Claude Code's JSON and the turn), as `anteroom hook codex-pre-tool-use` relays it. An
+/// allowed call is remembered for Codex's own approval of it ([`RecentAllows`]).
 async fn codex_pre_tool_use(
     State(state): State<AppState>,
     headers: HeaderMap,
     ApiQuery(options): ApiQuery<HookOptions>,
-    ApiJson(call): ApiJson<PreToolUse>,
+    ApiJson(event): ApiJson<harnesses::CodexEvent>,
 ) -> ApiResult<Response> {
-    pre_tool_use(&state, &headers, &options, &call, Harness::Codex).await
+    let session = hook_session(&state, &headers).await?;
+    let decided = decide(&state, &session.id, &options, &event.call, Harness::Codex).await?;
+    let Some((answer, who, wait)) = decided else {
+        return Ok(StatusCode::OK.into_response());
+    };
+    if Verdict::of(&event.call, &answer, &who, wait).allowed {
+        state
+            .recent_allows
+            .remember(&state, &session.id, &event, &who);
+    }
+    Ok(Json(tool_decision(
+        &event.call,
+        Harness::Codex,
+        &answer,
+        &who,
+        wait,
+    ))
+    .into_response())
 }
 
 /// `PreToolUse`: an empty 200 when the policy lets the call through, else the person's decision.
@@ -184,19 +228,52 @@ async fn pre_tool_use(
     harness: Harness,
 ) -> ApiResult<Response> {
     let session = hook_session(state, headers).await?;
+    match decide(state, &session.id, options, call, harness).await? {
+        Some((answer, who, wait)) => {
+            Ok(Json(tool_decision(call, harness, &answer, &who, wait)).into_response())
+        }
+        // No decision: the harness goes on as it would without the hook.
+        None => Ok(StatusCode::OK.into_response()),
+    }
+}
+
+/// A tool call the hook's policy (its `ask` and `allow` lists) sends to a person, asked in `session` and held
+/// until answered: the answer, who gave it and how long Anteroom held the call; `None` when the policy lets the
+/// call through without a decision.
+async fn decide(
+    state: &AppState,
+    session: &SessionId,
+    options: &HookOptions,
+    call: &PreToolUse,
+    harness: Harness,
+) -> ApiResult<Option<(OutwardAnswer, String, Duration)>> {
     check_tool_name(&call.tool_name)?;
     let policy = ToolPolicy::from_lists(options.ask.as_deref(), options.allow.as_deref());
     if !policy.needs_person(&call.tool_name) {
-        // No decision: the harness goes on as it would without the hook.
-        return Ok(StatusCode::OK.into_response());
+        return Ok(None);
     }
+    ask_tool(state, session, options, call, harness)
+        .await
+        .map(Some)
+}
+
+/// Asks a person whether `call` may run, whatever the policy: a harness's own approval already decided it needs one.
+async fn ask_tool(
+    state: &AppState,
+    session: &SessionId,
+    options: &HookOptions,
+    call: &PreToolUse,
+    harness: Harness,
+) -> ApiResult<(OutwardAnswer, String, Duration)> {
     let question = tool_question(call, harness)?;
     let key = question.key;
     let wait = options.wait();
-    let round = ask_and_wait(state, &session.id, question, &call.session_id, wait).await?;
-    let who = round.responded_by.as_deref().unwrap_or("a person");
-    let answer = outward_answer(&round, key);
-    Ok(Json(tool_decision(call, harness, &answer, who, wait)).into_response())
+    let round = ask_and_wait(state, session, question, &call.session_id, wait).await?;
+    let who = round
+        .responded_by
+        .clone()
+        .unwrap_or_else(|| "a person".to_owned());
+    Ok((outward_answer(&round, key), who, wait))
 }
 
 /// `Elicitation`: the MCP server's question, answered by a person.
@@ -239,55 +316,6 @@ async fn codex_app_server(
     Ok(Json(
         serde_json::json!({"result": reply.result, "steer": reply.steer}),
     ))
-}
-
-/// Copilot CLI's `permissionRequest` event, as `anteroom hook copilot-permission-request` relays it (camelCase,
-/// sent only for a call Copilot would ask about).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CopilotPermissionRequest {
-    #[serde(default)]
-    session_id: String,
-    #[serde(default)]
-    cwd: String,
-    tool_name: String,
-    #[serde(default)]
-    tool_input: Value,
-}
-
-/// Copilot CLI's `permissionRequest`: the person's decision as `{"behavior": "allow" | "deny", "message"}`.
-async fn copilot_permission_request(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    ApiQuery(options): ApiQuery<HookOptions>,
-    ApiJson(event): ApiJson<CopilotPermissionRequest>,
-) -> ApiResult<Json<Value>> {
-    let session = hook_session(&state, &headers).await?;
-    check_tool_name(&event.tool_name)?;
-    // Its shell tool is `bash`: shown as the command it runs, like Claude Code's `Bash`.
-    let tool_name = if event.tool_name == "bash" {
-        "Bash".to_owned()
-    } else {
-        event.tool_name
-    };
-    let call = PreToolUse {
-        session_id: event.session_id,
-        cwd: event.cwd,
-        tool_name,
-        tool_input: event.tool_input,
-        tool_use_id: String::new(),
-    };
-    let question = tool_question(&call, Harness::CopilotCli)?;
-    let key = question.key;
-    let wait = options.wait();
-    let round = ask_and_wait(&state, &session.id, question, &call.session_id, wait).await?;
-    let who = round.responded_by.as_deref().unwrap_or("a person");
-    Ok(Json(copilot_permission_reply(
-        &call,
-        &outward_answer(&round, key),
-        who,
-        wait,
-    )))
 }
 
 /// An ACP agent's `session/request_permission`, as `anteroom run --acp` relays it: the option the agent offered
