@@ -25,7 +25,7 @@ use super::codex_app::{answer, asked, ended};
 /// A model stand-in's script (the shell commands it asks for, one per tool result so far, then "Done.") and
 /// every request it has seen.
 #[derive(Clone, Default)]
-struct Model {
+pub(crate) struct Model {
     commands: Arc<Vec<String>>,
     seen: Arc<Mutex<Vec<Value>>>,
 }
@@ -39,7 +39,7 @@ impl Model {
     }
 
     /// Whether any text of any request the model was sent holds `text`.
-    fn was_told(&self, text: &str) -> bool {
+    pub(crate) fn was_told(&self, text: &str) -> bool {
         fn holds(value: &Value, text: &str) -> bool {
             match value {
                 Value::String(said) => said.contains(text),
@@ -108,18 +108,25 @@ async fn chat_api(State(model): State<Model>, Json(request): Json<Value>) -> imp
     let has_tools = request["tools"]
         .as_array()
         .is_some_and(|tools| !tools.is_empty());
-    model.saw(request);
     let chunk = |delta: Value, finish: Value| {
         json!({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": 0, "model": "stub-model",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
     };
+    // Qwen Code's shell tool is Gemini CLI's; OpenCode's and Copilot CLI's are `bash`.
+    let shell = if offers(&request, "run_shell_command") {
+        "run_shell_command"
+    } else {
+        "bash"
+    };
+    model.saw(request);
     let chunks = match model.commands.get(results).filter(|_| has_tools) {
         Some(command) => vec![
             chunk(
                 json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
-                    "id": format!("call_{results}"), "type": "function", "function": {"name": "bash",
-                    "arguments": json!({"command": command, "description": "a step"}).to_string()}}]}),
+                    "id": format!("call_{results}"), "type": "function", "function": {"name": shell,
+                    "arguments": json!({"command": command, "description": "a step",
+                        "is_background": false}).to_string()}}]}),
                 Value::Null,
             ),
             chunk(json!({}), json!("tool_calls")),
@@ -141,24 +148,43 @@ async fn chat_api(State(model): State<Model>, Json(request): Json<Value>) -> imp
     ([(header::CONTENT_TYPE, "text/event-stream")], body)
 }
 
+/// Whether the request offers the model a tool named `name`.
+fn offers(request: &Value, name: &str) -> bool {
+    request["tools"]
+        .as_array()
+        .is_some_and(|tools| tools.iter().any(|tool| tool["function"]["name"] == name))
+}
+
 /// The harnesses, each with what it needs to run offline (`../shared/HARNESSES.md`).
 #[derive(Clone, Copy)]
-enum Harness {
+pub(crate) enum Harness {
     Gemini,
     OpenCode,
     Copilot,
+    Qwen,
 }
 
 /// An agent ready to run: its command, its environment, the stand-in it calls, a working folder.
-struct Agent {
+pub(crate) struct Agent {
     _dir: tempfile::TempDir,
-    work: PathBuf,
-    command: Vec<String>,
-    env: Vec<(String, String)>,
-    model: Model,
+    pub(crate) work: PathBuf,
+    pub(crate) command: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) model: Model,
 }
 
-async fn ready_agent(harness: Harness, commands: &[&str]) -> Agent {
+impl Agent {
+    /// The agent's home folder.
+    pub(crate) fn home(&self) -> PathBuf {
+        self.env
+            .iter()
+            .find(|(key, _)| key == "HOME")
+            .map(|(_, home)| PathBuf::from(home))
+            .expect("HOME")
+    }
+}
+
+pub(crate) async fn ready_agent(harness: Harness, commands: &[&str]) -> Agent {
     let model = Model {
         commands: Arc::new(
             commands
@@ -170,7 +196,7 @@ async fn ready_agent(harness: Harness, commands: &[&str]) -> Agent {
     };
     let app = match harness {
         Harness::Gemini => Router::new().fallback(post(gemini_api)),
-        Harness::OpenCode | Harness::Copilot => {
+        Harness::OpenCode | Harness::Copilot | Harness::Qwen => {
             Router::new().route("/v1/chat/completions", post(chat_api))
         }
     }
@@ -265,6 +291,19 @@ async fn ready_agent(harness: Harness, commands: &[&str]) -> Agent {
             set("COPILOT_MODEL", "gpt-4.1".to_owned());
             vec![bin("copilot"), "--acp".to_owned(), "--stdio".to_owned()]
         }
+        Harness::Qwen => {
+            std::fs::create_dir_all(home.join(".qwen")).expect(".qwen");
+            std::fs::write(
+                home.join(".qwen/settings.json"),
+                r#"{"security": {"auth": {"selectedType": "openai"}}, "model": {"name": "stub-model"},
+                   "general": {"disableAutoUpdate": true}, "privacy": {"usageStatisticsEnabled": false}}"#,
+            )
+            .expect("settings.json");
+            set("OPENAI_BASE_URL", format!("{base}/v1"));
+            set("OPENAI_API_KEY", "loopback".to_owned());
+            set("OPENAI_MODEL", "stub-model".to_owned());
+            vec![bin("qwen")]
+        }
     };
     Agent {
         _dir: dir,
@@ -275,7 +314,7 @@ async fn ready_agent(harness: Harness, commands: &[&str]) -> Agent {
     }
 }
 
-fn sdks() -> String {
+pub(crate) fn sdks() -> String {
     std::env::var("ANTEROOM_TEST_MCP_SDKS").expect(
         "built for the SDK tests: run them with ANTEROOM_TEST_MCP_SDKS set (cargo xtask test)",
     )
@@ -407,10 +446,11 @@ async fn copilot_cli_asks_through_anteroom(db: Backend) {
     the_agent_asks_before_its_commands_run(db, Harness::Copilot, "copilot").await;
 }
 
-/// Copilot CLI in `-p`, without ACP: its `permissionRequest` command hook, installed by `anteroom mcp-config
-/// hooks` in `$COPILOT_HOME/hooks/`, asks the session of the environment block; Allow runs the command (`-p`
-/// alone would refuse it), a decline's reason is what the model reads.
-async fn copilot_cli_in_p_mode_asks_through_its_permission_request_hook(db: Backend) {
+/// Copilot CLI in `-p`, without ACP: its `preToolUse` and `permissionRequest` command hooks, installed by
+/// `anteroom mcp-config hooks` in `$COPILOT_HOME/hooks/`, ask the session of the environment block once per call
+/// (`preToolUse` asks; its allow skips Copilot's own approval, so `permissionRequest` never asks again); Allow
+/// runs the command (`-p` alone would refuse it), a decline's reason is what the model reads.
+async fn copilot_cli_in_p_mode_asks_through_its_hooks(db: Backend) {
     let Some(server) = TestServer::start(db).await else {
         return;
     };
@@ -422,22 +462,9 @@ async fn copilot_cli_in_p_mode_asks_through_its_permission_request_hook(db: Back
             .find(|(key, _)| key == "COPILOT_HOME")
             .map(|(_, home)| home.clone())
             .expect("COPILOT_HOME");
-        let installed = std::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
-            .args([
-                "mcp-config",
-                "hooks",
-                "--timeout",
-                "60",
-                "--public-url",
-                &server.base,
-            ])
-            .arg(format!("{copilot_home}/hooks/anteroom.json"))
-            .output()
-            .expect("anteroom mcp-config hooks");
-        assert!(
-            installed.status.success(),
-            "{}",
-            String::from_utf8_lossy(&installed.stderr)
+        super::harness_hooks::install_hooks(
+            &server,
+            std::path::Path::new(&format!("{copilot_home}/hooks/anteroom.json")),
         );
         tokio::process::Command::new(&agent.command[0])
             .args(["-p", "Do the work."])
@@ -466,6 +493,11 @@ async fn copilot_cli_in_p_mode_asks_through_its_permission_request_hook(db: Back
     let (code, _, stderr) = ended(run).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(allowed.work.join("made.txt").exists(), "{stderr}");
+    assert_eq!(
+        server.rounds_once("copilot-hook", 1).await.len(),
+        1,
+        "asked once, not again by permissionRequest"
+    );
 
     let declined = ready_agent(Harness::Copilot, &["touch denied.txt"]).await;
     let run = p_mode(&declined);
@@ -482,7 +514,7 @@ async fn copilot_cli_in_p_mode_asks_through_its_permission_request_hook(db: Back
     assert!(!declined.work.join("denied.txt").exists(), "{stderr}");
     assert!(
         declined.model.was_told(
-            "Permission denied by a PermissionRequest hook: Denied by api key responder in Anteroom: not on a Friday."
+            "Denied by preToolUse hook: Denied by api key responder in Anteroom: not on a Friday."
         ),
         "{stderr}"
     );
@@ -592,7 +624,7 @@ anteroom_testkit::on_both_backends_with_mcp_sdks!(
     gemini_cli_asks_through_anteroom,
     opencode_asks_through_anteroom,
     copilot_cli_asks_through_anteroom,
-    copilot_cli_in_p_mode_asks_through_its_permission_request_hook,
+    copilot_cli_in_p_mode_asks_through_its_hooks,
     gemini_clis_wrapped_mcp_server_asks_a_person,
 );
 

@@ -2,12 +2,18 @@
 //! each harness sends (Qwen Code 0.24.4, Copilot CLI 1.0.102 and Gemini CLI 0.61.0 as recorded from the real
 //! harness; Codex 0.171's `PermissionRequest` as its shipped schema requires; Cursor's as its documentation
 //! gives, since Cursor cannot run here): each call waits for a person, and the reply is the harness's own
-//! shape, never an allow without one.
+//! shape, never an allow without one. Then the real Gemini CLI (`-p --yolo`, its `BeforeTool` guard) and the
+//! real Qwen Code (`--approval-mode yolo -p`, its HTTP `PreToolUse` hook), offline against loopback stand-ins of
+//! their model APIs, with the hooks `anteroom mcp-config hooks` wrote.
 
 use anteroom_testkit::{Backend, TestServer, on_both_backends};
 use serde_json::{Value, json};
 
-use super::hooks::{hold, post};
+use super::{
+    acp::{Agent, Harness, ready_agent},
+    codex_app::ended,
+    hooks::{hold, post},
+};
 
 /// Answers the session's next question (after `before`) with `answer` and returns the round.
 async fn answer_next(
@@ -423,7 +429,140 @@ async fn every_command_hook_refuses_when_anteroom_cannot_be_reached() {
     }
 }
 
+/// `anteroom mcp-config hooks` on `file`, as a person installs the hooks.
+pub(crate) fn install_hooks(server: &TestServer, file: &std::path::Path) {
+    let installed = std::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+        .args([
+            "mcp-config",
+            "hooks",
+            "--timeout",
+            "60",
+            "--public-url",
+            &server.base,
+        ])
+        .arg(file)
+        .output()
+        .expect("anteroom mcp-config hooks");
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+}
+
+/// The agent run headless with `args` and the session's environment block and token.
+fn headless(
+    agent: &Agent,
+    args: &[&str],
+    env: &anteroom_testkit::Environment,
+) -> tokio::process::Child {
+    tokio::process::Command::new(&agent.command[0])
+        .args(args)
+        .current_dir(&agent.work)
+        .envs(agent.env.iter().map(|(key, value)| (key, value)))
+        .env("ELICITATION_REQUEST_URL", &env.request_url)
+        .env("ANTEROOM_SESSION_TOKEN", &env.token)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the agent")
+}
+
+/// A harness asks before its shell command runs: Allow runs it, a decline's reason reaches the model as
+/// `told`, and each call is asked once.
+async fn a_real_harness_asks_through_its_hook(
+    db: Backend,
+    harness: Harness,
+    settings: &str,
+    args: &[&str],
+    told: &str,
+) {
+    let Some(owned) = TestServer::start(db).await else {
+        return;
+    };
+    let server = &owned;
+    let env = server.session("hooked-harness").await;
+    let ready = |command: &'static str| async move {
+        let agent = ready_agent(harness, &[command]).await;
+        let settings = agent.home().join(settings);
+        if matches!(harness, Harness::Gemini) {
+            // `-p` needs an auth method named (ACP mode takes the base URL as a gateway).
+            let mut document: Value =
+                serde_json::from_str(&std::fs::read_to_string(&settings).expect("settings"))
+                    .expect("JSON");
+            document["security"] = json!({"auth": {"selectedType": "gemini-api-key"}});
+            std::fs::write(&settings, document.to_string()).expect("settings");
+        }
+        install_hooks(server, &settings);
+        agent
+    };
+    let allowed = ready("touch made.txt").await;
+    let run = headless(&allowed, args, &env);
+    let round = server.rounds_once("hooked-harness", 1).await.remove(0);
+    assert_eq!(round.operation_name, "Bash");
+    assert!(
+        asked(&round).contains("$ touch made.txt"),
+        "{}",
+        asked(&round)
+    );
+    server
+        .respond(
+            &server.responder_key,
+            round.request_id.as_str(),
+            json!({"action_type": "accept"}),
+        )
+        .await;
+    let (code, _, stderr) = ended(run).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(allowed.work.join("made.txt").exists(), "{stderr}");
+    assert_eq!(
+        server.rounds_once("hooked-harness", 1).await.len(),
+        1,
+        "asked once"
+    );
+
+    let declined = ready("touch denied.txt").await;
+    let run = headless(&declined, args, &env);
+    answer_next(
+        server,
+        "hooked-harness",
+        &[round.round_id],
+        json!({"action_type": "decline", "reason": "not on a Friday."}),
+    )
+    .await;
+    let (_, _, stderr) = ended(run).await;
+    assert!(!declined.work.join("denied.txt").exists(), "{stderr}");
+    assert!(declined.model.was_told(told), "{stderr}");
+    owned.stop().await;
+}
+
+async fn gemini_clis_before_tool_guard_refuses_what_a_person_declines(db: Backend) {
+    a_real_harness_asks_through_its_hook(
+        db,
+        Harness::Gemini,
+        ".gemini/settings.json",
+        &["-p", "Do the work.", "-m", "gemini-2.5-pro", "--yolo"],
+        "Tool execution blocked: Denied by api key responder in Anteroom: not on a Friday.",
+    )
+    .await;
+}
+
+async fn qwen_codes_http_hook_asks_in_yolo_mode(db: Backend) {
+    a_real_harness_asks_through_its_hook(
+        db,
+        Harness::Qwen,
+        ".qwen/settings.json",
+        &["--approval-mode", "yolo", "-p", "Do the work."],
+        "Denied by api key responder in Anteroom: not on a Friday.",
+    )
+    .await;
+}
+
 on_both_backends!(
+    gemini_clis_before_tool_guard_refuses_what_a_person_declines,
+    qwen_codes_http_hook_asks_in_yolo_mode,
     qwen_asks_in_yolo_mode_and_on_its_permission_requests,
     codex_asks_once_for_a_call_its_pre_tool_use_hook_allowed,
     copilot_pre_tool_use_asks_the_policys_calls_and_passes_the_rest,
