@@ -334,6 +334,12 @@ async fn stop(
 ) -> ApiResult<Json<Run>> {
     caller.require(|role| role.can_answer(), "stop an agent")?;
     let id = session_id(&id)?;
+    if !state.store.may_stop_run(&caller.0, &id).await? {
+        return Err(ApiError::forbidden(format!(
+            "{} is not one of this session's responders, so may not stop its agent.",
+            caller.label()
+        )));
+    }
     let run = stop_run(&state, &id, &caller.label()).await?;
     Ok(Json(run))
 }

@@ -621,6 +621,15 @@ pub trait TeamStore: Send + Sync {
         self.may_answer_in(who, &scope).await
     }
 
+    /// Whether `who` may stop `session`'s agent run: admins, and whoever its `responders` let answer there.
+    async fn may_stop_run(&self, who: &Principal, session: &SessionId) -> StoreResult<bool> {
+        if who.role.can_manage() || !who.role.can_answer() {
+            return Ok(who.role.can_manage());
+        }
+        let settings = self.team_settings(session).await?;
+        self.may_answer_in(who, &settings.responders).await
+    }
+
     /// [`TeamStore::may_answer`] for a question whose scope the caller read already (one reading for a
     /// question's many recipients), reading the person's groups only when the scope names someone.
     async fn may_answer_in(&self, who: &Principal, scope: &[Responder]) -> StoreResult<bool> {

@@ -302,7 +302,13 @@ pub(crate) async fn ready_agent(harness: Harness, commands: &[&str]) -> Agent {
             set("OPENAI_BASE_URL", format!("{base}/v1"));
             set("OPENAI_API_KEY", "loopback".to_owned());
             set("OPENAI_MODEL", "stub-model".to_owned());
-            vec![bin("qwen")]
+            // Its default mode under ACP asks the model to classify each call first; the stand-in cannot.
+            vec![
+                bin("qwen"),
+                "--acp".to_owned(),
+                "--approval-mode".to_owned(),
+                "default".to_owned(),
+            ]
         }
     };
     Agent {
@@ -444,6 +450,10 @@ async fn opencode_asks_through_anteroom(db: Backend) {
 
 async fn copilot_cli_asks_through_anteroom(db: Backend) {
     the_agent_asks_before_its_commands_run(db, Harness::Copilot, "copilot").await;
+}
+
+async fn qwen_code_asks_through_anteroom(db: Backend) {
+    the_agent_asks_before_its_commands_run(db, Harness::Qwen, "qwen").await;
 }
 
 /// Copilot CLI in `-p`, without ACP: its `preToolUse` and `permissionRequest` command hooks, installed by
@@ -624,6 +634,7 @@ anteroom_testkit::on_both_backends_with_mcp_sdks!(
     gemini_cli_asks_through_anteroom,
     opencode_asks_through_anteroom,
     copilot_cli_asks_through_anteroom,
+    qwen_code_asks_through_anteroom,
     copilot_cli_in_p_mode_asks_through_its_hooks,
     gemini_clis_wrapped_mcp_server_asks_a_person,
 );

@@ -560,9 +560,17 @@ async fn qwen_codes_http_hook_asks_in_yolo_mode(db: Backend) {
     .await;
 }
 
+/// The tests that run a real harness, which needs the SDK folder `cargo xtask test` installs.
+mod with_the_real_harness {
+    use super::*;
+
+    anteroom_testkit::on_both_backends_with_mcp_sdks!(
+        gemini_clis_before_tool_guard_refuses_what_a_person_declines,
+        qwen_codes_http_hook_asks_in_yolo_mode,
+    );
+}
+
 on_both_backends!(
-    gemini_clis_before_tool_guard_refuses_what_a_person_declines,
-    qwen_codes_http_hook_asks_in_yolo_mode,
     qwen_asks_in_yolo_mode_and_on_its_permission_requests,
     codex_asks_once_for_a_call_its_pre_tool_use_hook_allowed,
     copilot_pre_tool_use_asks_the_policys_calls_and_passes_the_rest,

@@ -151,6 +151,44 @@ async fn a_stop_from_the_api_ends_the_agent_and_its_waiting_question(db: Backend
         .await
         .expect("stop as a viewer");
     assert_eq!(refused.status(), 403);
+    // Nor a responder the session's responders leave out: stopping is answering's right in that session.
+    let settings = |responders: Value| {
+        server
+            .http
+            .put(server.url("/api/v1/sessions/stop-me/settings"))
+            .bearer_auth(&server.admin_key)
+            .json(&json!({"responders": responders}))
+            .send()
+    };
+    assert!(
+        settings(json!(["user:rita"]))
+            .await
+            .expect("settings")
+            .status()
+            .is_success()
+    );
+    let left_out = server
+        .http
+        .post(server.url("/api/v1/sessions/stop-me/stop"))
+        .bearer_auth(&server.responder_key)
+        .send()
+        .await
+        .expect("stop as a responder left out");
+    assert_eq!(left_out.status(), 403);
+    let said: Value = left_out.json().await.expect("a JSON error");
+    assert!(
+        said["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("not one of this session's responders")),
+        "{said}"
+    );
+    assert!(
+        settings(json!([]))
+            .await
+            .expect("settings")
+            .status()
+            .is_success()
+    );
     let stopped = server
         .http
         .post(server.url("/api/v1/sessions/stop-me/stop"))

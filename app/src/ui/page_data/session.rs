@@ -10,6 +10,17 @@ impl PageData {
             return Err("You have the viewer role: you cannot stop an agent.".to_owned());
         }
         let session = SessionId::parse(session).map_err(|error| error.to_string())?;
+        if !self
+            .store
+            .may_stop_run(&viewer.principal, &session)
+            .await
+            .map_err(said)?
+        {
+            return Err(
+                "You are not one of this session's responders: you cannot stop its agent."
+                    .to_owned(),
+            );
+        }
         self.store
             .request_stop(&session, &viewer.principal.label())
             .await

@@ -36,7 +36,7 @@ pub(super) fn agent_command(
     match program.rsplit('/').next().unwrap_or(program) {
         "claude" => {
             let settings = match session {
-                Some(_) => blocking_on_failure(&install_hooks("", HookFile::ClaudeSettings, &install)?)?,
+                Some(_) => install_hooks("", HookFile::ClaudeSettings, &install)?,
                 // Offline: a command hook that refuses what would ask a person, with the reason.
                 None => json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{
                     "type": "command", "command": format!("{} hook offline", install.program), "timeout": 30
@@ -77,23 +77,6 @@ pub(super) fn agent_command(
     }
     command.args(rest);
     Ok(command)
-}
-
-/// Claude Code settings `text` with every `PreToolUse` handler marked `"onFailure": "block"`: Claude Code lets a
-/// call through when an HTTP hook cannot be reached or times out, and with Anteroom gone mid-run that would be an
-/// allow nobody gave; blocked, the model reads that the hook failed (Claude Code 2.1.295 and later).
-fn blocking_on_failure(text: &str) -> anyhow::Result<String> {
-    let mut settings: Value = serde_json::from_str(text)?;
-    for group in settings["hooks"]["PreToolUse"]
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-    {
-        for handler in group["hooks"].as_array_mut().into_iter().flatten() {
-            handler["onFailure"] = Value::String("block".to_owned());
-        }
-    }
-    Ok(serde_json::to_string_pretty(&settings)?)
 }
 
 /// A `CODEX_HOME` of the run's own, layered over the user's: every entry of the user's home is linked into it
