@@ -10,16 +10,25 @@ use super::{
     Change, ConfigError, HookInstall, block_for, env_values, picked, rewritten_command, write_json,
 };
 
-/// The settings' hook groups: one per event, matching every tool.
+/// The settings' hook groups: one per event, matching every tool. The `PreToolUse` handler is marked
+/// `"onFailure": "block"` (Claude Code 2.1.295 and later): Claude Code lets a call through when an HTTP hook cannot
+/// be reached or times out, so with Anteroom away a call the user's own rules allow would run with nobody asked;
+/// marked, it is blocked and the model reads that the hook failed.
 pub(super) fn hook_groups(install: &HookInstall) -> Vec<(&'static str, Value)> {
-    http_hook_groups(
+    let mut groups = http_hook_groups(
         install,
         "claude",
         &[
             ("pre-tool-use", "PreToolUse"),
             ("elicitation", "Elicitation"),
         ],
-    )
+    );
+    for (event, group) in &mut groups {
+        if *event == "PreToolUse" {
+            group["hooks"][0]["onFailure"] = Value::String("block".to_owned());
+        }
+    }
+    groups
 }
 
 /// Qwen Code's settings (`~/.qwen/settings.json`, a trusted project's `.qwen/settings.json`) take Claude Code's

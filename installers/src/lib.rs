@@ -726,6 +726,10 @@ mod hook_tests {
         );
         assert_eq!(ours["allowedEnvVars"], json!(["ANTEROOM_SESSION_TOKEN"]));
         assert_eq!(
+            ours["onFailure"], "block",
+            "a call is blocked, not let through, when Anteroom cannot be reached"
+        );
+        assert_eq!(
             document["hooks"]["Elicitation"][0]["hooks"][0]["url"],
             "https://anteroom.example/hooks/claude/elicitation?timeout=600"
         );
