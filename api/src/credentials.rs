@@ -87,6 +87,45 @@ fn next_credential(text: &str) -> Option<(usize, &'static str, usize)> {
     })
 }
 
+/// The shapes of other services' secrets an agent may print (provider API keys, GitHub and Slack tokens, cloud
+/// keys, bearer headers, private keys): each match keeps its first group, the part that says what it was.
+static OTHER_SECRETS: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"\b(sk-(?:ant-|proj-)?)[A-Za-z0-9_-]{20,}",
+        r"|\b(gh[pousr]_)[A-Za-z0-9]{30,}",
+        r"|\b(github_pat_)[A-Za-z0-9_]{30,}",
+        r"|\b(xox[abposr]-|xapp-)[A-Za-z0-9-]{10,}",
+        r"|\b(AKIA|ASIA)[0-9A-Z]{16}\b",
+        r"|\b(AIza)[0-9A-Za-z_-]{35}",
+        r"|\b((?:sk|rk)_live_)[0-9A-Za-z]{20,}",
+        r"|\b((?i:bearer)\s+)[A-Za-z0-9._~+/-]{20,}=*",
+        r"|(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\z)",
+    ))
+    .ok()
+});
+
+/// `text` with Anteroom's credentials cut to their prefix ([`mask_credentials`]) and other services' secrets
+/// too (an OpenAI or Anthropic key, a GitHub or Slack token, an AWS access key id, a bearer header, a private
+/// key block): for what an agent prints or runs, which the session's viewers read. A secret split across two
+/// reports of output is not recognised.
+pub fn mask_secrets(text: &str) -> String {
+    let masked = mask_credentials(text);
+    let Some(secrets) = OTHER_SECRETS.as_ref() else {
+        return masked;
+    };
+    secrets
+        .replace_all(&masked, |found: &regex::Captures<'_>| {
+            let kind = found
+                .iter()
+                .skip(1)
+                .flatten()
+                .next()
+                .map_or("", |group| group.as_str());
+            format!("{kind}…")
+        })
+        .into_owned()
+}
+
 /// The stored form of a secret (see [`anteroom_domain::access::hash_secret`]).
 pub fn hash(secret: &str) -> String {
     anteroom_domain::access::hash_secret(secret)
@@ -95,6 +134,44 @@ pub fn hash(secret: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_services_secrets_in_an_agents_output_keep_only_what_they_were() {
+        let aws = ["AKIA", "IOSFODNN7EXAMPLE"].concat();
+        let output = format!(
+            "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123\n\
+             ANTHROPIC_API_KEY=sk-ant-api03-AAAABBBBCCCCDDDDEEEE-ffff\n\
+             token ghp_0123456789abcdefghijABCDEFGHIJ0123 and {aws}\n\
+             curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig' https://x\n\
+             -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n\
+             done: see /api/v1/s/ars_0123456789abcdef/run"
+        );
+        let masked = mask_secrets(&output);
+        for secret in [
+            "abcdefghijklmnopqrstuvwxyz0123",
+            "AAAABBBBCCCC",
+            "0123456789abcdefghij",
+            "IOSFODNN7EXAMPLE",
+            "eyJhbGciOiJIUzI1NiJ9",
+            "b3BlbnNzaC1rZXk",
+            "0123456789abcdef",
+        ] {
+            assert!(!masked.contains(secret), "{secret} in {masked}");
+        }
+        for kept in [
+            "OPENAI_API_KEY=sk-proj-…",
+            "sk-ant-…",
+            "ghp_…",
+            "AKIA…",
+            "Bearer …",
+            "-----BEGIN OPENSSH PRIVATE KEY-----…",
+            "ars_…",
+            "done: see",
+        ] {
+            assert!(masked.contains(kept), "{kept} not in {masked}");
+        }
+        assert_eq!(mask_secrets("sk-short and ghp_x"), "sk-short and ghp_x");
+    }
 
     #[test]
     fn answer_tokens_in_paths_are_masked() {

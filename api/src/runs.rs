@@ -19,7 +19,7 @@ use super::{
     extract::{ApiJson, ApiPath, ApiQuery, Caller},
     producer::session_for_token,
 };
-use crate::{AppState, credentials::mask_credentials, events::RoundWake};
+use crate::{AppState, credentials::mask_secrets, events::RoundWake};
 
 /// The longest a long-poll here waits.
 const WAIT_LIMIT: u64 = 30;
@@ -84,7 +84,7 @@ pub struct WaitQuery {
     pub wait: Option<u64>,
 }
 
-/// `output` as kept: bounded, without terminal sequences, credentials cut to their prefix.
+/// `output` as kept: bounded, without terminal sequences, secrets (Anteroom's and others') cut to their prefix.
 fn kept_output(output: &str) -> ApiResult<String> {
     if output.len() > REPORT_BYTES {
         return Err(ApiError::validation(format!(
@@ -92,7 +92,7 @@ fn kept_output(output: &str) -> ApiResult<String> {
             REPORT_BYTES / 1024
         )));
     }
-    Ok(mask_credentials(&clean_output(output)))
+    Ok(mask_secrets(&clean_output(output)))
 }
 
 fn session_id(raw: &str) -> ApiResult<SessionId> {
@@ -131,7 +131,7 @@ async fn start(
 ) -> ApiResult<(StatusCode, Json<Run>)> {
     let session = session_for_token(&state, &token).await?;
     let start = RunStart {
-        command: mask_credentials(&body.command),
+        command: mask_secrets(&body.command),
         host: body.host,
     };
     let run_id = uuid::Uuid::new_v4().simple().to_string();

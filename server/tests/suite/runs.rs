@@ -309,15 +309,32 @@ async fn a_runs_routes_refuse_what_is_not_theirs(db: Backend) {
     let post = |path: String, body: Value| server.http.post(server.url(&path)).json(&body).send();
     let started = post(
         base.clone(),
-        json!({"command": "claude ars_secret-token", "host": "h\u{1b}[2J"}),
+        json!({"command": "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx claude ars_secret-token",
+            "host": "h\u{1b}[2J"}),
     )
     .await
     .expect("start");
     assert_eq!(started.status(), 201);
     let run: Value = started.json().await.expect("JSON");
-    assert_eq!(run["command"], "claude ars_…");
+    assert_eq!(run["command"], "OPENAI_API_KEY=sk-proj-… claude ars_…");
     assert_eq!(run["host"], "h");
     let run_id = run["run_id"].as_str().expect("run id").to_owned();
+    // Another service's key the agent prints is kept as what it was, not as the key.
+    let printed = post(
+        format!("{base}/{run_id}/report"),
+        json!({"output": "using ghp_0123456789abcdefghijABCDEFGHIJ0123\n"}),
+    )
+    .await
+    .expect("report");
+    assert!(printed.status().is_success());
+    let output = server
+        .get_json("/api/v1/sessions/routes/output", &server.viewer_key)
+        .await;
+    assert!(
+        output.to_string().contains("using ghp_…")
+            && !output.to_string().contains("0123456789abcdefghij"),
+        "{output}"
+    );
     // A second start while it reports is a conflict.
     let again = post(base.clone(), json!({"command": "x", "host": "h"}))
         .await
