@@ -7,14 +7,15 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    PERMISSION_KEY,
-    question::{Asker, HookQuestion, bounded, clean, form, unfenced},
+    question::{
+        Asker, HookQuestion, bounded, clean, permission_question, reason_and_scope, text_of,
+        unfenced,
+    },
     reply::waited_words,
 };
 use crate::{
     ManagedInputError,
     outward::{OutwardAnswer, PollAction},
-    round::REASON_CHARS,
 };
 
 /// How much of a command, a diff or a tool's input the question shows.
@@ -22,9 +23,6 @@ const SHOWN_CHARS: usize = 6_000;
 /// Bounds on what an agent offers: options, and content items shown.
 const OPTIONS_MAX: usize = 16;
 const CONTENT_SHOWN: usize = 20;
-/// The form field that asks to allow the same for the rest of the run, where the agent offers that.
-const FOR_SESSION: &str = "for_session";
-
 /// A permission request of an ACP agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcpPermission {
@@ -56,14 +54,6 @@ pub struct AcpOption {
 pub struct AcpReply {
     pub result: Value,
     pub note: Option<String>,
-}
-
-fn text_of(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 impl AcpPermission {
@@ -179,28 +169,17 @@ impl AcpPermission {
                 unfenced(&bounded(&clean(&input), SHOWN_CHARS))
             ));
         }
-        let mut properties = json!({
-            "reason": {
-                "type": "string",
-                "title": "Reason, told to the agent (optional)",
-                "maxLength": REASON_CHARS
-            }
-        });
-        if self.offers("allow_always") {
-            properties[FOR_SESSION] = json!({"type": "boolean", "default": false,
-                "title": "Allow calls like this for the rest of the run (the agent asks no more)"});
-        }
-        HookQuestion {
-            asker: Asker {
+        let for_session = self
+            .offers("allow_always")
+            .then_some("Allow calls like this for the rest of the run (the agent asks no more)");
+        permission_question(
+            Asker {
                 server: self.agent.clone(),
                 tool: self.kind.chars().take(60).collect(),
             },
-            key: PERMISSION_KEY,
-            request: form(
-                bounded(&message, SHOWN_CHARS * 2),
-                json!({"type": "object", "properties": properties}),
-            ),
-        }
+            bounded(&message, SHOWN_CHARS * 2),
+            for_session,
+        )
     }
 
     fn offers(&self, kind: &str) -> bool {
@@ -221,25 +200,11 @@ impl AcpPermission {
         who: &str,
         waited: std::time::Duration,
     ) -> AcpReply {
-        let content = answer.content.as_ref();
-        let for_session = content
-            .and_then(|content| content.get(FOR_SESSION))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let (reason, for_session) = reason_and_scope(answer.content.as_ref());
         let what = self.what();
         match (answer.action, &answer.failure_code) {
             (PollAction::Accept, None) => {
-                let note = content
-                    .and_then(|content| content.get("reason"))
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|note| !note.is_empty())
-                    .map(|note| {
-                        format!(
-                            "Anteroom: {who} allowed {what}: {}",
-                            bounded(note, REASON_CHARS)
-                        )
-                    });
+                let note = reason.map(|note| format!("Anteroom: {who} allowed {what}: {note}"));
                 // "For the rest of the run" only when the person chose it; a once-only allow never widens.
                 let kinds: &[&str] = if for_session {
                     &["allow_always", "allow_once"]
@@ -412,7 +377,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::round::ElicitationRequest;
+    use crate::{hooks::question::FOR_SESSION, round::ElicitationRequest};
 
     /// As the real Gemini CLI 0.61 sent it.
     fn gemini() -> Value {

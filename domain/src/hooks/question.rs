@@ -81,21 +81,61 @@ pub fn tool_question(
         call.tool_name,
         shown_input(&call.tool_name, &call.tool_input)
     );
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "reason": {
-                "type": "string",
-                "title": "Reason, shown to the agent (optional)",
-                "maxLength": crate::round::REASON_CHARS
-            }
+    Ok(permission_question(asker, message, None))
+}
+
+/// The key of a permission form's "for the rest of the run" box.
+pub(super) const FOR_SESSION: &str = "for_session";
+
+/// A yes-or-no question with an optional reason for the agent and, where the harness can remember the answer
+/// for the run, a box titled `for_session` to answer the same for the rest of it.
+pub(super) fn permission_question(
+    asker: Asker,
+    message: String,
+    for_session: Option<&str>,
+) -> HookQuestion {
+    let mut properties = json!({
+        "reason": {
+            "type": "string",
+            "title": "Reason, shown to the agent (optional)",
+            "maxLength": crate::round::REASON_CHARS
         }
     });
-    Ok(HookQuestion {
+    if let Some(title) = for_session {
+        properties[FOR_SESSION] = json!({"type": "boolean", "title": title, "default": false});
+    }
+    HookQuestion {
         asker,
         key: PERMISSION_KEY,
-        request: form(message, schema),
-    })
+        request: form(message, json!({"type": "object", "properties": properties})),
+    }
+}
+
+/// What a permission form's answer says besides its action: the person's reason for the agent (trimmed and
+/// bounded, `None` when blank) and whether it holds for the rest of the run.
+pub(super) fn reason_and_scope(
+    content: Option<&serde_json::Map<String, Value>>,
+) -> (Option<String>, bool) {
+    let reason = content
+        .and_then(|content| content.get("reason"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|reason| !reason.is_empty())
+        .map(|reason| bounded(reason, crate::round::REASON_CHARS));
+    let for_session = content
+        .and_then(|content| content.get(FOR_SESSION))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    (reason, for_session)
+}
+
+/// `value[key]` as text, empty when it is not a string.
+pub(super) fn text_of(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The question an MCP server's elicitation becomes: the same form or URL it asked, naming the server.

@@ -2,6 +2,22 @@
 
 use super::*;
 
+/// CPU time (user + system) of every PostgreSQL server process on this machine, from `/proc`.
+fn postgres_cpu_seconds() -> f64 {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    processes
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|name| name.trim() == "postgres")
+        })
+        .map(cpu_seconds)
+        .sum()
+}
+
 impl Bench {
     pub(super) async fn polls(&self) -> Figure {
         eprintln!("bench: polls of pending questions");
@@ -64,7 +80,19 @@ impl Bench {
         eprintln!("bench: question creates");
         // Sixteen sessions per connection, so the per-session create limit never bites.
         let sessions = sessions_with_tokens(self.store.as_ref(), "create", CONNECTIONS * 16).await;
+        let open_before = self.store.open_round_count().await.unwrap_or(0);
+        let postgres_before = postgres_cpu_seconds();
         let creates = create_throughput(self.create_urls(sessions)).await;
+        if matches!(self.data, Data::Postgres(_)) {
+            // What each create costs the database server itself (docs/operations.md#sizing): every PostgreSQL
+            // process on this machine, background writers included, over every create of the run.
+            let created = self.store.open_round_count().await.unwrap_or(0) - open_before;
+            let cpu = postgres_cpu_seconds() - postgres_before;
+            eprintln!(
+                "bench: PostgreSQL's own CPU per create: {:.0} µs ({cpu:.2} s over {created} creates)",
+                cpu / created.max(1) as f64 * 1e6
+            );
+        }
         let row_bytes = self.round_row_bytes().await;
         let bare = bare_inserts(args, row_bytes).await;
         let ratio = creates / bare;

@@ -2,11 +2,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{CodexAsk, CodexReply, FOR_SESSION};
+use super::{CodexAsk, CodexReply};
 use crate::{
-    hooks::{question::bounded, reply::waited_words},
+    hooks::{question::reason_and_scope, reply::waited_words},
     outward::{OutwardAnswer, PollAction},
-    round::REASON_CHARS,
 };
 
 impl CodexAsk {
@@ -19,16 +18,7 @@ impl CodexAsk {
         waited: std::time::Duration,
     ) -> CodexReply {
         let content = answer.content.as_ref();
-        let note = content
-            .and_then(|content| content.get("reason"))
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|note| !note.is_empty())
-            .map(|note| bounded(note, REASON_CHARS));
-        let for_session = content
-            .and_then(|content| content.get(FOR_SESSION))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let (note, for_session) = reason_and_scope(content);
         let what = self.what();
         let unanswered = match (answer.action, &answer.failure_code) {
             (PollAction::Expired, None) => Some(format!(

@@ -3,14 +3,17 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{CodexAsk, FILES_SHOWN, FOR_SESSION, SHOWN_CHARS, Thread};
+use super::{CodexAsk, FILES_SHOWN, SHOWN_CHARS, Thread};
 use crate::{
     ManagedInputError,
     hooks::{
-        HOOK_KEY, PERMISSION_KEY,
-        question::{Asker, HookQuestion, bounded, clean, elicitation_question, form, unfenced},
+        HOOK_KEY,
+        question::{
+            Asker, HookQuestion, bounded, clean, elicitation_question, form, permission_question,
+            unfenced,
+        },
     },
-    round::{ElicitationRequest, REASON_CHARS},
+    round::ElicitationRequest,
 };
 
 impl CodexAsk {
@@ -37,7 +40,7 @@ impl CodexAsk {
                     fenced(command)
                 );
                 push_reason(&mut message, reason);
-                Ok(permission(
+                Ok(permission_question(
                     codex("command"),
                     message,
                     for_session.then_some(
@@ -77,7 +80,7 @@ impl CodexAsk {
                     message.push_str("\n\n(Codex did not say which files.)");
                 }
                 push_reason(&mut message, reason);
-                Ok(permission(
+                Ok(permission_question(
                     codex("file change"),
                     bounded(&message, SHOWN_CHARS * 2),
                     Some("Allow further changes to these files for the rest of the run"),
@@ -100,7 +103,7 @@ impl CodexAsk {
                     server: server.clone(),
                     tool: tool.chars().take(200).collect(),
                 };
-                Ok(permission(asker, message, None))
+                Ok(permission_question(asker, message, None))
             }
             Self::Elicitation { hook, meta, .. } => {
                 let mut question = elicitation_question(hook)?;
@@ -123,7 +126,7 @@ impl CodexAsk {
                     fenced(&shown)
                 );
                 push_reason(&mut message, reason);
-                Ok(permission(
+                Ok(permission_question(
                     codex("permissions"),
                     message,
                     Some("Grant them for the rest of the run, not only this turn"),
@@ -160,26 +163,6 @@ impl CodexAsk {
                 })
             }
         }
-    }
-}
-
-/// A yes-or-no question with an optional reason for the agent and, where Codex offers it, a choice to answer
-/// the same for the rest of the run.
-fn permission(asker: Asker, message: String, for_session: Option<&str>) -> HookQuestion {
-    let mut properties = json!({
-        "reason": {
-            "type": "string",
-            "title": "Reason, shown to the agent (optional)",
-            "maxLength": REASON_CHARS
-        }
-    });
-    if let Some(title) = for_session {
-        properties[FOR_SESSION] = json!({"type": "boolean", "title": title, "default": false});
-    }
-    HookQuestion {
-        asker,
-        key: PERMISSION_KEY,
-        request: form(message, json!({"type": "object", "properties": properties})),
     }
 }
 

@@ -8,7 +8,10 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{ElicitationHook, question::clean};
+use super::{
+    ElicitationHook,
+    question::{clean, text_of},
+};
 use crate::ManagedInputError;
 
 mod answering;
@@ -46,9 +49,6 @@ const FILES_SHOWN: usize = 50;
 /// Bounds on the model's own questions.
 const QUESTIONS_MAX: usize = 10;
 const OPTIONS_MAX: usize = 20;
-/// The form field that asks to accept the same for the rest of the thread, where Codex offers that.
-const FOR_SESSION: &str = "for_session";
-
 /// A server request as the bridge relays it: Codex's method and params, and the item Codex announced before
 /// asking (`item/started`) — a file change's changes are there, not in the request.
 #[derive(Debug, Clone, Deserialize)]
@@ -132,14 +132,6 @@ pub struct UserQuestion {
 pub struct CodexReply {
     pub result: Value,
     pub steer: Option<String>,
-}
-
-fn text_of(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 impl CodexAsk {

@@ -3,6 +3,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
+use crate::hooks::question::FOR_SESSION;
 use crate::{
     hooks::{HOOK_KEY, PERMISSION_KEY, question::Asker},
     outward::{OutwardAnswer, PollAction},
