@@ -53,10 +53,14 @@ impl Client {
         let status = reply.status();
         let body: Value = reply.json().await.unwrap_or_default();
         if !status.is_success() {
-            bail!(
-                "{status}: {}",
-                body["message"].as_str().unwrap_or("no reason given")
-            );
+            return Err(Refused {
+                status,
+                message: body["message"]
+                    .as_str()
+                    .unwrap_or("no reason given")
+                    .to_owned(),
+            }
+            .into());
         }
         Ok(body)
     }
@@ -87,6 +91,14 @@ impl Client {
             .json(body);
         self.send_as(request, token).await
     }
+}
+
+/// Anteroom's refusal of a request: its status and the reason it gave.
+#[derive(Debug, thiserror::Error)]
+#[error("{status}: {message}")]
+pub(super) struct Refused {
+    status: reqwest::StatusCode,
+    message: String,
 }
 
 /// The session the run asks in: its id, producer token, environment block, and the URL people open it at.
@@ -132,7 +144,11 @@ pub(super) async fn take_session(
                     .post(&format!("/api/v1/sessions/{id}/token{query}"), &json!({}))
                     .await?
             }
-            Err(error) if error.to_string().starts_with("404") => {
+            Err(error)
+                if error
+                    .downcast_ref::<Refused>()
+                    .is_some_and(|refused| refused.status == reqwest::StatusCode::NOT_FOUND) =>
+            {
                 register(client, args, id).await?
             }
             Err(error) => return Err(error),
