@@ -404,8 +404,111 @@ async fn an_mcp_servers_question_reaches_a_person_through_codex_and_a_stop_inter
     server.stop().await;
 }
 
+/// Codex's own hooks under its app server, as `mcp-config hooks` installs them in its home (trusted, no bypass
+/// flag): the `PreToolUse` hook asks the person before the command; Codex's approval of the same call then goes
+/// to the `PermissionRequest` hook, which allows it at once (the person already did), so nobody is asked twice
+/// and the bridge is asked nothing; a declined command is blocked with the person's reason.
+async fn codexs_own_hooks_ask_once_under_its_app_server(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    let (api_base, model) = scripted_model(vec![
+        command_call("call_1", "touch made.txt"),
+        command_call("call_2", "touch declined.txt"),
+    ])
+    .await;
+    let place = codex_place(&api_base, "gpt-5.5", "");
+    let installed = std::process::Command::new(env!("CARGO_BIN_EXE_anteroom"))
+        .args([
+            "mcp-config",
+            "hooks",
+            "--timeout",
+            "60",
+            "--public-url",
+            &server.base,
+        ])
+        .arg("--codex-home")
+        .arg(&place.home)
+        .arg(place.home.join("hooks.json"))
+        .output()
+        .expect("anteroom mcp-config hooks");
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let run = run_codex(&server, &place, "codex-hooks");
+
+    let allowed = server.rounds_once("codex-hooks", 1).await.remove(0);
+    assert_eq!(allowed.server.as_deref(), Some("codex"));
+    assert_eq!(
+        allowed.operation_name, "Bash",
+        "asked by the PreToolUse hook"
+    );
+    assert!(
+        asked(&allowed).contains("touch made.txt"),
+        "{}",
+        asked(&allowed)
+    );
+    answer(&server, &allowed, json!({"action_type": "accept"})).await;
+
+    let declined = server
+        .new_round_once("codex-hooks", &[allowed.round_id])
+        .await;
+    assert_eq!(declined.operation_name, "Bash");
+    assert!(
+        asked(&declined).contains("touch declined.txt"),
+        "{}",
+        asked(&declined)
+    );
+    answer(
+        &server,
+        &declined,
+        json!({"action_type": "decline", "reason": "not on a Friday."}),
+    )
+    .await;
+
+    let (code, _, stderr) = ended(run).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(place.work.join("made.txt").exists(), "{stderr}");
+    assert!(!place.work.join("declined.txt").exists(), "{stderr}");
+    assert_eq!(
+        server.rounds_once("codex-hooks", 2).await.len(),
+        2,
+        "one question per call: {stderr}"
+    );
+    // Codex did ask its approval of the allowed call, through the hook, which answered without a question.
+    let metrics = server
+        .http
+        .get(server.url("/metrics"))
+        .bearer_auth(&server.admin_key)
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.lines().any(
+            |line| line.contains("route=\"/hooks/codex/permission-request\"")
+                && line.contains("status=\"200\"")
+                && !line.starts_with('#')
+        ),
+        "{metrics}"
+    );
+    assert!(
+        model
+            .output_of("call_2")
+            .contains("Denied by api key responder in Anteroom: not on a Friday"),
+        "{:?}",
+        model.inputs()
+    );
+    server.stop().await;
+}
+
 anteroom_testkit::on_both_backends_with_mcp_sdks!(
     codexs_commands_and_changes_wait_for_a_person_and_a_decline_says_why,
+    codexs_own_hooks_ask_once_under_its_app_server,
     an_mcp_servers_question_reaches_a_person_through_codex_and_a_stop_interrupts_the_turn,
 );
 
