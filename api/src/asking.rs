@@ -74,10 +74,34 @@ impl HeldQuestion {
             .unwrap_or_else(|_| chrono::Duration::hours(2));
         // Watching before the claim: an answer given from here on wakes the wait.
         let watch = state.events.watch_round(round.round_id);
-        let lease = state
+        let lease = match state
             .store
             .claim_round(round.round_id, owner.clone(), lease_length)
-            .await?;
+            .await
+        {
+            Ok(lease) => lease,
+            Err(error) => {
+                // The question may have ended before this call could claim it (its deadline passed while the
+                // machine stalled or its clock jumped): the call is then told how it ended, as after a wait,
+                // not refused with a conflict.
+                let now = state.store.get_round(round.round_id).await?;
+                if !now.status.is_terminal() {
+                    return Err(error.into());
+                }
+                return Ok((
+                    Self {
+                        round_id: now.round_id,
+                        state,
+                        owner,
+                        // Never used: a call that holds no lease delivers nothing and ends nothing.
+                        token: LeaseToken::from_secret(String::new()),
+                        watch,
+                        armed: false,
+                    },
+                    now,
+                ));
+            }
+        };
         // Claimed first: an answer by a standing rule is then this call's to deliver, like a person's.
         let round = crate::standing::answered_by_rule(&state, round).await;
         Ok((
