@@ -686,10 +686,15 @@ fn counts_of_rounds(selection: &str) -> String {
     )
 }
 
-/// The kept counts since day `$1`, summed over the period for every dimension but the day itself.
-pub const SELECT_RESPONSE_TIME_COUNTS: &str = "SELECT CAST(CASE WHEN dimension = 'd' THEN day ELSE 0 END AS BIGINT), \
-     dimension, subject, ending, CAST(bucket AS BIGINT), CAST(SUM(questions) AS BIGINT) FROM response_time_counts \
-     WHERE day >= $1 GROUP BY 1, 2, 3, 4, 5";
+/// The kept counts since day `$1`, summed over the period for every dimension but the day itself. Both halves
+/// read `response_time_counts_by_subject` in its order, so the sums stream out of the index; grouping the whole
+/// period at once sorted every count of it (5× slower over the bench's 673k counts).
+pub const SELECT_RESPONSE_TIME_COUNTS: &str = "SELECT CAST(0 AS BIGINT), dimension, subject, ending, \
+     CAST(bucket AS BIGINT), CAST(SUM(questions) AS BIGINT) FROM response_time_counts \
+     WHERE dimension IN ('s', 'v', 'p') AND day >= $1 GROUP BY dimension, subject, ending, bucket \
+     UNION ALL SELECT CAST(day AS BIGINT), dimension, subject, ending, CAST(bucket AS BIGINT), \
+     CAST(SUM(questions) AS BIGINT) FROM response_time_counts \
+     WHERE dimension = 'd' AND day >= $1 GROUP BY day, dimension, subject, ending, bucket";
 
 /// Kept counts older than the page's longest period (`$1` is its first day).
 pub const PURGE_RESPONSE_TIME_COUNTS: &str = "DELETE FROM response_time_counts WHERE day < $1";
