@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::{
     acp::{Agent, Harness, ready_agent},
-    codex_app::ended,
-    hooks::{hold, post},
+    codex_app::{asked, ended},
+    hooks::{held_reply, hold, post},
 };
 
 /// Answers the session's next question (after `before`) with `answer` and returns the round.
@@ -30,28 +30,11 @@ async fn answer_next(
     round
 }
 
-async fn reply_of(held: tokio::task::JoinHandle<reqwest::Response>) -> Value {
-    let reply = held.await.expect("the hook request");
-    assert_eq!(reply.status(), 200);
-    let text = reply.text().await.expect("body");
-    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{error}: {text}"))
-}
-
 /// A reply with no decision: an empty 200, the harness goes on as it would without the hook.
 async fn no_decision(request: reqwest::RequestBuilder) {
     let reply = request.send().await.expect("POST");
     assert_eq!(reply.status(), 200);
     assert_eq!(reply.text().await.expect("body"), "");
-}
-
-fn asked(round: &anteroom_store::domain::round::Round) -> String {
-    round
-        .requests
-        .values()
-        .next()
-        .expect("request")
-        .message()
-        .to_owned()
 }
 
 /// Qwen Code's event, as its `http` hooks post it.
@@ -97,7 +80,7 @@ async fn qwen_asks_in_yolo_mode_and_on_its_permission_requests(db: Backend) {
         asked(&round)
     );
     assert_eq!(
-        reply_of(held).await,
+        held_reply::<Value>(held).await,
         json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
             "permissionDecisionReason": "Allowed by api key responder in Anteroom."}})
     );
@@ -120,7 +103,7 @@ async fn qwen_asks_in_yolo_mode_and_on_its_permission_requests(db: Backend) {
     )
     .await;
     assert_eq!(
-        reply_of(held).await,
+        held_reply::<Value>(held).await,
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
             "behavior": "deny", "message": "Denied by api key responder in Anteroom: not on a Friday."}}})
     );
@@ -158,7 +141,7 @@ async fn codex_asks_once_for_a_call_its_pre_tool_use_hook_allowed(db: Backend) {
         json!({"action_type": "accept"}),
     )
     .await;
-    reply_of(held).await;
+    held_reply::<Value>(held).await;
     let allow = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
         "decision": {"behavior": "allow"}}});
     let again = post(
@@ -193,7 +176,7 @@ async fn codex_asks_once_for_a_call_its_pre_tool_use_hook_allowed(db: Backend) {
     .await;
     assert_eq!(second.server.as_deref(), Some("codex"));
     assert_eq!(
-        reply_of(held).await,
+        held_reply::<Value>(held).await,
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
             "behavior": "deny", "message": "Denied by api key responder in Anteroom: not on a Friday."}}})
     );
@@ -236,7 +219,7 @@ async fn copilot_pre_tool_use_asks_the_policys_calls_and_passes_the_rest(db: Bac
     assert_eq!(round.server.as_deref(), Some("copilot"));
     assert_eq!(round.operation_name, "Bash");
     assert_eq!(
-        reply_of(held).await,
+        held_reply::<Value>(held).await,
         json!({"permissionDecision": "allow",
             "permissionDecisionReason": "Allowed by api key responder in Anteroom."})
     );
@@ -269,7 +252,7 @@ async fn cursor_events_each_read_as_the_call_they_make(db: Backend) {
         "{}",
         asked(&first)
     );
-    assert_eq!(reply_of(held).await["permission"], "allow");
+    assert_eq!(held_reply::<Value>(held).await["permission"], "allow");
 
     // An MCP tool, its input as the JSON text some versions send: always asked.
     let mut mcp = common("beforeMCPExecution");
@@ -292,7 +275,7 @@ async fn cursor_events_each_read_as_the_call_they_make(db: Backend) {
     );
     let reason = "Denied by api key responder in Anteroom: not the prod database.";
     assert_eq!(
-        reply_of(held).await,
+        held_reply::<Value>(held).await,
         json!({"permission": "deny", "user_message": reason, "agent_message": reason})
     );
 
@@ -348,7 +331,11 @@ async fn gemini_before_tool_can_only_refuse(db: Backend) {
     )
     .await;
     assert_eq!(first.server.as_deref(), Some("gemini"));
-    assert_eq!(reply_of(held).await, json!({}), "an allow is no decision");
+    assert_eq!(
+        held_reply::<Value>(held).await,
+        json!({}),
+        "an allow is no decision"
+    );
     let held = hold(post(
         &server,
         &env.token,
@@ -367,7 +354,7 @@ async fn gemini_before_tool_can_only_refuse(db: Backend) {
     .await;
     assert_eq!(second.operation_name, "Edit");
     assert_eq!(
-        reply_of(held).await,
+        held_reply::<Value>(held).await,
         json!({"decision": "deny", "reason": "Denied by api key responder in Anteroom."})
     );
     server.stop().await;
