@@ -1,18 +1,24 @@
 // Lighthouse (npm `lighthouse`) over the release build, for `cargo xtask bench`: the attention queue and a
 // session page with an open question, as a signed-in person sees them, in Debian's Chromium, offline (the
 // server is on loopback and the pages load nothing from elsewhere). Prints one Markdown row per page and form
-// factor, and exits 1 when accessibility or best practices is below 100 or performance below 95.
+// factor, and exits 1 when a page misses a goal of GOALS.
 //
-//   node lighthouse.mjs --binary ../../target/release/anteroom --site ../../target/site  (from end2end/lighthouse/)
+//   node lighthouse.mjs --binary ../../target/release/anteroom --site ../../target/site [--reports DIR]
+//   (from end2end/lighthouse/)
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import lighthouse from "lighthouse";
 import desktopConfig from "lighthouse/core/config/desktop-config.js";
 
-const GOALS = { performance: 95, accessibility: 100, "best-practices": 100 };
+// Issue 47: mobile performance 98 or more (LCP 1.5 s and TBT 100 ms under Lighthouse's simulated 4G and 4x
+// CPU), desktop 100; accessibility, best practices and SEO 100 on both.
+const GOALS = {
+  mobile: { performance: 98, accessibility: 100, "best-practices": 100, seo: 100 },
+  desktop: { performance: 100, accessibility: 100, "best-practices": 100, seo: 100 },
+};
 const PASSWORD = "lighthouse-password-1";
 
 function option(name) {
@@ -48,6 +54,8 @@ async function until(what, check) {
 }
 
 const binary = option("--binary");
+// `--reports DIR` keeps each run's full Lighthouse result (JSON) there, to see why a metric is what it is.
+const reports = process.argv.includes("--reports") ? option("--reports") : undefined;
 const site = option("--site");
 const folder = mkdtempSync(join(tmpdir(), "anteroom-lighthouse-"));
 const port = await freePort();
@@ -117,8 +125,8 @@ try {
   const cookie = signIn.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
   if (!cookie) throw new Error(`lighthouse: sign-in failed (${signIn.status})`);
 
-  console.log("| page | form factor | performance | accessibility | best practices | SEO | met |");
-  console.log("| --- | --- | ---: | ---: | ---: | ---: | --- |");
+  console.log("| page | form factor | performance | FCP | LCP | TBT | accessibility | best practices | SEO | met |");
+  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
   for (const [name, path] of [
     ["attention queue", "/"],
     ["session page, open question", "/sessions/deploy-bot"],
@@ -132,15 +140,25 @@ try {
         { port: debugPort, logLevel: "error", extraHeaders: { Cookie: cookie } },
         config,
       );
+      if (reports) {
+        mkdirSync(reports, { recursive: true });
+        const file = `${name.replace(/\W+/g, "-")}-${formFactor}.json`;
+        writeFileSync(join(reports, file), JSON.stringify(result?.lhr ?? {}, null, 1));
+      }
       const categories = result?.lhr?.categories ?? {};
       const score = (id) => Math.round((categories[id]?.score ?? 0) * 100);
-      const met = Object.entries(GOALS).every(([id, goal]) => score(id) >= goal);
+      const goals = GOALS[formFactor];
+      const met = Object.entries(goals).every(([id, goal]) => score(id) >= goal);
       failed ||= !met;
+      const metric = (id) => {
+        const value = result?.lhr?.audits?.[id]?.numericValue;
+        return value === undefined ? "–" : `${Math.round(value).toLocaleString("en")} ms`;
+      };
       console.log(
-        `| ${name} | ${formFactor} | ${score("performance")} | ${score("accessibility")} | ${score("best-practices")} | ${score("seo")} | ${met ? "yes" : "**no**"} |`,
+        `| ${name} | ${formFactor} | ${score("performance")} | ${metric("first-contentful-paint")} | ${metric("largest-contentful-paint")} | ${metric("total-blocking-time")} | ${score("accessibility")} | ${score("best-practices")} | ${score("seo")} | ${met ? "yes" : "**no**"} |`,
       );
       if (!met) {
-        for (const [id, goal] of Object.entries(GOALS)) {
+        for (const [id, goal] of Object.entries(goals)) {
           if (score(id) >= goal) continue;
           const audits = (categories[id]?.auditRefs ?? [])
             .map((ref) => result.lhr.audits[ref.id])

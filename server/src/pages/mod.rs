@@ -166,6 +166,7 @@ fn is_asset_or_probe(path: &str) -> bool {
             "/manifest.webmanifest",
             "/sw.js",
             "/reach.js",
+            "/robots.txt",
             "/healthz",
             "/readyz",
             "/metrics",
@@ -515,6 +516,7 @@ mod tests {
         assert!(!is_private_page("/api/v1/sessions"));
         // Assets and probes are served without reading the browser session; the API needs it.
         assert!(is_asset_or_probe("/pkg/anteroom_bg.wasm") && is_asset_or_probe("/healthz"));
+        assert!(!is_private_page("/robots.txt"));
         assert!(!is_asset_or_probe("/api/v1/events") && !is_asset_or_probe("/fn/answer"));
     }
 

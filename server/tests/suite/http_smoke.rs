@@ -151,11 +151,17 @@ async fn pages_name_the_fingerprinted_bundle_which_is_sent_precompressed_and_cac
     let html = page.text().await.expect("HTML");
     for linked in [
         r#"href="/pkg/anteroom-fedcba9876543210.css""#,
-        r#"href="/pkg/anteroom-0123456789abcdef.js""#,
-        r#"href="/pkg/anteroom-0123456789abcdef_bg.wasm""#,
+        r#"import("/pkg/anteroom-0123456789abcdef.js")"#,
+        r#"module_or_path: "/pkg/anteroom-0123456789abcdef_bg.wasm""#,
+        // The bundle is fetched once the page has been painted, so nothing in <head> preloads it.
+        "requestAnimationFrame(() => setTimeout(start, 0));",
     ] {
-        assert!(html.contains(linked), "the page links {linked}");
+        assert!(html.contains(linked), "the page names {linked}: {html}");
     }
+    assert!(
+        !html.contains("rel=\"modulepreload\"") && !html.contains("rel=\"preload\""),
+        "the bundle does not compete with the page for its first paint: {html}"
+    );
 
     let compressed_page = client
         .get(format!("{}/login", server.base))
