@@ -198,6 +198,21 @@ pub fn scope_of(
     scope
 }
 
+/// Who answers a question from what is stored about it: its assignment, its session's settings (`None`: the
+/// session has none) and how many escalation steps it reached. Empty: everyone whose role answers.
+pub fn scope_for(
+    assigned: Option<&Responder>,
+    session: Option<&SessionSettings>,
+    server: Option<&str>,
+    reached: usize,
+) -> Vec<Responder> {
+    match (assigned, session) {
+        (assigned, Some(settings)) => scope_of(assigned, settings, server, reached),
+        (Some(assigned), None) => vec![assigned.clone()],
+        (None, None) => Vec::new(),
+    }
+}
+
 /// Who answers each open question of a queue, read once for the whole queue: what the page shows ("for
 /// platform-oncall") and filters "Mine" by.
 #[derive(Debug, Clone, Default)]
@@ -211,17 +226,12 @@ pub struct TeamView {
 impl TeamView {
     /// Who answers `round` (empty: everyone whose role answers).
     pub fn scope(&self, round: &Round) -> Vec<Responder> {
-        let reached = self.reached.get(&round.round_id).copied().unwrap_or(0);
-        match (
+        scope_for(
             self.assignments.get(&round.round_id),
             self.sessions.get(&round.session_id),
-        ) {
-            (assigned, Some(settings)) => {
-                scope_of(assigned, settings, round.server.as_deref(), reached)
-            }
-            (Some(assigned), None) => vec![assigned.clone()],
-            (None, None) => Vec::new(),
-        }
+            round.server.as_deref(),
+            self.reached.get(&round.round_id).copied().unwrap_or(0),
+        )
     }
 }
 

@@ -243,6 +243,8 @@ pub struct QueueEntry {
 pub struct AttentionItem {
     pub entry: QueueEntry,
     pub oldest_open: Option<crate::domain::round::Round>,
+    /// Who answers the oldest open question (empty: everyone whose role answers, or nothing open).
+    pub responders: Vec<crate::domain::responders::Responder>,
     /// Its latest run's state, when `anteroom run` ever ran it (`needs_input` is the session's status).
     pub run_state: Option<crate::domain::run::RunState>,
 }

@@ -340,6 +340,8 @@ pub struct AttentionRow {
     #[sqlx(flatten)]
     pub queued: QueueRow,
     pub oldest_round: Option<String>,
+    /// The session's `session_settings` row as a JSON array, when it has one.
+    pub team_settings: Option<String>,
     /// The session's run under `anteroom run`, by its stored state.
     pub run_state: Option<String>,
     pub any_due: bool,

@@ -1,12 +1,18 @@
 //! Sessions and their producer tokens.
 
-use super::{SqlStore, rows::rows_to_rounds, session_not_found};
+use super::{
+    SqlStore,
+    rows::rows_to_rounds,
+    session_not_found,
+    teams::{SettingsRow, assignee, settings_read},
+};
 use crate::{
     AgentSessionStore, AttentionItem, Backend, QueueEntry, StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
         audit::NewAuditEntry,
         ids::SessionId,
+        responders::scope_for,
         round::Round,
         run::RunState,
         session::{NewSession, Session},
@@ -59,19 +65,38 @@ impl<D: Dialect> AgentSessionStore for SqlStore<D> {
         }
         rows.into_iter()
             .map(|row| {
-                let oldest_open = match row.oldest_round {
+                let corrupt = |what: &str, error: serde_json::Error| {
+                    StoreError::Corrupt(format!("the queue's {what}: {error}"))
+                };
+                let (oldest_open, responders) = match row.oldest_round {
                     Some(json) => {
-                        let round: RoundRow = serde_json::from_str(&json).map_err(|error| {
-                            StoreError::Corrupt(format!("the queue's oldest question: {error}"))
-                        })?;
-                        Some(self.seen(round.into_round()?))
+                        let (round, assigned, reached): (RoundRow, Option<String>, i64) =
+                            serde_json::from_str(&json)
+                                .map_err(|error| corrupt("oldest question", error))?;
+                        let round = self.seen(round.into_round()?);
+                        let settings = match row.team_settings {
+                            Some(json) => Some(settings_read(
+                                serde_json::from_str::<SettingsRow>(&json)
+                                    .map_err(|error| corrupt("session settings", error))?,
+                            )?),
+                            None => None,
+                        };
+                        let assigned = assigned.as_deref().map(assignee).transpose()?;
+                        let responders = scope_for(
+                            assigned.as_ref(),
+                            settings.as_ref(),
+                            round.server.as_deref(),
+                            usize::try_from(reached).unwrap_or(0),
+                        );
+                        (Some(round), responders)
                     }
-                    None => None,
+                    None => (None, Vec::new()),
                 };
                 Ok(AttentionItem {
                     run_state: row.run_state.as_deref().and_then(RunState::parse),
                     entry: queue_entry(row.queued)?,
                     oldest_open,
+                    responders,
                 })
             })
             .collect()

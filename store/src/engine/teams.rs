@@ -67,7 +67,7 @@ pub(super) fn team_columns(settings: &SessionSettings) -> StoreResult<TeamColumn
 }
 
 /// A `session_settings` row as read: its channel, then its team columns.
-type SettingsRow = (
+pub(super) type SettingsRow = (
     Option<String>,
     Option<String>,
     Option<String>,
@@ -75,7 +75,7 @@ type SettingsRow = (
     Option<i64>,
 );
 
-fn settings_read(
+pub(super) fn settings_read(
     (slack_channel, responders, servers, escalation, nobody): SettingsRow,
 ) -> StoreResult<SessionSettings> {
     Ok(SessionSettings {
@@ -97,7 +97,7 @@ type SessionSettingsRow = (
     Option<i64>,
 );
 
-fn assignee(text: &str) -> StoreResult<Responder> {
+pub(super) fn assignee(text: &str) -> StoreResult<Responder> {
     Responder::parse(text).map_err(|error| StoreError::Corrupt(format!("assignee: {error}")))
 }
 

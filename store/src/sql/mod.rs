@@ -200,14 +200,23 @@ macro_rules! queue_order {
 }
 
 /// The attention queue in one statement: [`SELECT_QUEUE`]'s sessions (`$2` of them), each with its oldest
-/// pending question as a JSON array in [`ROUND_COLUMNS`] order, and whether [`ANY_DUE`] finds anything at `$1`
-/// (then the reader expires and reads again, so no question past its deadline is shown open).
+/// pending question as a JSON array (the round in [`ROUND_COLUMNS`] order, whom an admin handed it to, and how
+/// many escalation steps it climbed), the session's settings as a JSON array (channel, responders, server
+/// responders, ladder, "nobody available" minutes), and whether [`ANY_DUE`] finds anything at `$1` (then the
+/// reader expires and reads again, so no question past its deadline is shown open). Who answers each question
+/// comes with it, so a live reading of the queue is this one statement, not one more per team table.
 fn queue_with_oldest(function: &str, as_text: &str) -> String {
     format!(
         concat!(
             "SELECT sessions.*, \
-             (SELECT {round} FROM rounds r WHERE r.session_id = sessions.id AND r.status = 'pending' \
+             (SELECT {function}({round}, \
+             (SELECT a.assignee FROM round_assignments a WHERE a.round_id = r.round_id), \
+             (SELECT COUNT(*) FROM escalations e WHERE e.round_id = r.round_id)) \
+             FROM rounds r WHERE r.session_id = sessions.id AND r.status = 'pending' \
              ORDER BY r.created_at_ms, r.round_id LIMIT 1){as_text} AS oldest_round, \
+             (SELECT {function}(ss.slack_channel, ss.responders, ss.server_responders, ss.escalation, \
+             ss.nobody_available_after_minutes) FROM session_settings ss \
+             WHERE ss.session_id = sessions.id){as_text} AS team_settings, \
              (SELECT state FROM session_runs sr WHERE sr.session_id = sessions.id) AS run_state, \
              EXISTS (SELECT 1 FROM rounds WHERE ",
             due_at_1!(),
@@ -215,6 +224,7 @@ fn queue_with_oldest(function: &str, as_text: &str) -> String {
             queue_order!(),
             " LIMIT $2"
         ),
+        function = function,
         round = round_json(function, "r.", |_| None),
         as_text = as_text,
     )

@@ -24,6 +24,27 @@ fn responder(raw: &str) -> Responder {
     Responder::parse(raw).expect("responder")
 }
 
+/// Who answers `round` as the attention queue reads it, in its one statement, checked against the team view
+/// (the session page's and the answer rule's reading): the two must never disagree.
+async fn queue_agrees(h: &Harness, round: &anteroom_store::domain::round::Round) -> Vec<Responder> {
+    let view = h.store.team_view().await.expect("view");
+    let queue = h.store.attention_queue(200).await.expect("queue");
+    let item = queue
+        .iter()
+        .find(|item| {
+            item.oldest_open
+                .as_ref()
+                .is_some_and(|open| open.round_id == round.round_id)
+        })
+        .expect("the round is its session's oldest open question");
+    assert_eq!(
+        item.responders,
+        view.scope(round),
+        "the queue and the team view agree"
+    );
+    item.responders.clone()
+}
+
 async fn groups_keep_their_members_and_refuse_the_unknown(h: &Harness) {
     for name in ["rita", "sam"] {
         h.store
@@ -235,6 +256,7 @@ async fn only_a_questions_responders_may_answer_it(h: &Harness) {
     assert!(!h.store.may_answer(&key, &round).await.expect("rule"));
     let view = h.store.team_view().await.expect("view");
     assert_eq!(view.scope(&round), vec![responder("user:sam")]);
+    assert_eq!(queue_agrees(h, &round).await, vec![responder("user:sam")]);
     assert_eq!(view.scope(&billing), vec![responder("user:sam")]);
 
     // Handed back: the session's list again.
@@ -250,6 +272,7 @@ async fn only_a_questions_responders_may_answer_it(h: &Harness) {
     );
     let view = h.store.team_view().await.expect("view");
     assert_eq!(view.scope(&round), read.responders);
+    assert_eq!(queue_agrees(h, &round).await, read.responders);
 
     // Leaving the group ends the right at once.
     h.store
@@ -348,6 +371,10 @@ async fn a_question_nobody_answers_climbs_its_ladder_once_then_ends_honestly(h: 
     let view = h.store.team_view().await.expect("view");
     assert_eq!(
         view.scope(&round),
+        vec![responder("group:oncall"), responder("group:leads")]
+    );
+    assert_eq!(
+        queue_agrees(h, &round).await,
         vec![responder("group:oncall"), responder("group:leads")]
     );
 

@@ -14,19 +14,15 @@ const QUEUE_LIMIT: u32 = 200;
 
 /// The attention queue, with each waiting session's oldest question.
 async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
+    // One statement: who answers each question comes with it.
     let queue = store.attention_queue(QUEUE_LIMIT).await?;
-    // Who answers each question, for the whole queue in two readings (none when nothing waits).
-    let team = if queue.iter().any(|item| item.oldest_open.is_some()) {
-        store.team_view().await?
-    } else {
-        TeamView::default()
-    };
     let items = queue
         .into_iter()
         .map(
             |AttentionItem {
                  entry,
                  oldest_open,
+                 responders,
                  run_state,
              }| {
                 let question = oldest_open.as_ref().map(|round| QuestionPreview {
@@ -41,7 +37,7 @@ async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
                     asked_ms: ms(round.created_at),
                     deadline_ms: ms(round.deadline),
                     askers_deadline: round.deadline_is_askers(),
-                    responders: team.scope(round),
+                    responders,
                     same_as: QuestionMatch::of(round).ok().map(|question| question.key()),
                 });
                 QueueItem {
