@@ -168,3 +168,13 @@ test("the queue comes with the event stream, and a session page fetches again on
   expect(fetched.session - before).toBeGreaterThanOrEqual(1);
   expect(fetched.session - before).toBeLessThanOrEqual(2);
 });
+
+test("a page opened in a background tab goes live without being shown, so it can notify", async ({ page }) => {
+  // A hidden tab paints nothing and runs no animation frame until someone looks at it.
+  await page.addInitScript(() => {
+    Object.defineProperty(document, "visibilityState", { get: () => "hidden" });
+    window.requestAnimationFrame = () => 0;
+  });
+  await signIn(page, "rita");
+  await live(page);
+});

@@ -64,20 +64,29 @@ pub fn shell(options: LeptosOptions, stylesheet: String) -> impl IntoView {
 /// compete with the page for the first paint (Lighthouse mobile: LCP 3.0 s against a first paint of 1.0 s).
 /// The page needs no script to be read or answered, so the bundle waits for the first frame; a `setTimeout`
 /// between instantiating the wasm and hydrating splits that work into two tasks, so neither blocks input as
-/// long. The paths are the only names in the page ending in `.js` and `.wasm` under `/pkg/`.
+/// long. A tab opened in the background paints nothing and runs no animation frame until it is shown, yet its
+/// live connection is what notifies the person of a new question: it starts at once, and so does a page hidden
+/// before its first frame. The paths are the only names in the page ending in `.js` and `.wasm` under `/pkg/`.
 #[component]
 fn HydrateAfterFirstPaint(options: LeptosOptions) -> impl IntoView {
     let nonce = leptos::nonce::use_nonce();
     let stem = format!("/{}/{}", options.site_pkg_dir, options.output_name);
     // Both names are plain file names (the server checks the manifest's), so they need no escaping in a string.
     let script = format!(
-        "const start = async () => {{\
+        "let started = false;\
+         const start = async () => {{\
+         if (started) return;\
+         started = true;\
          const bundle = await import(\"{stem}.js\");\
          await bundle.default({{ module_or_path: \"{stem}_bg.wasm\" }});\
          await new Promise((done) => setTimeout(done, 0));\
          bundle.hydrate();\
          }};\
-         requestAnimationFrame(() => setTimeout(start, 0));"
+         if (document.visibilityState === \"hidden\") start();\
+         else {{\
+         document.addEventListener(\"visibilitychange\", start, {{ once: true }});\
+         requestAnimationFrame(() => setTimeout(start, 0));\
+         }}"
     );
     view! { <script type="module" nonce=nonce>{script}</script> }
 }
