@@ -185,10 +185,7 @@ pub fn workspace_root() -> PathBuf {
 
 /// Runs a command to completion (in the workspace root unless it names a folder), failing if it fails.
 pub fn run(command: &mut Command) -> Result<()> {
-    let shown = format!("{command:?}");
-    if command.get_current_dir().is_none() {
-        command.current_dir(workspace_root());
-    }
+    let shown = in_workspace(command);
     let status = command
         .status()
         .with_context(|| format!("cannot start {shown}"))?;
@@ -196,6 +193,14 @@ pub fn run(command: &mut Command) -> Result<()> {
         bail!("{shown} failed ({status})");
     }
     Ok(())
+}
+
+/// Runs `command` in the workspace root unless it names a folder; how it reads in an error.
+fn in_workspace(command: &mut Command) -> String {
+    if command.get_current_dir().is_none() {
+        command.current_dir(workspace_root());
+    }
+    format!("{command:?}")
 }
 
 /// A `cargo` command using the same cargo that runs this task.
@@ -282,24 +287,17 @@ fn runs_of(args: &[String]) -> Result<(usize, Vec<String>)> {
     let Some(at) = args.iter().position(|arg| arg == "--runs") else {
         return Ok((1, args.to_vec()));
     };
-    let runs = args
-        .get(at + 1)
-        .and_then(|count| count.parse::<usize>().ok())
-        .filter(|count| (1..=20).contains(count))
-        .context("--runs takes a number of runs from 1 to 20")?;
+    let runs = positive(args.get(at + 1), "--runs", "runs")?;
     let mut rest = args.to_vec();
     rest.drain(at..=at + 1);
-    Ok((runs, rest))
+    Ok((usize::try_from(runs)?, rest))
 }
 
 /// Runs a command, printing its standard output as it comes and keeping it; whether it succeeded. A
 /// benchmark that misses a goal exits non-zero (Lighthouse does), and the other runs still have to happen.
 fn run_printing(command: &mut Command) -> Result<(String, bool)> {
     use std::io::{BufRead, BufReader};
-    let shown = format!("{command:?}");
-    if command.get_current_dir().is_none() {
-        command.current_dir(workspace_root());
-    }
+    let shown = in_workspace(command);
     let mut child = command
         .stdout(std::process::Stdio::piped())
         .spawn()

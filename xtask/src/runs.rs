@@ -4,12 +4,23 @@
 use std::collections::BTreeMap;
 
 /// One Markdown table of a benchmark's printout: its header, and its rows in the order they came.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Table {
     header: Vec<String>,
     /// How many leading cells name a row (1, or 2 for Lighthouse's page and form factor).
     key_columns: usize,
-    rows: Vec<(String, Vec<String>)>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// The name `row` is found by in another run's table.
+    fn key(&self, row: &[String]) -> String {
+        row.iter()
+            .take(self.key_columns)
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
 }
 
 /// The cells of a Markdown table line, trimmed; `None` for a line that is not one.
@@ -51,12 +62,7 @@ fn tables(output: &str) -> Vec<Table> {
         at += 2;
         while at < lines.len() && !starts_table(at) {
             let Some(row) = cells(lines[at]) else { break };
-            let key = if keyed_by_two {
-                format!("{} | {}", row[0], row.get(1).map_or("", String::as_str))
-            } else {
-                row[0].clone()
-            };
-            table.rows.push((key, row));
+            table.rows.push(row);
             at += 1;
         }
         found.push(table);
@@ -79,24 +85,23 @@ pub fn combine(outputs: &[String]) -> String {
     };
     let mut printed = String::new();
     for table in first {
-        let others: Vec<BTreeMap<&str, &Vec<String>>> = runs
+        let others: Vec<BTreeMap<String, &Vec<String>>> = runs
             .iter()
             .map(|tables| {
                 tables
                     .iter()
                     .filter(|other| other.header == table.header)
-                    .flat_map(|other| other.rows.iter().map(|(key, row)| (key.as_str(), row)))
+                    .flat_map(|other| other.rows.iter().map(|row| (other.key(row), row)))
                     .collect()
             })
             .collect();
         let last = table.header.len() - 1;
         printed.push_str(&format!("| {} |\n", table.header.join(" | ")));
         printed.push_str(&format!("|{}\n", " --- |".repeat(table.header.len())));
-        for (key, named) in &table.rows {
-            let each: Vec<Option<&Vec<String>>> = others
-                .iter()
-                .map(|rows| rows.get(key.as_str()).copied())
-                .collect();
+        for named in &table.rows {
+            let key = table.key(named);
+            let each: Vec<Option<&Vec<String>>> =
+                others.iter().map(|rows| rows.get(&key).copied()).collect();
             let mut line = Vec::with_capacity(table.header.len());
             line.extend(named.iter().take(table.key_columns).cloned());
             for column in table.key_columns..last {
