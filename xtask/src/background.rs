@@ -1,6 +1,7 @@
-//! Installs that wait on the network or the disk more than on a core (Debian's Chromium, the npm and PyPI test
-//! packages) run on threads of their own while the compiler has both cores; each writes its own log, shown only
-//! when it fails, so the build's output stays readable.
+//! Work beside the foreground: installs that wait on the network or the disk more than on a core (Debian's
+//! Chromium, the npm and PyPI test packages) while the compiler has both cores, and test suites that wait more
+//! than they compute beside the longest one. Each writes its own log, shown when it fails (or, for tests, when it
+//! ends), so the build's output stays readable.
 
 use std::{
     fs,
@@ -46,6 +47,17 @@ impl Install {
         Self { name, log, thread }
     }
 
+    /// Waits for the work to end and prints its log, whether it failed or not (for work whose output is a
+    /// report, such as tests run beside others). Returns how long it ran.
+    pub fn finish_showing_log(self) -> Result<Duration> {
+        let log = self.log.clone();
+        let outcome = self.finish();
+        if outcome.is_ok() {
+            println!("{}", fs::read_to_string(&log).unwrap_or_default());
+        }
+        outcome
+    }
+
     /// Waits for the install to end; a failure carries its log. Returns how long it ran.
     pub fn finish(self) -> Result<Duration> {
         let (outcome, took) = self.thread.join().unwrap_or_else(|_| {
@@ -70,6 +82,16 @@ impl Install {
 pub struct Log(PathBuf);
 
 impl Log {
+    /// Appends `text` to this log.
+    pub fn write(&self, text: &str) -> Result<()> {
+        use std::io::Write as _;
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&self.0)
+            .and_then(|mut file| file.write_all(text.as_bytes()))
+            .with_context(|| format!("cannot write {}", self.0.display()))
+    }
+
     /// Runs `command` to completion with its output appended to this log, failing if it fails.
     pub fn run(&self, command: &mut std::process::Command) -> Result<()> {
         let shown = format!("{command:?}");

@@ -5,7 +5,8 @@
 //! its `check`), so the workspace's crates are linted while they are compiled for the tests, and the
 //! dependencies, which clippy does not lint, are built once instead of once for `check` and again for `test`.
 //! The browser bundle is linted the same way while it is built for the Playwright tests. Installs that wait on
-//! the network (Chromium, npm, PyPI) run in the background meanwhile.
+//! the network (Chromium, npm, PyPI) run in the background meanwhile, and so do every crate's tests but the
+//! server's, beside the server's.
 
 use std::{
     env,
@@ -23,6 +24,9 @@ use crate::{Profile, background::Install, cargo, run, site, step, tools, workspa
 /// Crates built from `vendor/` instead of crates.io (vendor/README.md): each must still be the one the build
 /// uses, since cargo only warns when a `[patch]` stops applying.
 const VENDORED: &[&str] = &["tachys"];
+
+/// The crate whose tests run in the foreground of `cargo xtask test` (the others run beside them).
+const SERVER_PACKAGE: &str = "anteroom-server";
 
 /// Schemathesis's budget in `cargo xtask test`: a smoke run of every operation (`cargo xtask fuzz` runs longer).
 const API_FUZZ_SECONDS: u64 = 20;
@@ -88,18 +92,11 @@ fn every_check() -> Result<()> {
 
     step("unit and integration tests");
     waited("the MCP SDK test packages", mcp_sdks)?;
-    let mut tests = cargo();
-    if env::var_os("RUST_TEST_THREADS").is_none() {
-        // Most tests wait on sockets, timers and child processes more than on a core: three at a time on two
-        // cores took the run from 95 s to 77 s; eight made timing-sensitive tests fail.
-        tests.env("RUST_TEST_THREADS", "3");
-    }
     waited("the wasm32 target", wasm_target)?;
     // The release bundle compiles while the tests run: they wait on sockets, timers and child processes more
     // than on a core, and its compile (LTO, one codegen unit) is mostly one core's work. At the lowest priority
     // (nice 19), so it takes what the tests leave: at nice 10 a fresh-clone run saw a test wait over 20 s for a
-    // harness process to start. It builds in a target directory of its own (site::bundle_target_dir):
-    // `cargo test` releases `target/` once its tests start, but a compile holding it would hold the tests back.
+    // harness process to start. It builds in a target directory of its own (site::bundle_target_dir).
     let bundle_compile = Install::start("release bundle compile", |log| {
         let compile = site::bundle_compile(Profile::Release, true);
         let mut niced = Command::new("nice");
@@ -114,12 +111,39 @@ fn every_check() -> Result<()> {
             );
         log.run(&mut niced)
     });
-    let tests_outcome = run(linted(&mut tests)
-        .args(["test", "--workspace", "--exclude", "xtask"])
-        .envs(tools::mcp_sdk_environment()));
+    // The server's suite is the longest, and it waits on sockets, timers and harness processes more than it
+    // computes (alone: 160 s for 198 s of CPU); every other test executable (the store suite on both backends,
+    // wrap's, the unit tests: 70 s after it when run in turn) runs beside it, its output shown when it ends.
+    // The executables are the ones the workspace build made: `cargo test --package` alone would unify features
+    // differently and compile the server's tests a second time.
+    let (server_suites, other_suites): (Vec<_>, Vec<_>) = test_executables()?
+        .into_iter()
+        .partition(|test| test.package == SERVER_PACKAGE);
+    let other_tests = Install::start("the other crates' tests", move |log| {
+        for test in &other_suites {
+            log.write(&format!("\n     Running {}\n", test.shown()))?;
+            log.run(&mut test.command("2"))?;
+        }
+        Ok(())
+    });
+    let mut tests_outcome = Ok(());
+    for test in &server_suites {
+        println!("\n     Running {}", test.shown());
+        tests_outcome = tests_outcome.and(run(&mut test.command("3")));
+    }
+    let others_outcome = other_tests.finish_showing_log();
     let compiled = waited("the release bundle's compile", bundle_compile);
     tests_outcome?;
+    others_outcome?;
     compiled?;
+
+    // Schemathesis needs only the server the test build made, and the steps up to Playwright (wasm-opt and the
+    // compressors, mostly one core's work) leave it a core: it runs beside them.
+    let api_fuzz = Install::start("api fuzz", |log| {
+        schemathesis.finish()?;
+        let (_, report) = crate::fuzz::api_fuzz_report(API_FUZZ_SECONDS)?;
+        log.write(&report)
+    });
 
     // The release-profile bundle (wasm-opt and esbuild come with the end2end packages): what a browser gets is
     // what the byte budgets count, and what the browser tests run.
@@ -144,8 +168,10 @@ fn every_check() -> Result<()> {
     }
     crate::dist::pack(&binary, &workspace_root().join("target/site"), &onefile)?;
 
-    waited("Schemathesis", schemathesis)?;
-    crate::fuzz::api_fuzz(API_FUZZ_SECONDS)?;
+    step(&format!(
+        "Schemathesis against a live server: {API_FUZZ_SECONDS} s (beside the bundle's steps)"
+    ));
+    api_fuzz.finish_showing_log()?;
 
     step("end-to-end tests (Playwright, Chromium)");
     waited("Debian's Chromium", chromium)?;
@@ -171,6 +197,102 @@ pub fn lint() -> Result<()> {
     compile_linted()?;
     tools::ensure_wasm_target(&run)?;
     site::build_bundle(Profile::Debug, true)
+}
+
+/// A test executable of the workspace build and the package it tests.
+struct TestExecutable {
+    package: String,
+    target: String,
+    path: PathBuf,
+    /// The package's folder, where `cargo test` would run it.
+    folder: PathBuf,
+}
+
+impl TestExecutable {
+    fn shown(&self) -> String {
+        format!("{} {} ({})", self.package, self.target, self.path.display())
+    }
+
+    /// The executable as `cargo test` would run it, `threads` tests at a time unless `RUST_TEST_THREADS` says
+    /// otherwise (most tests wait on sockets, timers and child processes more than on a core: three at a time
+    /// on two cores took the server's suite from 95 s to 77 s; eight made timing-sensitive tests fail).
+    fn command(&self, threads: &str) -> Command {
+        let mut command = Command::new(&self.path);
+        command
+            .current_dir(&self.folder)
+            .envs(tools::mcp_sdk_environment());
+        if env::var_os("RUST_TEST_THREADS").is_none() {
+            command.env("RUST_TEST_THREADS", threads);
+        }
+        command
+    }
+}
+
+/// The test executables `cargo test --workspace --exclude xtask` runs, as the linted build made them (already
+/// compiled by [`compile_linted`], so this only asks cargo for their names).
+fn test_executables() -> Result<Vec<TestExecutable>> {
+    let output = linted(&mut cargo())
+        .args([
+            "test",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--no-run",
+            "--message-format",
+            "json",
+        ])
+        // As compile_linted built them: the store's build script reads these, and would rebuild without them.
+        .envs(tools::mcp_sdk_environment())
+        .current_dir(workspace_root())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("cannot run cargo test --no-run")?;
+    if !output.status.success() {
+        bail!("cargo test --no-run failed ({})", output.status);
+    }
+    let mut found = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let (Some(path), Some(manifest)) = (
+            message["executable"].as_str(),
+            message["manifest_path"].as_str(),
+        ) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
+            continue;
+        }
+        let manifest = PathBuf::from(manifest);
+        let package = message["package_id"]
+            .as_str()
+            .and_then(|id| package_name(id, &manifest))
+            .unwrap_or_default();
+        found.push(TestExecutable {
+            package,
+            target: message["target"]["name"].as_str().unwrap_or("?").to_owned(),
+            path: PathBuf::from(path),
+            folder: manifest.parent().map_or_else(workspace_root, PathBuf::from),
+        });
+    }
+    if found.is_empty() {
+        bail!("cargo test --no-run named no test executable");
+    }
+    Ok(found)
+}
+
+/// A package's name from its id (`path+file:///work/main/server#anteroom-server@0.1.0`, or
+/// `…/server#0.1.0` when the name is the folder's).
+fn package_name(id: &str, manifest: &std::path::Path) -> Option<String> {
+    let fragment = id.rsplit_once('#')?.1;
+    match fragment.split_once('@') {
+        Some((name, _)) => Some(name.to_owned()),
+        None => manifest
+            .parent()?
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned()),
+    }
 }
 
 /// The task runner's own tests, compiled through clippy in its profile.
@@ -326,4 +448,33 @@ fn print_step_times() {
 
 fn seconds(duration: Duration) -> f64 {
     duration.as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::package_name;
+
+    #[test]
+    fn a_package_is_named_from_its_id_or_its_folder() {
+        let manifest = Path::new("/work/main/server/Cargo.toml");
+        assert_eq!(
+            package_name(
+                "path+file:///work/main/server#anteroom-server@0.1.0",
+                manifest
+            )
+            .as_deref(),
+            Some("anteroom-server")
+        );
+        assert_eq!(
+            package_name(
+                "path+file:///work/main/testkit#0.1.0",
+                Path::new("/work/main/testkit/Cargo.toml")
+            )
+            .as_deref(),
+            Some("testkit")
+        );
+        assert_eq!(package_name("no fragment", manifest), None);
+    }
 }

@@ -202,6 +202,14 @@ pub struct ApiFuzz {
 /// failure it reports.
 pub fn api_fuzz(seconds: u64) -> Result<ApiFuzz> {
     step(&format!("Schemathesis against a live server: {seconds} s"));
+    let (found, report) = api_fuzz_report(seconds)?;
+    println!("{report}");
+    Ok(found)
+}
+
+/// [`api_fuzz`] without printing, for running beside other work: what it found and the report to show (its
+/// summary, or the whole log when it failed, which is also in the error).
+pub fn api_fuzz_report(seconds: u64) -> Result<(ApiFuzz, String)> {
     let root = workspace_root();
     tools::ensure_schemathesis(&run)?;
     // The server `cargo test` (or `site::build`) built.
@@ -276,15 +284,6 @@ pub fn api_fuzz(seconds: u64) -> Result<ApiFuzz> {
         .context("cannot run schemathesis")?;
     drop(server);
     let log = String::from_utf8_lossy(&output.stdout);
-    if output.status.success() {
-        // The summary; the whole report is in the junit file beside the data.
-        let summary = log
-            .split_once("SUMMARY")
-            .map_or(log.as_ref(), |(_, summary)| summary);
-        println!("{summary}");
-    } else {
-        println!("{log}");
-    }
     let cases = log
         .lines()
         .find(|line| line.contains("generated"))
@@ -299,10 +298,15 @@ pub fn api_fuzz(seconds: u64) -> Result<ApiFuzz> {
         );
     if !output.status.success() {
         bail!(
-            "Schemathesis found failures ({verdict}); fix the code or the document, never the check"
+            "Schemathesis found failures ({verdict}); fix the code or the document, never the check\n{log}"
         );
     }
-    Ok(ApiFuzz { cases, verdict })
+    // The summary; the whole report is in the junit file beside the data.
+    let summary = log
+        .split_once("SUMMARY")
+        .map_or(log.as_ref(), |(_, summary)| summary)
+        .to_owned();
+    Ok((ApiFuzz { cases, verdict }, summary))
 }
 
 /// A port free on loopback now.
