@@ -228,7 +228,9 @@ fn run_server(profile: Profile, args: &[String]) -> Result<()> {
 /// how many runs met its goal: what the README reports, never the best run.
 fn bench(postgres: bool, args: &[String]) -> Result<()> {
     let (runs, args) = runs_of(args)?;
-    site::build(Profile::Release)?;
+    // The browser bundle only: the benchmark builds the server it measures (figures_bench).
+    site::build_bundle(Profile::Release, false)?;
+    site::report_bundle_size()?;
     let root = workspace_root();
     let only = args
         .iter()
@@ -386,10 +388,9 @@ pub fn release_server() -> Command {
     command
 }
 
-/// Builds the release binary, then soaks it for the given minutes (the bench's `--soak-minutes`).
+/// Soaks the release binary for the given minutes (the bench's `--soak-minutes`, which builds it).
 fn soak(args: &[String]) -> Result<()> {
     let (minutes, postgres, passthrough) = minutes_and_backend("soak", args, 10)?;
-    release_binary()?;
     step(&format!("soak: {minutes} min"));
     run(figures_bench(postgres)
         .args(["--soak-minutes", &minutes.to_string()])
@@ -397,7 +398,9 @@ fn soak(args: &[String]) -> Result<()> {
 }
 
 /// `cargo bench` of the figures against the release binary and site (on PostgreSQL with `postgres`), in the
-/// release profile, so it reuses what the release build just compiled.
+/// release profile. The bench builds the `anteroom` binary it starts (cargo builds a package's binaries for its
+/// benchmarks), with the features the bench's dev-dependencies unify: a `cargo build --release` before it made
+/// a binary with other features, which this build then compiled again over it (about five minutes each).
 fn figures_bench(postgres: bool) -> Command {
     let root = workspace_root();
     let mut command = cargo();

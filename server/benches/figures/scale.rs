@@ -190,13 +190,23 @@ pub(super) async fn expiry_sweep(args: &Args) -> Figure {
     drop(store);
     drop_data(data).await;
     let ratio = sweep.as_secs_f64() / bare.as_secs_f64();
+    // Issue 49's goals: the sweep's work beyond the UPDATE (the audit entries, the sessions it moves) costs at
+    // most as much again on SQLite, half as much on PostgreSQL, where the UPDATE itself is slower.
+    let (goal, met) = if args.postgres.is_some() {
+        ("≤ 1.5×", ratio <= 1.5)
+    } else {
+        (
+            "≤ 2× and < 5 s",
+            ratio <= 2.0 && sweep < Duration::from_secs(5),
+        )
+    };
     Figure::new(
         "expiry sweep of 100k due questions",
         ms(sweep),
         format!("{} one bare UPDATE", ms(bare)),
         format!("{ratio:.2}×"),
-        "≤ 3× and < 5 s",
-        Some(ratio <= 3.0 && sweep < Duration::from_secs(5)),
+        goal,
+        Some(met),
     )
 }
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, WriteTx};
 use crate::{
-    AuditStore, StoreResult,
+    AuditStore, Backend, StoreError, StoreResult,
     dialect::{Dialect, Param, Statement},
     domain::audit::{AuditEntry, NewAuditEntry, entry_hash},
     records::{from_ms, to_ms},
@@ -28,24 +28,66 @@ impl<D: Dialect> SqlStore<D> {
         entries: &[NewAuditEntry],
         now: DateTime<Utc>,
     ) -> StoreResult<()> {
-        for chunk in entries.chunks(sql::BATCH) {
-            let params = chunk
-                .iter()
-                .flat_map(|entry| -> [Param; sql::AUDIT_PENDING_COLUMNS] {
-                    [
-                        uuid::Uuid::now_v7().to_string().into(),
-                        to_ms(now).into(),
-                        entry.actor.chars().take(300).collect::<String>().into(),
-                        entry.action.into(),
-                        entry.subject.chars().take(300).collect::<String>().into(),
-                        entry.detail.to_string().into(),
-                    ]
-                });
-            tx.execute(Statement::new(sql::insert_audit_pending(chunk.len())).bind_all(params))
-                .await?;
+        let rows: Vec<PendingRow> = entries
+            .iter()
+            .map(|entry| {
+                (
+                    uuid::Uuid::now_v7().to_string(),
+                    to_ms(now),
+                    recordable(&entry.actor),
+                    entry.action.to_owned(),
+                    recordable(&entry.subject),
+                    entry.detail.to_string(),
+                )
+            })
+            .collect();
+        match D::BACKEND {
+            Backend::Sqlite => {
+                for chunk in rows.chunks(sql::AUDIT_PENDING_JSON_BATCH) {
+                    let json = serde_json::to_string(chunk)
+                        .map_err(|error| StoreError::Corrupt(format!("audit entries: {error}")))?;
+                    tx.execute(Statement::new(sql::INSERT_AUDIT_PENDING_FROM_JSON).bind(json))
+                        .await?;
+                }
+            }
+            Backend::Postgres => {
+                for chunk in rows.chunks(sql::BATCH) {
+                    let params = chunk.iter().flat_map(
+                        |(id, at_ms, actor, action, subject, detail)| -> [Param; sql::AUDIT_PENDING_COLUMNS] {
+                            [
+                                id.as_str().into(),
+                                (*at_ms).into(),
+                                actor.as_str().into(),
+                                action.as_str().into(),
+                                subject.as_str().into(),
+                                detail.as_str().into(),
+                            ]
+                        },
+                    );
+                    tx.execute(
+                        Statement::new(sql::insert_audit_pending(chunk.len())).bind_all(params),
+                    )
+                    .await?;
+                }
+            }
         }
         Ok(())
     }
+}
+
+/// An actor or subject as the record keeps it: its first 300 characters, a NUL as U+FFFD (PostgreSQL's text
+/// cannot hold one, and SQLite's JSON functions would end the text there).
+fn recordable(text: &str) -> String {
+    text.chars()
+        .take(300)
+        .map(|c| {
+            if c == '\0' {
+                char::REPLACEMENT_CHARACTER
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 fn entry_of(row: LogRow) -> StoreResult<AuditEntry> {

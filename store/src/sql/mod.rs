@@ -619,8 +619,19 @@ pub const COUNT_ROUND_ESCALATIONS: &str = "SELECT COUNT(*) FROM escalations WHER
 pub const INSERT_ESCALATION: &str = "INSERT INTO escalations (round_id, step, at_ms) VALUES ($1, $2, $3) \
      ON CONFLICT (round_id, step) DO NOTHING";
 
+/// Pending entries on SQLite, from one JSON array (`$1`) of `[id, at_ms, actor, action, subject, detail]` arrays:
+/// one parameter a statement instead of six an entry (an expiry sweep of 100k questions spent 2.4 s of its
+/// 4.8 s binding 3,000 parameters a statement; this takes 0.64 s).
+pub const INSERT_AUDIT_PENDING_FROM_JSON: &str = "INSERT INTO audit_pending (id, at_ms, actor, action, subject, detail) \
+     SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each($1)";
+
+/// Entries one [`INSERT_AUDIT_PENDING_FROM_JSON`] writes at most (its parameter stays a few megabytes).
+pub const AUDIT_PENDING_JSON_BATCH: usize = 5_000;
+
 pub const AUDIT_PENDING_COLUMNS: usize = 6;
 
+/// Pending entries on PostgreSQL, whose protocol binds parameters cheaply: the same 100k entries took 0.8 s
+/// as rows of parameters and 1.0–1.1 s through `json_array_elements`.
 pub fn insert_audit_pending(rows: usize) -> String {
     format!(
         "INSERT INTO audit_pending (id, at_ms, actor, action, subject, detail) VALUES {}",

@@ -93,4 +93,59 @@ async fn every_decision_is_recorded_and_chained_once(h: &Harness) {
     assert_eq!(recent.last().map(|entry| entry.seq), Some(more[0].seq));
 }
 
-crate::on_both_backends!(every_decision_is_recorded_and_chained_once);
+/// Whatever text an entry names comes back as written (a NUL as U+FFFD, at most 300 characters), and a large
+/// batch keeps its order.
+async fn hostile_text_and_large_batches_are_recorded_as_written(h: &Harness) {
+    use anteroom_store::domain::audit::NewAuditEntry;
+    let hostile = "ada\0\"'\\ 🦀 \u{202e}é";
+    let mut entries = vec![NewAuditEntry::new(
+        hostile,
+        "group.created",
+        "x".repeat(400),
+        json!({"note": "a\u{0}b", "deep": {"list": [1, "two", null]}}),
+    )];
+    entries.extend((0..6_000).map(|n| {
+        NewAuditEntry::new(
+            "anteroom",
+            "question.expired",
+            format!("r-{n:05}"),
+            json!({"n": n}),
+        )
+    }));
+    h.store.record_audit(&entries).await.expect("recorded");
+    assert_eq!(h.store.seal_audit().await.expect("sealed"), 6_001);
+    let mut sealed = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = h
+            .store
+            .audit_entries(after, None, 1_000)
+            .await
+            .expect("read");
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        sealed.extend(page);
+    }
+    assert_eq!(sealed.len(), 6_001);
+    assert_eq!(sealed[0].actor, "ada\u{fffd}\"'\\ 🦀 \u{202e}é");
+    assert_eq!(sealed[0].subject, "x".repeat(300));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&sealed[0].detail).expect("JSON"),
+        json!({"note": "a\u{0}b", "deep": {"list": [1, "two", null]}})
+    );
+    let subjects: Vec<&str> = sealed[1..]
+        .iter()
+        .map(|entry| entry.subject.as_str())
+        .collect();
+    let written: Vec<String> = (0..6_000).map(|n| format!("r-{n:05}")).collect();
+    assert_eq!(
+        subjects,
+        written.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    verify_chain(&sealed, 0, GENESIS.to_owned()).expect("intact");
+}
+
+crate::on_both_backends!(
+    every_decision_is_recorded_and_chained_once,
+    hostile_text_and_large_batches_are_recorded_as_written,
+);
