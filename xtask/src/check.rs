@@ -76,27 +76,6 @@ fn every_check() -> Result<()> {
              (e.g. postgres://postgres@127.0.0.1:5432/test)"
         ),
     }
-    // The release bundle compiles from here on, beside the server's compile and then the tests, at the lowest
-    // priority (nice 19), so it takes what they leave: the compile's idle moments, then the tests' waits on
-    // sockets, timers and child processes (at nice 10 a fresh-clone run saw a test wait over 20 s for a harness
-    // process to start). Started with the tests instead, its last step (LTO into one codegen unit, one core's
-    // work) outlasted them by 41 s on a fresh clone. It builds in a target directory of its own
-    // (site::bundle_target_dir), so neither cargo waits for the other's lock.
-    let bundle_compile = Install::start("release bundle compile", |log| {
-        wasm_target.finish()?;
-        let compile = site::bundle_compile(Profile::Release, true);
-        let mut niced = Command::new("nice");
-        niced
-            .args(["-n", "19"])
-            .arg(compile.get_program())
-            .args(compile.get_args())
-            .envs(
-                compile
-                    .get_envs()
-                    .filter_map(|(key, value)| Some((key, value?))),
-            );
-        log.run(&mut niced)
-    });
     compile_linted()?;
 
     // After the compile, so its install has long finished.
@@ -113,6 +92,25 @@ fn every_check() -> Result<()> {
 
     step("unit and integration tests");
     waited("the MCP SDK test packages", mcp_sdks)?;
+    waited("the wasm32 target", wasm_target)?;
+    // The release bundle compiles while the tests run: they wait on sockets, timers and child processes more
+    // than on a core, and its compile (LTO, one codegen unit) is mostly one core's work. At the lowest priority
+    // (nice 19), so it takes what the tests leave: at nice 10 a fresh-clone run saw a test wait over 20 s for a
+    // harness process to start. It builds in a target directory of its own (site::bundle_target_dir).
+    let bundle_compile = Install::start("release bundle compile", |log| {
+        let compile = site::bundle_compile(Profile::Release, true);
+        let mut niced = Command::new("nice");
+        niced
+            .args(["-n", "19"])
+            .arg(compile.get_program())
+            .args(compile.get_args())
+            .envs(
+                compile
+                    .get_envs()
+                    .filter_map(|(key, value)| Some((key, value?))),
+            );
+        log.run(&mut niced)
+    });
     // The server's suite is the longest, and it waits on sockets, timers and harness processes more than it
     // computes (alone: 160 s for 198 s of CPU); every other test executable (the store suite on both backends,
     // wrap's, the unit tests: 70 s after it when run in turn) runs beside it, its output shown when it ends.
