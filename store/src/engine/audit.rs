@@ -51,28 +51,32 @@ impl<D: Dialect> SqlStore<D> {
                 }
             }
             Backend::Postgres => {
-                for chunk in rows.chunks(sql::BATCH) {
-                    let params = chunk.iter().flat_map(
-                        |(id, at_ms, actor, action, subject, detail)| -> [Param; sql::AUDIT_PENDING_COLUMNS] {
-                            [
-                                id.as_str().into(),
-                                (*at_ms).into(),
-                                actor.as_str().into(),
-                                action.as_str().into(),
-                                subject.as_str().into(),
-                                detail.as_str().into(),
-                            ]
-                        },
-                    );
-                    tx.execute(
-                        Statement::new(sql::insert_audit_pending(chunk.len())).bind_all(params),
-                    )
-                    .await?;
+                let mut rows = rows.into_iter().peekable();
+                while rows.peek().is_some() {
+                    let chunk: Vec<PendingRow> = rows.by_ref().take(sql::BATCH).collect();
+                    let count = chunk.len();
+                    let params = chunk.into_iter().flat_map(pending_params);
+                    tx.execute(Statement::new(sql::insert_audit_pending(count)).bind_all(params))
+                        .await?;
                 }
             }
         }
         Ok(())
     }
+}
+
+/// A pending row as the parameters of one row of [`sql::insert_audit_pending`].
+fn pending_params(
+    (id, at_ms, actor, action, subject, detail): PendingRow,
+) -> [Param; sql::AUDIT_PENDING_COLUMNS] {
+    [
+        id.into(),
+        at_ms.into(),
+        actor.into(),
+        action.into(),
+        subject.into(),
+        detail.into(),
+    ]
 }
 
 /// An actor or subject as the record keeps it: its first 300 characters, a NUL as U+FFFD (PostgreSQL's text
