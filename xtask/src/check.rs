@@ -231,18 +231,8 @@ impl TestExecutable {
 /// The test executables `cargo test --workspace --exclude xtask` runs, as the linted build made them (already
 /// compiled by [`compile_linted`], so this only asks cargo for their names).
 fn test_executables() -> Result<Vec<TestExecutable>> {
-    let output = linted(&mut cargo())
-        .args([
-            "test",
-            "--workspace",
-            "--exclude",
-            "xtask",
-            "--no-run",
-            "--message-format",
-            "json",
-        ])
-        // As compile_linted built them: the store's build script reads these, and would rebuild without them.
-        .envs(tools::mcp_sdk_environment())
+    let output = workspace_test_build()
+        .args(["--no-run", "--message-format", "json"])
         .current_dir(workspace_root())
         .stderr(std::process::Stdio::inherit())
         .output()
@@ -312,16 +302,18 @@ fn task_runner_tests() -> Command {
 /// benchmark is compiled (and so linted) but never run: `cargo test` without `--all-targets` leaves it out,
 /// and finds everything else already built.
 fn compile_linted() -> Result<()> {
-    run(linted(&mut cargo())
-        .args([
-            "test",
-            "--workspace",
-            "--exclude",
-            "xtask",
-            "--all-targets",
-            "--no-run",
-        ])
-        .envs(tools::mcp_sdk_environment()))
+    run(workspace_test_build().args(["--all-targets", "--no-run"]))
+}
+
+/// `cargo test` of the workspace through clippy, with the environment the store's build script reads: every
+/// command that builds or names the test executables must agree on it, or cargo rebuilds them (once, without
+/// the MCP SDK variables, that rebuild ignored 65 of the server's tests).
+fn workspace_test_build() -> Command {
+    let mut command = cargo();
+    linted(&mut command)
+        .args(["test", "--workspace", "--exclude", "xtask"])
+        .envs(tools::mcp_sdk_environment());
+    command
 }
 
 /// Makes `command` compile the workspace's crates through clippy's driver with warnings denied, as `cargo
