@@ -39,6 +39,7 @@ pub mod ids;
 pub mod limits;
 pub mod outward;
 pub mod producer;
+pub mod provider_people;
 pub mod reach;
 pub mod responders;
 pub mod round;

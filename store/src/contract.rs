@@ -15,6 +15,7 @@ use crate::{
         audit::{AuditEntry, NewAuditEntry},
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
+        provider_people::ProviderPerson,
         reach::{
             AnswerToken, EmailPreference, EmailRecipient, PushRecipient, PushSubscription,
             QuietHours, ReachChannel, SlackLink,
@@ -230,6 +231,12 @@ pub trait AccountStore: Send + Sync {
     async fn signed_in(&self, id: &str) -> StoreResult<Option<SignedIn>>;
 
     async fn count_users(&self) -> StoreResult<i64>;
+
+    /// Signs in a person the identity provider vouched for, in one transaction: the person linked to their
+    /// provider identity, else the local person with their e-mail when the provider verified it, else a new
+    /// person (no password; a free username). Their role and groups become what the provider's groups grant,
+    /// every time (groups named by the mapping are made when missing); a change is recorded in the audit log.
+    async fn sign_in_from_provider(&self, person: &ProviderPerson) -> StoreResult<User>;
 
     /// Stores a one-time sign-in link (its hash) that works until `expires_at`.
     async fn create_sign_in_link(

@@ -9,6 +9,7 @@ use crate::{
     domain::{
         access::{ApiKey, Role, SignedIn, User},
         audit::NewAuditEntry,
+        provider_people::ProviderPerson,
     },
     records::{from_ms, to_ms},
     sql,
@@ -133,6 +134,10 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
             })
         })
         .transpose()
+    }
+
+    async fn sign_in_from_provider(&self, person: &ProviderPerson) -> StoreResult<User> {
+        self.provider_sign_in(person).await
     }
 
     async fn count_users(&self) -> StoreResult<i64> {

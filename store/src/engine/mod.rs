@@ -8,6 +8,7 @@ mod accounts;
 mod audit;
 pub(crate) mod creates;
 mod gate;
+mod identities;
 mod outbox;
 mod reach;
 mod rounds;

@@ -9,9 +9,11 @@ use crate::{
     records::{ROUND_COLUMNS, SESSION_COLUMNS, Written},
 };
 
+mod identities;
 mod reach;
 mod runs;
 
+pub use identities::*;
 pub use reach::*;
 pub use runs::*;
 

@@ -8,6 +8,7 @@ mod credentials;
 mod deadlines;
 mod delivery;
 mod fixtures;
+mod identities;
 mod markers;
 mod migrations;
 mod outward;

@@ -1,0 +1,31 @@
+//! The SQL of provider sign-in (docs/operations.md): a person found by their provider identity or verified
+//! e-mail, made at their first sign-in, and given the role and groups the provider's groups map to.
+
+pub const SELECT_PROVIDER_IDENTITY: &str =
+    "SELECT user_id FROM provider_identities WHERE issuer = $1 AND subject = $2";
+
+pub const INSERT_PROVIDER_IDENTITY: &str = "INSERT INTO provider_identities \
+     (issuer, subject, user_id, created_at_ms, signed_in_at_ms) VALUES ($1, $2, $3, $4, $4)";
+
+pub const TOUCH_PROVIDER_IDENTITY: &str =
+    "UPDATE provider_identities SET signed_in_at_ms = $3 WHERE issuer = $1 AND subject = $2";
+
+pub const SELECT_USER_ID_BY_EMAIL: &str = "SELECT id FROM users WHERE email = $1";
+
+pub const USERNAME_TAKEN: &str = "SELECT COUNT(*) FROM users WHERE username = $1";
+
+pub const EMAIL_TAKEN: &str = "SELECT COUNT(*) FROM users WHERE email = $1";
+
+/// A new person from the provider: no password (an empty hash never verifies).
+pub const INSERT_PROVIDER_USER: &str = "INSERT INTO users (id, username, role, password_hash, created_at_ms, email) \
+     VALUES ($1, $2, $3, '', $4, $5)";
+
+pub const SET_USER_ROLE: &str = "UPDATE users SET role = $2 WHERE id = $1";
+
+pub const INSERT_GROUP_IF_NEW: &str = "INSERT INTO responder_groups (name, created_at_ms) VALUES ($1, $2) \
+     ON CONFLICT (name) DO NOTHING";
+
+pub const DELETE_USER_GROUPS: &str = "DELETE FROM group_members WHERE user_id = $1";
+
+pub const INSERT_USER_GROUP: &str = "INSERT INTO group_members (group_name, user_id) VALUES ($1, $2) \
+     ON CONFLICT (group_name, user_id) DO NOTHING";

@@ -1,0 +1,181 @@
+//! Provider sign-in: people found by their provider identity or verified e-mail, made at first sign-in, and
+//! given exactly the role and groups their provider groups grant, every time.
+
+use anteroom_store::domain::{
+    access::{Role, User},
+    provider_people::{Granted, ProviderPerson},
+};
+
+use crate::support::Harness;
+
+const ISSUER: &str = "https://id.example.com";
+
+fn person(
+    subject: &str,
+    email: Option<&str>,
+    verified: bool,
+    role: Role,
+    groups: &[&str],
+) -> ProviderPerson {
+    ProviderPerson::new(
+        ISSUER,
+        subject,
+        email,
+        verified,
+        Some("rita"),
+        Granted {
+            role,
+            groups: groups.iter().map(|group| (*group).to_owned()).collect(),
+        },
+    )
+}
+
+async fn signed_in_groups(h: &Harness, id: &str) -> (Role, Vec<String>) {
+    let signed_in = h.store.signed_in(id).await.expect("read").expect("person");
+    (signed_in.user.role, signed_in.groups)
+}
+
+async fn audit_actions(h: &Harness) -> Vec<String> {
+    h.store.seal_audit().await.expect("seal");
+    h.store
+        .audit_entries(0, None, 100)
+        .await
+        .expect("audit")
+        .into_iter()
+        .map(|entry| entry.action)
+        .collect()
+}
+
+async fn a_first_sign_in_makes_the_person_and_later_ones_follow_the_provider(h: &Harness) {
+    let first = h
+        .store
+        .sign_in_from_provider(&person(
+            "sub-1",
+            Some("rita@example.com"),
+            true,
+            Role::Responder,
+            &["sre"],
+        ))
+        .await
+        .expect("first sign-in");
+    assert_eq!(
+        (first.username.as_str(), first.role),
+        ("rita", Role::Responder)
+    );
+    assert_eq!(
+        signed_in_groups(h, &first.id).await,
+        (Role::Responder, vec!["sre".to_owned()])
+    );
+    // The person has no password: the empty hash never verifies.
+    assert_eq!(
+        h.store
+            .user_with_password("rita")
+            .await
+            .expect("read")
+            .map(|(_, hash)| hash),
+        Some(String::new())
+    );
+
+    // Removed from the provider's group: the next sign-in takes the group and the role away.
+    let again = h
+        .store
+        .sign_in_from_provider(&person(
+            "sub-1",
+            Some("rita@example.com"),
+            true,
+            Role::Viewer,
+            &[],
+        ))
+        .await
+        .expect("second sign-in");
+    assert_eq!(
+        again.id, first.id,
+        "the same person, found by issuer and subject"
+    );
+    assert_eq!(
+        signed_in_groups(h, &first.id).await,
+        (Role::Viewer, Vec::new())
+    );
+    assert_eq!(h.store.count_users().await.expect("count"), 1);
+
+    // A sign-in that changes nothing records nothing.
+    h.store
+        .sign_in_from_provider(&person(
+            "sub-1",
+            Some("rita@example.com"),
+            true,
+            Role::Viewer,
+            &[],
+        ))
+        .await
+        .expect("third sign-in");
+    assert_eq!(
+        audit_actions(h).await,
+        [
+            "person.created_by_provider",
+            "person.access_from_provider",
+            "person.access_from_provider"
+        ],
+        "made (with sre), then sre and responder taken away"
+    );
+}
+
+async fn a_local_person_is_linked_only_by_a_verified_email(h: &Harness) {
+    let local = User {
+        id: "local-1".to_owned(),
+        username: "rita".to_owned(),
+        role: Role::Admin,
+    };
+    h.store
+        .create_user(&local, "hash")
+        .await
+        .expect("local person");
+    h.store
+        .set_user_email("local-1", Some("rita@example.com"))
+        .await
+        .expect("email");
+
+    // Unverified: a new person (with a free username and without the e-mail), never the admin.
+    let stranger = h
+        .store
+        .sign_in_from_provider(&person(
+            "sub-x",
+            Some("rita@example.com"),
+            false,
+            Role::Viewer,
+            &[],
+        ))
+        .await
+        .expect("unverified sign-in");
+    assert_ne!(stranger.id, "local-1");
+    assert_eq!(stranger.username, "rita-2");
+    assert_eq!(h.store.user_email(&stranger.id).await.expect("email"), None);
+
+    // Verified: the local person, whose role now comes from the provider.
+    let linked = h
+        .store
+        .sign_in_from_provider(&person(
+            "sub-r",
+            Some("Rita@Example.com"),
+            true,
+            Role::Responder,
+            &["ops"],
+        ))
+        .await
+        .expect("verified sign-in");
+    assert_eq!(linked.id, "local-1");
+    assert_eq!(
+        signed_in_groups(h, "local-1").await,
+        (Role::Responder, vec!["ops".to_owned()])
+    );
+    let groups = h.store.list_groups().await.expect("groups");
+    assert!(
+        groups.iter().any(|group| group.name == "ops"),
+        "a mapped group is made when missing"
+    );
+}
+
+crate::on_both_backends!(
+    a_first_sign_in_makes_the_person_and_later_ones_follow_the_provider,
+    a_local_person_is_linked_only_by_a_verified_email,
+);
