@@ -10,7 +10,9 @@ use clap::{
 
 use crate::{instance::defaults, jobs::Schedules};
 
+mod provider_args;
 mod run_args;
+pub use provider_args::ProviderArgs;
 pub use run_args::RunArgs;
 
 /// Anteroom: where headless AI agents wait for a human.
@@ -519,6 +521,9 @@ pub struct ServeArgs {
 
     #[command(flatten)]
     pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub sign_in: ProviderArgs,
 
     /// Folder holding the built browser bundle (`pkg/`) and public files, instead of the site this binary
     /// carries (for development; a binary without one serves target/site).

@@ -86,6 +86,8 @@ pub struct Settings {
     pub mail: Option<MailConfig>,
     /// Push questions to the browsers that turned push on.
     pub push: bool,
+    /// How people sign in: the company's identity provider, local passwords, or both.
+    pub sign_in: crate::pages::SignInConfig,
 }
 
 impl Default for Settings {
@@ -110,6 +112,7 @@ impl Default for Settings {
             slack: None,
             mail: None,
             push: true,
+            sign_in: crate::pages::SignInConfig::default(),
         }
     }
 }
@@ -217,6 +220,7 @@ pub struct Instance {
     /// The address it listens on (the real port when the settings asked for port 0).
     pub local_addr: SocketAddr,
     listener: TcpListener,
+    sign_in: crate::pages::SignInSettings,
     scheduler: Option<JobScheduler>,
     /// A SQLite database's file, marked in use while this instance lives (a restore refuses it meanwhile).
     _in_use: Option<crate::backup::InUse>,
@@ -275,6 +279,7 @@ impl Instance {
             .site_pkg_dir("pkg")
             .site_addr(local_addr)
             .build();
+        let sign_in = crate::pages::SignInSettings::new(&settings.sign_in, &public_url)?;
         let state = AppState::new(store, settings.api_config(&public_url), events);
         if let Some(pool) = relay_pool {
             postgres_events::start(
@@ -301,6 +306,7 @@ impl Instance {
             site,
             local_addr,
             listener,
+            sign_in,
             scheduler,
             _in_use: in_use,
         })
@@ -314,7 +320,7 @@ impl Instance {
         crate::serve(
             self.listener,
             self.state,
-            (self.leptos_options, self.site),
+            (self.leptos_options, self.site, self.sign_in),
             shutdown,
         )
         .await?;

@@ -40,12 +40,16 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
-    (leptos_options, site): (LeptosOptions, router::site_files::SiteFiles),
+    (leptos_options, site, sign_in): (
+        LeptosOptions,
+        router::site_files::SiteFiles,
+        pages::SignInSettings,
+    ),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let events = state.events.clone();
     let limits = state.config.connections;
-    let router = router::router(state, leptos_options, site);
+    let router = router::router(state, leptos_options, site, &sign_in);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     // HTTP/1.1 only: browsers speak HTTP/2 only over TLS, which a proxy in front terminates, and a cleartext

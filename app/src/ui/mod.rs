@@ -22,7 +22,7 @@ use components::{header::AppHeader, page_title::PageTitle};
 use pages::{
     admin::WebhookLogPage,
     home::HomePage,
-    login::{LoginPage, SetupPage},
+    login::{self, LoginPage, SetupPage, SignInChoices},
     not_found::NotFoundPage,
     profile::ProfilePage,
     response_times::ResponseTimesPage,
@@ -30,8 +30,12 @@ use pages::{
 };
 
 /// The whole HTML document, rendered on the server around [`App`]; `stylesheet` is the fingerprinted
-/// stylesheet's path, which only the server knows.
-pub fn shell(options: LeptosOptions, stylesheet: String) -> impl IntoView {
+/// stylesheet's path, and `sign_in` what the sign-in page offers, which only the server knows.
+pub fn shell(options: LeptosOptions, stylesheet: String, sign_in: SignInChoices) -> impl IntoView {
+    let provider = sign_in
+        .provider
+        .map(|name| view! { <meta name=login::PROVIDER_META content=name /> });
+    let passwords = if sign_in.passwords { "on" } else { "off" };
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -49,6 +53,8 @@ pub fn shell(options: LeptosOptions, stylesheet: String) -> impl IntoView {
                 />
                 <link rel="stylesheet" id="anteroom-style" href=stylesheet />
                 <HydrateAfterFirstPaint options />
+                {provider}
+                <meta name=login::PASSWORDS_META content=passwords />
                 <MetaTags />
             </head>
             <body>

@@ -7,6 +7,7 @@ use anteroom_server::{
     config::ServeArgs,
     instance::{Database, Instance, Settings},
     jobs::Schedules,
+    pages::{ProviderConfig, SignInConfig},
     state::ConnectionLimits,
 };
 use anteroom_store::Backend;
@@ -81,6 +82,7 @@ fn settings(args: &ServeArgs) -> anyhow::Result<Settings> {
         },
         metrics_token: args.metrics_token.clone(),
         expiry: expiry_policy(args.public.expiration_minutes.as_deref()),
+        sign_in: sign_in(args)?,
         ..Settings::default()
     })
 }
@@ -147,6 +149,64 @@ fn slack_app(args: &ServeArgs) -> anyhow::Result<Option<SlackConfig>> {
              ANTEROOM_SLACK_CHANNEL together"
         ),
     }
+}
+
+/// How people sign in: the identity provider when its issuer, client id and secret are given (some but not
+/// all is a mistake worth stopping for), and whether passwords still sign in.
+fn sign_in(args: &ServeArgs) -> anyhow::Result<SignInConfig> {
+    let options = &args.sign_in;
+    let given = |value: &Option<String>| value.clone().filter(|value| !value.trim().is_empty());
+    let secret = match (
+        &options.oidc_client_secret_file,
+        given(&options.oidc_client_secret),
+    ) {
+        (Some(file), None) => Some(
+            std::fs::read_to_string(file)
+                .with_context(|| {
+                    format!(
+                        "ANTEROOM_OIDC_CLIENT_SECRET_FILE: cannot read {}",
+                        file.display()
+                    )
+                })?
+                .trim()
+                .to_owned(),
+        ),
+        (Some(_), Some(_)) => {
+            bail!("give ANTEROOM_OIDC_CLIENT_SECRET or ANTEROOM_OIDC_CLIENT_SECRET_FILE, not both")
+        }
+        (None, secret) => secret,
+    };
+    let provider = match (
+        given(&options.oidc_issuer),
+        given(&options.oidc_client_id),
+        secret,
+    ) {
+        (None, None, None) => None,
+        (Some(issuer), Some(client_id), Some(client_secret)) => Some(ProviderConfig {
+            issuer,
+            client_id,
+            client_secret,
+            scopes: options.oidc_scopes.clone(),
+            groups_claim: options.oidc_groups_claim.clone(),
+            mapping: options.oidc_groups.clone(),
+            default_role: options.oidc_default_role.clone(),
+            name: options.oidc_name.clone(),
+            recheck_minutes: options.oidc_recheck_minutes,
+        }),
+        _ => bail!(
+            "sign-in through an identity provider needs ANTEROOM_OIDC_ISSUER, ANTEROOM_OIDC_CLIENT_ID and \
+             ANTEROOM_OIDC_CLIENT_SECRET (or _FILE) together"
+        ),
+    };
+    if provider.is_none() && !options.password_sign_in {
+        bail!(
+            "ANTEROOM_PASSWORD_SIGN_IN=false needs an identity provider (ANTEROOM_OIDC_ISSUER), or nobody could sign in"
+        );
+    }
+    Ok(SignInConfig {
+        provider,
+        passwords: options.password_sign_in,
+    })
 }
 
 /// The SMTP server, checked now so a mistake stops the start rather than every mail.

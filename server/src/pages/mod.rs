@@ -3,6 +3,7 @@
 
 mod browser_sessions;
 mod live;
+mod provider;
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -30,6 +31,7 @@ use tower_sessions::{Expiry, Session, SessionManagerLayer, cookie::SameSite};
 
 pub use browser_sessions::BrowserSessionStore;
 pub use live::QueueFeed;
+pub use provider::{ProviderConfig, SignInConfig, SignInSettings};
 
 use crate::{AppState, credentials, passwords};
 
@@ -70,14 +72,19 @@ pub fn session_layer(
         .with_expiry(Expiry::OnInactivity(time::Duration::days(7)))
 }
 
-/// Routes of the browser side (added to the main router); `feed` makes the queue's view for the live stream.
-pub fn routes(feed: QueueFeed) -> Router<AppState> {
+/// Routes of the browser side (added to the main router); `feed` makes the queue's view for the live stream,
+/// `sign_in` says how people sign in.
+pub fn routes(feed: QueueFeed, sign_in: &SignInSettings) -> Router<AppState> {
     Router::new()
         .route(
             "/fn/live",
             axum::routing::get(live::live).layer(Extension(feed)),
         )
-        .route("/login", post(sign_in))
+        .route(
+            "/login",
+            post(sign_in_with_password).layer(Extension(PasswordSignIn(sign_in.passwords))),
+        )
+        .merge(provider::routes(sign_in.provider.clone()))
         .route("/logout", post(sign_out))
         .route("/setup", post(set_up_first_admin))
         .route("/sessions/{id}/answer", post(answer_without_javascript))
@@ -115,7 +122,12 @@ pub async fn attach_viewer(
         return next.run(request).await;
     }
     let path = path.to_owned();
-    let viewer = signed_in_viewer(&state, &session).await;
+    let recheck = provider_recheck_due(&state, &session).await;
+    let viewer = if recheck {
+        None
+    } else {
+        signed_in_viewer(&state, &session).await
+    };
     if let Some(viewer) = viewer {
         // The API sees who is signed in as a principal and a CSRF token, never as the pages' view model.
         request.extensions_mut().insert(viewer.principal.clone());
@@ -134,9 +146,31 @@ pub async fn attach_viewer(
             Some(query) => format!("{path}?{query}"),
             None => path,
         };
-        return Redirect::to(&format!("/login?next={}", encode(&next))).into_response();
+        // A provider sign-in that lasted its time goes through the provider again, which reads the person's
+        // groups again; usually the provider still knows the browser and sends it straight back.
+        let sign_in = if recheck {
+            "/auth/oidc/start"
+        } else {
+            "/login"
+        };
+        return Redirect::to(&format!("{sign_in}?next={}", encode(&next))).into_response();
     }
     next.run(request).await
+}
+
+/// Whether this browser signed in through the provider longer ago than a provider sign-in lasts; its session
+/// is ended then, so nothing it asks for is answered with the role and groups of the last sign-in.
+async fn provider_recheck_due(state: &AppState, session: &Session) -> bool {
+    let Ok(Some(recheck_at)) = session.get::<i64>(provider::RECHECK_AT_KEY).await else {
+        return false;
+    };
+    if state.store.now().timestamp() < recheck_at {
+        return false;
+    }
+    if let Err(error) = session.flush().await {
+        tracing::warn!(%error, "cannot end a provider sign-in that lasted its time");
+    }
+    true
 }
 
 async fn signed_in_viewer(state: &AppState, session: &Session) -> Option<Viewer> {
@@ -178,6 +212,7 @@ fn is_asset_or_probe(path: &str) -> bool {
 fn is_private_page(path: &str) -> bool {
     !(is_asset_or_probe(path)
         || ["/login", "/setup"].contains(&path)
+        || path.starts_with("/auth/")
         || path.starts_with("/api/")
         || path.starts_with("/fn/"))
 }
@@ -274,8 +309,13 @@ async fn start_session(
         .await
 }
 
-async fn sign_in(
+/// Whether local passwords sign in on this instance (`ANTEROOM_PASSWORD_SIGN_IN`).
+#[derive(Clone, Copy)]
+struct PasswordSignIn(bool);
+
+async fn sign_in_with_password(
     State(state): State<AppState>,
+    Extension(PasswordSignIn(allowed)): Extension<PasswordSignIn>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     session: Session,
     SameSiteForm(pairs): SameSiteForm,
@@ -286,6 +326,9 @@ async fn sign_in(
     let again = |error: &str| {
         Redirect::to(&format!("/login?error={error}&next={}", encode(&next))).into_response()
     };
+    if !allowed {
+        return again("passwords");
+    }
     // Limits before any work: per address, then per (normalised) username, then a free hashing slot.
     if let Err(seconds) = spend_sign_in_attempt(&state, peer, Some(&username)) {
         return too_many_sign_ins(seconds);
@@ -297,7 +340,12 @@ async fn sign_in(
             return again("unavailable");
         }
     };
-    let stored = found.as_ref().map(|(_, hash)| hash.clone());
+    // A person made by the identity provider has no password (an empty hash): they cost the same hashing as
+    // a wrong username, so the time taken does not say who signs in through the provider.
+    let stored = found
+        .as_ref()
+        .map(|(_, hash)| hash.clone())
+        .filter(|hash| !hash.is_empty());
     // A wrong username costs the same hashing as a wrong password, off the async executor either way.
     let verified = state
         .password_hashing
@@ -310,16 +358,18 @@ async fn sign_in(
         return too_many_sign_ins(1);
     };
     match found {
-        Some((user, _)) if matches => match start_session(&session, &user).await {
-            Ok(()) => {
-                tracing::info!(username = %user.username, "signed in");
-                Redirect::to(&next).into_response()
+        Some((user, hash)) if matches && !hash.is_empty() => {
+            match start_session(&session, &user).await {
+                Ok(()) => {
+                    tracing::info!(username = %user.username, "signed in");
+                    Redirect::to(&next).into_response()
+                }
+                Err(error) => {
+                    tracing::error!(%error, "cannot start a browser session");
+                    again("unavailable")
+                }
             }
-            Err(error) => {
-                tracing::error!(%error, "cannot start a browser session");
-                again("unavailable")
-            }
-        },
+        }
         _ => again("invalid"),
     }
 }

@@ -112,7 +112,12 @@ where
 }
 
 /// Builds the whole router for one server instance.
-pub fn router(state: AppState, mut leptos_options: LeptosOptions, files: SiteFiles) -> Router {
+pub fn router(
+    state: AppState,
+    mut leptos_options: LeptosOptions,
+    files: SiteFiles,
+    sign_in: &crate::pages::SignInSettings,
+) -> Router {
     let site_assets = assets::SiteAssets::read(&files);
     leptos_options.output_name = site_assets.script.clone().into();
     let stylesheet = site_assets.stylesheet_href();
@@ -122,11 +127,20 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions, files: SiteFil
     let site = SiteState {
         leptos_options: leptos_options.clone(),
     };
+    let choices = sign_in.choices();
+    let shell_choices = choices.clone();
     let page_context = move || {
         provide_context(services.clone());
+        provide_context(choices.clone());
         page_policy_with_nonce();
     };
-    let page_shell = move || shell(leptos_options.clone(), stylesheet.clone());
+    let page_shell = move || {
+        shell(
+            leptos_options.clone(),
+            stylesheet.clone(),
+            shell_choices.clone(),
+        )
+    };
     let not_found =
         render_app_to_stream_in_order_with_context(page_context.clone(), page_shell.clone());
     let public_files = files.clone();
@@ -146,7 +160,7 @@ pub fn router(state: AppState, mut leptos_options: LeptosOptions, files: SiteFil
         .merge(crate::api::hooks::router(&state))
         .merge(anteroom_reach::routes())
         .route("/api/{*rest}", axum::routing::any(crate::api::not_found))
-        .merge(crate::pages::routes(queue_feed))
+        .merge(crate::pages::routes(queue_feed, sign_in))
         .route("/metrics", get(crate::metrics::render))
         .with_state(state.clone())
         .merge(pages)

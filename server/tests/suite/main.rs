@@ -27,6 +27,7 @@ mod mcp;
 mod mcp_config;
 mod operations;
 mod processes;
+mod provider_sign_in;
 mod push;
 mod runs;
 mod slack;

@@ -4,7 +4,50 @@ use crate::ui::components::page_title::PageTitle;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-/// The sign-in form. Errors and the page to return to arrive in the query string.
+/// What the sign-in page offers: the company's identity provider (by the name on its button), the password
+/// form, or both. The server provides it as context and writes it into the document's `<meta>` tags, which the
+/// browser reads, so both render the same page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInChoices {
+    pub provider: Option<String>,
+    pub passwords: bool,
+}
+
+impl Default for SignInChoices {
+    fn default() -> Self {
+        Self {
+            provider: None,
+            passwords: true,
+        }
+    }
+}
+
+/// The `<meta>` names the choices travel in.
+pub const PROVIDER_META: &str = "anteroom-provider";
+pub const PASSWORDS_META: &str = "anteroom-passwords";
+
+#[cfg(feature = "ssr")]
+fn sign_in_choices() -> SignInChoices {
+    use_context::<SignInChoices>().unwrap_or_default()
+}
+
+#[cfg(not(feature = "ssr"))]
+fn sign_in_choices() -> SignInChoices {
+    let meta = |name: &str| {
+        web_sys::window()?
+            .document()?
+            .query_selector(&format!("meta[name=\"{name}\"]"))
+            .ok()??
+            .get_attribute("content")
+    };
+    SignInChoices {
+        provider: meta(PROVIDER_META),
+        passwords: meta(PASSWORDS_META).as_deref() != Some("off"),
+    }
+}
+
+/// The sign-in page: the provider's button and the password form, as configured. Errors and the page to
+/// return to arrive in the query string.
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let query = use_query_map();
@@ -13,22 +56,40 @@ pub fn LoginPage() -> impl IntoView {
     let message = match get("error").as_str() {
         "invalid" => Some("That username and password do not match."),
         "unavailable" => Some("Signing in is not possible just now; try again in a moment."),
+        "passwords" => Some("Passwords do not sign in here: use your company account."),
         _ => None,
     };
     let signed_out = !get("signed_out").is_empty();
+    let choices = sign_in_choices();
+    let provider = choices.provider.map(|name| {
+        let next = next.clone();
+        view! {
+            <form method="get" action="/auth/oidc/start" class="auth-form">
+                <input type="hidden" name="next" value=next />
+                <button type="submit" class="button" data-testid="provider-sign-in">
+                    {format!("Sign in with {name}")}
+                </button>
+            </form>
+        }
+    });
     view! {
         <PageTitle text="Sign in · Anteroom" />
         <section class="auth-card" aria-labelledby="login-heading">
             <h1 id="login-heading">"Sign in"</h1>
             {signed_out.then(|| view! { <p class="notice" data-kind="ok" role="status">"You are signed out."</p> })}
             {message.map(|message| view! { <p class="notice" data-kind="warn" role="alert">{message}</p> })}
-            {credentials_form(CredentialsForm {
-                action: "/login",
-                hidden: ("next", next),
-                password_label: "Password",
-                new_password: false,
-                submit: "Sign in",
-            })}
+            {provider}
+            {choices
+                .passwords
+                .then(|| {
+                    credentials_form(CredentialsForm {
+                        action: "/login",
+                        hidden: ("next", next),
+                        password_label: "Password",
+                        new_password: false,
+                        submit: "Sign in",
+                    })
+                })}
             <p class="muted">
                 "No account yet? An admin adds people with " <code>"anteroom user add"</code>
                 "; on a new instance, open the one-time link Anteroom printed when it first started."

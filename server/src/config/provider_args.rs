@@ -1,0 +1,62 @@
+//! `anteroom serve`'s sign-in options: the company's OpenID Connect provider, how its groups map to Anteroom's
+//! roles and groups, and whether local passwords still sign in (docs/operations.md#sign-in-through-an-identity-provider).
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct ProviderArgs {
+    /// The OpenID Connect provider's issuer URL (its discovery document is ISSUER/.well-known/openid-configuration).
+    #[arg(long, env = "ANTEROOM_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// The client id Anteroom is registered with at the provider.
+    #[arg(long, env = "ANTEROOM_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client secret (or ANTEROOM_OIDC_CLIENT_SECRET_FILE).
+    #[arg(long, env = "ANTEROOM_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<String>,
+
+    /// A file holding the client secret (a mounted secret), read at start.
+    #[arg(long, env = "ANTEROOM_OIDC_CLIENT_SECRET_FILE")]
+    pub oidc_client_secret_file: Option<std::path::PathBuf>,
+
+    /// Scopes asked for, space-separated (`openid` is always asked).
+    #[arg(
+        long,
+        env = "ANTEROOM_OIDC_SCOPES",
+        default_value = "openid email profile groups"
+    )]
+    pub oidc_scopes: String,
+
+    /// The ID token claim that lists the person's groups.
+    #[arg(long, env = "ANTEROOM_OIDC_GROUPS_CLAIM", default_value = "groups")]
+    pub oidc_groups_claim: String,
+
+    /// Provider groups to Anteroom roles and groups: `sre=responder:sre, platform-admins=admin`.
+    #[arg(long, env = "ANTEROOM_OIDC_GROUPS", default_value = "")]
+    pub oidc_groups: String,
+
+    /// The role of a person in none of the mapped groups: `viewer`, `responder`, `admin`, or `none` (they
+    /// may not sign in).
+    #[arg(long, env = "ANTEROOM_OIDC_DEFAULT_ROLE", default_value = "viewer")]
+    pub oidc_default_role: String,
+
+    /// The provider's name on the sign-in button ("Sign in with NAME").
+    #[arg(
+        long,
+        env = "ANTEROOM_OIDC_NAME",
+        default_value = "your company account"
+    )]
+    pub oidc_name: String,
+
+    /// Minutes a provider sign-in lasts before the browser goes back through the provider, which reads the
+    /// person's groups again (a person removed from a group loses it within this time).
+    #[arg(long, env = "ANTEROOM_OIDC_RECHECK_MINUTES", default_value_t = 60,
+          value_parser = clap::value_parser!(u32).range(1..=1440))]
+    pub oidc_recheck_minutes: u32,
+
+    /// Whether local usernames and passwords sign in (`false` once everyone comes through the provider).
+    #[arg(long, env = "ANTEROOM_PASSWORD_SIGN_IN", default_value_t = true, action = clap::ArgAction::Set)]
+    pub password_sign_in: bool,
+}
