@@ -28,6 +28,7 @@ mod mcp_config;
 mod operations;
 mod processes;
 mod provider_sign_in;
+mod provider_tokens;
 mod push;
 mod runs;
 mod slack;

@@ -294,9 +294,13 @@ async fn the_providers_groups_decide_the_role_and_are_read_again(db: Backend) {
     provider.register(&server).await;
     let mut browser = Browser::new();
 
-    let login = browser.get(&server.url("/login")).await;
+    let login = browser.get(&server.url("/login?next=/sessions/s1")).await;
     let html = login.text().await.expect("sign-in page");
-    assert!(html.contains("Sign in with Acme SSO"), "{html}");
+    assert!(
+        html.contains("href=\"/auth/oidc/start?next=%2Fsessions%2Fs1\"")
+            && html.contains("Acme SSO"),
+        "{html}"
+    );
 
     let signed_in = sign_in(&mut browser, &server, "alice", "/sessions/s1").await;
     assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);

@@ -22,7 +22,7 @@ impl Default for SignInChoices {
     }
 }
 
-/// The `<meta>` names the choices travel in.
+/// The `<meta>` names the choices travel in (`sign_in_choices` reads them in the browser by these names).
 pub const PROVIDER_META: &str = "anteroom-provider";
 pub const PASSWORDS_META: &str = "anteroom-passwords";
 
@@ -33,16 +33,16 @@ fn sign_in_choices() -> SignInChoices {
 
 #[cfg(not(feature = "ssr"))]
 fn sign_in_choices() -> SignInChoices {
-    let meta = |name: &str| {
+    let meta = |selector: &str| {
         web_sys::window()?
             .document()?
-            .query_selector(&format!("meta[name=\"{name}\"]"))
+            .query_selector(selector)
             .ok()??
             .get_attribute("content")
     };
     SignInChoices {
-        provider: meta(PROVIDER_META),
-        passwords: meta(PASSWORDS_META).as_deref() != Some("off"),
+        provider: meta("meta[name=anteroom-provider]"),
+        passwords: meta("meta[name=anteroom-passwords]").as_deref() != Some("off"),
     }
 }
 
@@ -61,15 +61,17 @@ pub fn LoginPage() -> impl IntoView {
     };
     let signed_out = !get("signed_out").is_empty();
     let choices = sign_in_choices();
+    // A link, not a form: the page's `form-action 'self'` would stop a form's redirect to the provider; and
+    // `rel="external"`, so the app's router lets the browser go to the server instead of routing it itself.
     let provider = choices.provider.map(|name| {
-        let next = next.clone();
+        let href = format!("/auth/oidc/start?next={}", query_value(&next));
         view! {
-            <form method="get" action="/auth/oidc/start" class="auth-form">
-                <input type="hidden" name="next" value=next />
-                <button type="submit" class="button" data-testid="provider-sign-in">
-                    {format!("Sign in with {name}")}
-                </button>
-            </form>
+            <p>
+                <a href=href rel="external" class="button" data-testid="provider-sign-in">
+                    "Sign in with "
+                    {name}
+                </a>
+            </p>
         }
     });
     view! {
@@ -96,6 +98,27 @@ pub fn LoginPage() -> impl IntoView {
             </p>
         </section>
     }
+}
+
+/// `value` percent-encoded for a query string as `encodeURIComponent` does it: the browser asks JavaScript (no
+/// encoder in the bundle), the server encodes the same characters.
+#[cfg(not(feature = "ssr"))]
+fn query_value(value: &str) -> String {
+    String::from(js_sys::encode_uri_component(value))
+}
+
+#[cfg(feature = "ssr")]
+fn query_value(value: &str) -> String {
+    use std::fmt::Write as _;
+    let mut encoded = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            let _ = write!(encoded, "%{byte:02X}");
+        }
+    }
+    encoded
 }
 
 /// The first-run page behind the one-time link: choose the first admin's username and password.
@@ -161,5 +184,18 @@ fn credentials_form(form: CredentialsForm) -> impl IntoView {
             />
             <button type="submit" class="button">{form.submit}</button>
         </form>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn a_return_address_is_encoded_as_the_browser_encodes_it() {
+        // encodeURIComponent("/sessions/a b?x=1&y=é(!)") in a browser.
+        assert_eq!(
+            super::query_value("/sessions/a b?x=1&y=é(!)"),
+            "%2Fsessions%2Fa%20b%3Fx%3D1%26y%3D%C3%A9(!)"
+        );
     }
 }

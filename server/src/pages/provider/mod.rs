@@ -247,7 +247,7 @@ async fn callback(
     }
     let vouched = match provider
         .relying_party
-        .redeem(code, pending.pkce_verifier, &pending.nonce)
+        .redeem(code, pending.pkce_verifier, &pending.nonce, now)
         .await
     {
         Ok(vouched) => vouched,

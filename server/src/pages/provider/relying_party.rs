@@ -8,10 +8,11 @@ use std::{
     collections::HashMap,
     future::Future,
     pin::Pin,
-    sync::{Arc, RwLock},
+    sync::{Arc, Mutex, RwLock},
     time::{Duration, Instant},
 };
 
+use chrono::{DateTime, Utc};
 use openidconnect::{
     AdditionalClaims, AsyncHttpClient, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
     EmptyExtraTokenFields, EndpointMaybeSet, EndpointNotSet, EndpointSet, HttpRequest,
@@ -33,8 +34,8 @@ const RESPONSE_BYTES_MAX: usize = 1024 * 1024;
 /// How long the discovery document and keys are used before they are fetched again.
 const METADATA_FRESH_FOR: Duration = Duration::from_secs(3600);
 
-/// The least time between two fetches forced by a token naming an unknown key, so a stream of forged
-/// tokens cannot make Anteroom hammer the provider.
+/// The least time between two fetches forced by tokens naming an unknown key, so a stream of forged tokens
+/// cannot make Anteroom hammer the provider.
 const FORCED_REFRESH_EVERY: Duration = Duration::from_secs(30);
 
 /// The ID token's claims beyond the standard ones, of which only the configured groups claim is read.
@@ -162,6 +163,8 @@ pub struct RelyingParty {
     http: ProviderHttp,
     /// The document and when it was fetched. Read and replaced under the lock, never held across a fetch.
     metadata: RwLock<Option<(Arc<CoreProviderMetadata>, Instant)>>,
+    /// When a token naming an unknown key last forced a fetch.
+    last_forced: Mutex<Option<Instant>>,
 }
 
 /// What the browser is sent to the provider with, and what must come back with it.
@@ -202,6 +205,7 @@ impl RelyingParty {
             groups_claim: groups_claim.to_owned(),
             http: ProviderHttp::new(),
             metadata: RwLock::new(None),
+            last_forced: Mutex::new(None),
         })
     }
 
@@ -209,8 +213,8 @@ impl RelyingParty {
         self.issuer.as_str()
     }
 
-    /// The discovery document: the cached one while fresh, else fetched (`forced`: fetched unless one was
-    /// fetched in the last 30 s).
+    /// The discovery document: the cached one while fresh, else fetched; `forced` (a token named a key the
+    /// cached keys lack) fetches it anyway, unless a forced fetch happened in the last 30 s.
     async fn metadata(&self, forced: bool) -> Result<Arc<CoreProviderMetadata>, ProviderError> {
         let cached = self
             .metadata
@@ -218,8 +222,20 @@ impl RelyingParty {
             .ok()
             .and_then(|cached| cached.as_ref().map(|(doc, at)| (Arc::clone(doc), *at)));
         if let Some((doc, fetched_at)) = &cached {
-            let age = fetched_at.elapsed();
-            if age < FORCED_REFRESH_EVERY || (!forced && age < METADATA_FRESH_FOR) {
+            let keep = if forced {
+                let mut last = self
+                    .last_forced
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let recent = last.is_some_and(|at| at.elapsed() < FORCED_REFRESH_EVERY);
+                if !recent {
+                    *last = Some(Instant::now());
+                }
+                recent
+            } else {
+                fetched_at.elapsed() < METADATA_FRESH_FOR
+            };
+            if keep {
                 return Ok(Arc::clone(doc));
             }
         }
@@ -271,13 +287,15 @@ impl RelyingParty {
         })
     }
 
-    /// Exchanges `code` for an ID token and checks it (signature, issuer, audience, expiry, `nonce`); a token
-    /// signed with a key the cached keys lack is checked again once against freshly fetched keys.
+    /// Exchanges `code` for an ID token and checks it (signature, issuer, audience, expiry against `now`,
+    /// `nonce`); a token signed with a key the cached keys lack is checked again once against freshly fetched
+    /// keys.
     pub async fn redeem(
         &self,
         code: String,
         pkce_verifier: String,
         nonce: &str,
+        now: DateTime<Utc>,
     ) -> Result<Vouched, ProviderError> {
         let metadata = self.metadata(false).await?;
         let client = self.client(&metadata);
@@ -293,11 +311,12 @@ impl RelyingParty {
             .id_token()
             .ok_or(ProviderError::NoIdToken)?;
         let nonce = Nonce::new(nonce.to_owned());
-        let verified = client
+        let verifier = client
             .id_token_verifier()
             .require_issuer_match(true)
-            .require_audience_match(true);
-        let claims = match id_token.claims(&verified, &nonce) {
+            .require_audience_match(true)
+            .set_time_fn(move || now);
+        let claims = match id_token.claims(&verifier, &nonce) {
             Ok(claims) => claims.clone(),
             Err(openidconnect::ClaimsVerificationError::SignatureVerification(
                 openidconnect::SignatureVerificationError::NoMatchingKey,
@@ -305,7 +324,7 @@ impl RelyingParty {
                 // The provider may have rotated its keys since they were fetched.
                 let fresh = self.metadata(true).await?;
                 let fresh_client = self.client(&fresh);
-                let verifier = fresh_client.id_token_verifier();
+                let verifier = fresh_client.id_token_verifier().set_time_fn(move || now);
                 id_token
                     .claims(&verifier, &nonce)
                     .map_err(|error| ProviderError::Token(error.to_string()))?
