@@ -385,6 +385,13 @@ pub enum UserCommand {
         #[command(flatten)]
         database: DatabaseArgs,
     },
+    /// Sign a person out in every browser at once (their next page asks them to sign in again).
+    SignOut {
+        #[arg(long)]
+        username: String,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]

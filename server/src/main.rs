@@ -88,6 +88,11 @@ async fn main() -> ExitCode {
         })) => commands::user::set_email(&username, email.as_deref(), &database)
             .await
             .map(|()| 0),
+        Some(Command::User(UserCommand::SignOut { username, database })) => {
+            commands::user::sign_out(&username, &database)
+                .await
+                .map(|()| 0)
+        }
         Some(Command::Group(command)) => commands::group::run(command).await.map(|()| 0),
         Some(Command::Audit(command)) => commands::audit::run(command).await,
         Some(Command::Ask(args)) => ask::run(args).await,

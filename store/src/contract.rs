@@ -7,15 +7,17 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
 
+mod accounts;
+pub use accounts::{AccountStore, BrowserSignIn, WebSessionOwner};
+
 use crate::{
     AttentionItem, Backend, PollProbe, QueueEntry, StoreResult,
     domain::{
         access::Principal,
-        access::{ApiKey, SignedIn, User},
+        access::User,
         audit::{AuditEntry, NewAuditEntry},
         gate::{GateChange, GateState},
         ids::{IdempotencyKey, LeaseToken, OwnerId, RequestId, RequestKey, RoundId, SessionId},
-        provider_people::ProviderPerson,
         reach::{
             AnswerToken, EmailPreference, EmailRecipient, PushRecipient, PushSubscription,
             QuietHours, ReachChannel, SlackLink,
@@ -208,76 +210,6 @@ pub trait WorkerStore: Send + Sync {
 
     /// Marks a round whose worker vanished mid-delivery `failed / recovery_unavailable`, session `failed`.
     async fn fail_recovery(&self, id: RoundId) -> StoreResult<Round>;
-}
-
-/// API keys, people, first-run sign-in links and browser sessions; credentials only as hashes.
-#[async_trait::async_trait]
-pub trait AccountStore: Send + Sync {
-    async fn create_api_key(&self, key: &ApiKey, key_hash: &str, actor: &str) -> StoreResult<()>;
-
-    /// The live (not revoked) API key with this hash.
-    async fn api_key_for_hash(&self, key_hash: &str) -> StoreResult<Option<ApiKey>>;
-
-    /// Adds a person; a taken username is a `managed_input_conflict`.
-    async fn create_user(&self, user: &User, password_hash: &str) -> StoreResult<()>;
-
-    /// The person with this username and their password hash, for signing in.
-    async fn user_with_password(&self, username: &str) -> StoreResult<Option<(User, String)>>;
-
-    async fn get_user(&self, id: &str) -> StoreResult<Option<User>>;
-
-    /// A person, the time zone their pages show times in and their groups, in one statement (each signed-in
-    /// request needs all three).
-    async fn signed_in(&self, id: &str) -> StoreResult<Option<SignedIn>>;
-
-    async fn count_users(&self) -> StoreResult<i64>;
-
-    /// Signs in a person the identity provider vouched for, in one transaction: the person linked to their
-    /// provider identity, else the local person with their e-mail when the provider verified it, else a new
-    /// person (no password; a free username). Their role and groups become what the provider's groups grant,
-    /// every time (groups named by the mapping are made when missing); a change is recorded in the audit log.
-    async fn sign_in_from_provider(&self, person: &ProviderPerson) -> StoreResult<User>;
-
-    /// Stores a one-time sign-in link (its hash) that works until `expires_at`.
-    async fn create_sign_in_link(
-        &self,
-        token_hash: &str,
-        expires_at: DateTime<Utc>,
-    ) -> StoreResult<()>;
-
-    /// Uses up the link and creates `user` in one transaction: true only the first time, only before the
-    /// link expires, and only while no person exists (an admin made meanwhile by `anteroom user add` ends
-    /// the link's use).
-    async fn create_first_admin(
-        &self,
-        token_hash: &str,
-        user: &User,
-        password_hash: &str,
-    ) -> StoreResult<bool>;
-
-    /// Writes a browser session's data (JSON) and expiry, replacing what was there.
-    async fn save_web_session(
-        &self,
-        id: &str,
-        data: &str,
-        expires_at: DateTime<Utc>,
-    ) -> StoreResult<()>;
-
-    /// Writes a browser session only if its id is new; false if the id was taken.
-    async fn create_web_session(
-        &self,
-        id: &str,
-        data: &str,
-        expires_at: DateTime<Utc>,
-    ) -> StoreResult<bool>;
-
-    /// A browser session's data and expiry, unless it has expired.
-    async fn load_web_session(&self, id: &str) -> StoreResult<Option<(String, DateTime<Utc>)>>;
-
-    async fn delete_web_session(&self, id: &str) -> StoreResult<()>;
-
-    /// Deletes expired browser sessions; returns how many.
-    async fn purge_web_sessions(&self) -> StoreResult<u64>;
 }
 
 /// The webhook outbox: queued in the transaction of the change it announces, delivered at least once.

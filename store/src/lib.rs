@@ -30,9 +30,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use contract::{
-    AccountStore, AgentSessionStore, AuditStore, COUNT_BATCH, Escalated, GateStore, OutboxStore,
-    ReachStore, RoundStore, RunStore, StandingAnswerStore, StatsStore, Store, SweepStore,
-    TeamStore, WorkerStore,
+    AccountStore, AgentSessionStore, AuditStore, BrowserSignIn, COUNT_BATCH, Escalated, GateStore,
+    OutboxStore, ReachStore, RoundStore, RunStore, StandingAnswerStore, StatsStore, Store,
+    SweepStore, TeamStore, WebSessionOwner, WorkerStore,
 };
 pub use engine::SqlStore;
 pub use postgres::{PostgresDialect, PostgresStore};

@@ -237,7 +237,11 @@ pub async fn load_deliveries() -> Result<Vec<DeliveryRow>, ServerFnError> {
 #[server(prefix = "/fn", endpoint = "profile", output = TextJson)]
 pub async fn load_profile() -> Result<super::model::ProfileView, ServerFnError> {
     let (services, viewer) = signed_in()?;
-    services.profile(&viewer).await.map_err(unavailable)
+    let this_browser = from_request::<super::model::ThisBrowser>();
+    services
+        .profile(&viewer, this_browser.as_ref().map(|this| this.0.as_str()))
+        .await
+        .map_err(unavailable)
 }
 
 /// Saves the person's e-mail and mail preference.

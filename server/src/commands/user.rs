@@ -1,5 +1,5 @@
-//! `anteroom user add`: a person who signs in to the web app, with the password from `ANTEROOM_PASSWORD` or
-//! standard input.
+//! `anteroom user`: a person added (the password from `ANTEROOM_PASSWORD` or standard input), their e-mail set,
+//! or their browsers signed out everywhere.
 
 use anteroom_domain::access::{Role, normalise_email, normalise_username};
 use anteroom_server::{config::DatabaseArgs, people::add_user};
@@ -55,5 +55,19 @@ pub async fn set_email(
         Some(_) => eprintln!("{}'s e-mail is set", user.username),
         None => eprintln!("{}'s e-mail is cleared", user.username),
     }
+    Ok(())
+}
+
+/// `anteroom user sign-out`: ends every browser session of a person.
+pub async fn sign_out(username: &str, database: &DatabaseArgs) -> anyhow::Result<()> {
+    let store = open_store(database, StoreOptions::default()).await?;
+    let Some((user, _)) = store
+        .user_with_password(normalise_username(username))
+        .await?
+    else {
+        anyhow::bail!("no person is called {username}");
+    };
+    let ended = store.end_every_browser_sign_in(&user.id).await?;
+    eprintln!("{} is signed out in {ended} browser(s)", user.username);
     Ok(())
 }

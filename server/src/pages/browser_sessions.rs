@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use anteroom_store::Store;
+use anteroom_store::{Store, WebSessionOwner};
 use chrono::{DateTime, Utc};
 use tower_sessions::{
     SessionStore,
@@ -42,6 +42,42 @@ fn encode(record: &Record) -> session_store::Result<String> {
         .map_err(|error| session_store::Error::Encode(error.to_string()))
 }
 
+/// Session data keys the owner columns are read from (written by the sign-in and by `attach_viewer`).
+pub const DEVICE_KEY: &str = "device";
+pub const SEEN_AT_KEY: &str = "seen_at";
+
+/// The name a person's page shows a session by: a digest of its id, never the id itself (the cookie's
+/// secret).
+pub fn handle(id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(id.as_bytes())
+        .iter()
+        .take(12)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Who the record belongs to, from its data.
+fn owner(record: &Record) -> WebSessionOwner {
+    let text = |key: &str| {
+        record
+            .data
+            .get(key)
+            .and_then(|value| value.as_str())
+            .map(str::to_owned)
+    };
+    WebSessionOwner {
+        user_id: text(super::USER_KEY),
+        handle: handle(&record.id.to_string()),
+        device: text(DEVICE_KEY),
+        seen_at: record
+            .data
+            .get(SEEN_AT_KEY)
+            .and_then(serde_json::Value::as_i64)
+            .and_then(|seconds| DateTime::from_timestamp(seconds, 0)),
+    }
+}
+
 #[async_trait::async_trait]
 impl SessionStore for BrowserSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
@@ -49,7 +85,12 @@ impl SessionStore for BrowserSessionStore {
         // Ids are random 128-bit numbers; a collision is astronomically rare but must not join two people.
         while !self
             .store
-            .create_web_session(&record.id.to_string(), &data, expiry(record))
+            .create_web_session(
+                &record.id.to_string(),
+                &data,
+                expiry(record),
+                &owner(record),
+            )
             .await
             .map_err(backend)?
         {
@@ -60,7 +101,12 @@ impl SessionStore for BrowserSessionStore {
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
         self.store
-            .save_web_session(&record.id.to_string(), &encode(record)?, expiry(record))
+            .save_web_session(
+                &record.id.to_string(),
+                &encode(record)?,
+                expiry(record),
+                &owner(record),
+            )
             .await
             .map_err(backend)
     }

@@ -8,7 +8,7 @@ mod provider;
 use std::{net::SocketAddr, sync::Arc};
 
 use anteroom_app::ui::{
-    model::{AnswerNotice, AnswerPost, Viewer},
+    model::{AnswerNotice, AnswerPost, ThisBrowser, Viewer},
     page_data::PageData,
     server_fns::FlashNotice,
 };
@@ -88,6 +88,7 @@ pub fn routes(feed: QueueFeed, sign_in: &SignInSettings) -> Router<AppState> {
         .route("/logout", post(sign_out))
         .route("/setup", post(set_up_first_admin))
         .route("/sessions/{id}/answer", post(answer_without_javascript))
+        .route("/profile/sign-ins/end", post(end_browser_sign_in))
         .route("/fn/{*name}", post(server_function))
 }
 
@@ -129,6 +130,12 @@ pub async fn attach_viewer(
         signed_in_viewer(&state, &session).await
     };
     if let Some(viewer) = viewer {
+        remember_browser(&state, &session, request.headers()).await;
+        if let Some(id) = session.id() {
+            request
+                .extensions_mut()
+                .insert(ThisBrowser(browser_sessions::handle(&id.to_string())));
+        }
         // The API sees who is signed in as a principal and a CSRF token, never as the pages' view model.
         request.extensions_mut().insert(viewer.principal.clone());
         request
@@ -156,6 +163,69 @@ pub async fn attach_viewer(
         return Redirect::to(&format!("{sign_in}?next={}", encode(&next))).into_response();
     }
     next.run(request).await
+}
+
+/// Keeps what the person's profile lists about this browser: its `User-Agent` (cut short) and when it was last
+/// seen, refreshed at most every 5 minutes so a signed-in page does not cost a session write per request.
+async fn remember_browser(state: &AppState, session: &Session, headers: &HeaderMap) {
+    const REFRESH_SECONDS: i64 = 300;
+    let now = state.store.now().timestamp();
+    let seen = session
+        .get::<i64>(browser_sessions::SEEN_AT_KEY)
+        .await
+        .ok()
+        .flatten();
+    if seen.is_some_and(|seen| (0..REFRESH_SECONDS).contains(&(now - seen))) {
+        return;
+    }
+    let device = headers
+        .get(header::USER_AGENT)
+        .and_then(|agent| agent.to_str().ok())
+        .map(|agent| agent.chars().take(160).collect::<String>());
+    let mut remembered = session.insert(browser_sessions::SEEN_AT_KEY, now).await;
+    if let (Ok(()), Some(device)) = (&remembered, device) {
+        remembered = session.insert(browser_sessions::DEVICE_KEY, device).await;
+    }
+    if let Err(error) = remembered {
+        tracing::warn!(%error, "cannot note when a browser was last seen");
+    }
+}
+
+/// "Sign out" on the profile's list of browsers: ends that browser's session (this one's too, which then goes
+/// to the sign-in page).
+async fn end_browser_sign_in(
+    State(state): State<AppState>,
+    session: Session,
+    viewer: Option<Extension<Viewer>>,
+    this_browser: Option<Extension<ThisBrowser>>,
+    SameSiteForm(pairs): SameSiteForm,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return Redirect::to("/login?next=%2Fprofile").into_response();
+    };
+    if viewer.csrf != posted_value(&pairs, "csrf") {
+        return forbidden_cross_site();
+    }
+    let handle = posted_value(&pairs, "handle");
+    if let Err(error) = state
+        .store
+        .end_browser_sign_in(&viewer.principal.id, &handle)
+        .await
+    {
+        tracing::error!(%error, "cannot sign a browser out");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The browser could not be signed out just now; try again in a moment.",
+        )
+            .into_response();
+    }
+    if this_browser.is_some_and(|Extension(ThisBrowser(this))| this == handle) {
+        if let Err(error) = session.flush().await {
+            tracing::warn!(%error, "cannot end a browser session");
+        }
+        return Redirect::to("/login?signed_out=1").into_response();
+    }
+    Redirect::to("/profile").into_response()
 }
 
 /// Whether this browser signed in through the provider longer ago than a provider sign-in lasts; its session

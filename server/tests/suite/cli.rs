@@ -291,6 +291,21 @@ async fn first_start_prints_a_one_time_admin_link_and_user_add_adds_people() {
     assert_eq!(taken.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&taken.stderr).contains("taken"));
 
+    // The first admin's browser, signed in by the link, is signed out everywhere by an admin's command.
+    let sign_out = |username: &'static str| {
+        Command::new(BINARY)
+            .args(["user", "sign-out", "--username", username])
+            .env("DATABASE_URL", &url)
+            .output()
+    };
+    let signed_out = sign_out("ada").await.expect("run user sign-out");
+    let said = String::from_utf8_lossy(&signed_out.stderr);
+    assert!(signed_out.status.success(), "{said}");
+    assert!(said.contains("ada is signed out in 1 browser(s)"), "{said}");
+    let nobody = sign_out("nobody").await.expect("run user sign-out");
+    assert_eq!(nobody.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&nobody.stderr).contains("no person is called nobody"));
+
     // Groups: added with their members, listed, members removed, then the group.
     let group = |args: &[&str]| {
         Command::new(BINARY)

@@ -294,7 +294,96 @@ async fn every_open_page_gets_the_queue_from_one_reading_per_change(db: Backend)
     server.stop().await;
 }
 
+/// A person sees the browsers they are signed in on, "this browser" among them, and signs another one out; an
+/// admin's `anteroom user sign-out` ends the rest.
+async fn a_person_sees_their_browsers_and_signs_one_out(db: Backend) {
+    let Some(server) = TestServer::start(db).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    let laptop = sign_in(&server, "rita").await;
+    let phone = sign_in(&server, "rita").await;
+    let visit = |cookie: &str, agent: &'static str| {
+        browser()
+            .get(server.url("/profile"))
+            .header(header::COOKIE, cookie.to_owned())
+            .header(header::USER_AGENT, agent)
+            .send()
+    };
+    // A browser's pages note what it is (the session is written after the page, so it is listed from the next).
+    visit(&phone, "Phone Browser/1.0").await.expect("GET");
+    visit(&laptop, "Laptop <b>Browser</b>/2.0")
+        .await
+        .expect("GET");
+    let html = visit(&laptop, "Laptop <b>Browser</b>/2.0")
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("page");
+    assert!(html.contains("Phone Browser/1.0"), "{html}");
+    assert!(
+        html.contains("Laptop &lt;b&gt;Browser&lt;/b&gt;/2.0"),
+        "escaped: {html}"
+    );
+    assert_eq!(html.matches("(this browser)").count(), 1);
+    let rows: Vec<&str> = html.split("<li>").skip(1).collect();
+    let phone_row = rows
+        .iter()
+        .find(|row| row.contains("Phone Browser"))
+        .expect("the phone's row");
+    let handle = input_value(phone_row, "handle");
+    assert!(!phone.contains(&handle), "a handle is not the session's id");
+    let csrf = input_value(&html, "csrf");
+    let ended = browser()
+        .post(server.url("/profile/sign-ins/end"))
+        .header(header::COOKIE, &laptop)
+        .form(&[("handle", handle.as_str()), ("csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(ended.headers()[header::LOCATION], "/profile");
+    assert_eq!(
+        page(&server, "/", &phone).await.0,
+        StatusCode::SEE_OTHER,
+        "the phone is signed out"
+    );
+    assert_eq!(
+        page(&server, "/", &laptop).await.0,
+        StatusCode::OK,
+        "the laptop is not"
+    );
+
+    // Without the page's CSRF token nothing is ended.
+    let forged = browser()
+        .post(server.url("/profile/sign-ins/end"))
+        .header(header::COOKIE, &laptop)
+        .form(&[("handle", handle.as_str()), ("csrf", "guess")])
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+
+    let (rita, _) = server
+        .store
+        .user_with_password("rita")
+        .await
+        .expect("read")
+        .expect("rita");
+    assert_eq!(
+        server
+            .store
+            .end_every_browser_sign_in(&rita.id)
+            .await
+            .expect("all"),
+        1
+    );
+    assert_eq!(page(&server, "/", &laptop).await.0, StatusCode::SEE_OTHER);
+    server.stop().await;
+}
+
 on_both_backends!(
+    a_person_sees_their_browsers_and_signs_one_out,
     people_sign_in_and_their_session_lives_in_the_database,
     posts_from_another_site_are_refused,
     a_plain_form_post_answers_and_records_who_answered,

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, conflict_on_unique};
 use crate::{
-    AccountStore, StoreError, StoreResult,
+    AccountStore, BrowserSignIn, StoreError, StoreResult, WebSessionOwner,
     dialect::{Dialect, Statement},
     domain::{
         access::{ApiKey, Role, SignedIn, User},
@@ -27,6 +27,24 @@ fn insert_user(user: &User, password_hash: &str, now: DateTime<Utc>) -> Statemen
         .bind(user.role.as_str())
         .bind(password_hash)
         .bind(to_ms(now))
+}
+
+/// A browser session's write (an INSERT or an UPSERT), its owner beside its data.
+fn web_session(
+    sql: &'static str,
+    id: &str,
+    data: &str,
+    expires_at: DateTime<Utc>,
+    owner: &WebSessionOwner,
+) -> Statement {
+    Statement::new(sql)
+        .bind(id)
+        .bind(data)
+        .bind(to_ms(expires_at))
+        .bind(owner.user_id.clone())
+        .bind(&owner.handle)
+        .bind(owner.device.clone())
+        .bind(owner.seen_at.map(to_ms))
 }
 
 #[async_trait::async_trait]
@@ -189,13 +207,15 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
         id: &str,
         data: &str,
         expires_at: DateTime<Utc>,
+        owner: &WebSessionOwner,
     ) -> StoreResult<()> {
-        self.execute(
-            Statement::new(sql::UPSERT_WEB_SESSION)
-                .bind(id)
-                .bind(data)
-                .bind(to_ms(expires_at)),
-        )
+        self.execute(web_session(
+            sql::UPSERT_WEB_SESSION,
+            id,
+            data,
+            expires_at,
+            owner,
+        ))
         .await?;
         Ok(())
     }
@@ -205,14 +225,16 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
         id: &str,
         data: &str,
         expires_at: DateTime<Utc>,
+        owner: &WebSessionOwner,
     ) -> StoreResult<bool> {
         let inserted = self
-            .execute(
-                Statement::new(sql::INSERT_WEB_SESSION_IF_NEW)
-                    .bind(id)
-                    .bind(data)
-                    .bind(to_ms(expires_at)),
-            )
+            .execute(web_session(
+                sql::INSERT_WEB_SESSION_IF_NEW,
+                id,
+                data,
+                expires_at,
+                owner,
+            ))
             .await?;
         Ok(inserted == 1)
     }
@@ -237,6 +259,41 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
 
     async fn purge_web_sessions(&self) -> StoreResult<u64> {
         self.execute(Statement::new(sql::PURGE_WEB_SESSIONS).bind(to_ms(self.clock_now())))
+            .await
+    }
+
+    async fn browser_sign_ins(&self, user_id: &str) -> StoreResult<Vec<BrowserSignIn>> {
+        let rows = self
+            .all::<(String, Option<String>, Option<i64>)>(
+                Statement::new(sql::SELECT_BROWSER_SIGN_INS)
+                    .bind(user_id)
+                    .bind(to_ms(self.clock_now())),
+            )
+            .await?;
+        rows.into_iter()
+            .map(|(handle, device, seen_at)| {
+                Ok(BrowserSignIn {
+                    handle,
+                    device,
+                    seen_at: seen_at.map(from_ms).transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    async fn end_browser_sign_in(&self, user_id: &str, handle: &str) -> StoreResult<bool> {
+        let ended = self
+            .execute(
+                Statement::new(sql::DELETE_BROWSER_SIGN_IN)
+                    .bind(user_id)
+                    .bind(handle),
+            )
+            .await?;
+        Ok(ended > 0)
+    }
+
+    async fn end_every_browser_sign_in(&self, user_id: &str) -> StoreResult<u64> {
+        self.execute(Statement::new(sql::DELETE_EVERY_BROWSER_SIGN_IN).bind(user_id))
             .await
     }
 }

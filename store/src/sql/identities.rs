@@ -1,5 +1,6 @@
-//! The SQL of provider sign-in (docs/operations.md): a person found by their provider identity or verified
-//! e-mail, made at their first sign-in, and given the role and groups the provider's groups map to.
+//! The SQL of how people sign in (docs/operations.md): a person found by their provider identity or verified
+//! e-mail, made at their first sign-in and given the role and groups the provider's groups map to; and the
+//! browsers each person is signed in on.
 
 pub const SELECT_PROVIDER_IDENTITY: &str =
     "SELECT user_id FROM provider_identities WHERE issuer = $1 AND subject = $2";
@@ -29,3 +30,13 @@ pub const DELETE_USER_GROUPS: &str = "DELETE FROM group_members WHERE user_id = 
 
 pub const INSERT_USER_GROUP: &str = "INSERT INTO group_members (group_name, user_id) VALUES ($1, $2) \
      ON CONFLICT (group_name, user_id) DO NOTHING";
+
+/// A person's live browser sessions, most recently seen first.
+pub const SELECT_BROWSER_SIGN_INS: &str = "SELECT handle, device, seen_at_ms FROM web_sessions \
+     WHERE user_id = $1 AND expires_at_ms > $2 AND handle IS NOT NULL \
+     ORDER BY seen_at_ms DESC NULLS LAST LIMIT 100";
+
+pub const DELETE_BROWSER_SIGN_IN: &str =
+    "DELETE FROM web_sessions WHERE user_id = $1 AND handle = $2";
+
+pub const DELETE_EVERY_BROWSER_SIGN_IN: &str = "DELETE FROM web_sessions WHERE user_id = $1";

@@ -472,11 +472,13 @@ pub const USE_SIGN_IN_LINK: &str = "UPDATE sign_in_links SET used_at_ms = $2 \
      WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2 \
      AND NOT EXISTS (SELECT 1 FROM users)";
 
-pub const UPSERT_WEB_SESSION: &str = "INSERT INTO web_sessions (id, data, expires_at_ms) VALUES ($1, $2, $3) \
-     ON CONFLICT (id) DO UPDATE SET data = excluded.data, expires_at_ms = excluded.expires_at_ms";
+pub const UPSERT_WEB_SESSION: &str = "INSERT INTO web_sessions (id, data, expires_at_ms, user_id, handle, \
+     device, seen_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET data = excluded.data, \
+     expires_at_ms = excluded.expires_at_ms, user_id = excluded.user_id, handle = excluded.handle, \
+     device = excluded.device, seen_at_ms = excluded.seen_at_ms";
 
-pub const INSERT_WEB_SESSION_IF_NEW: &str = "INSERT INTO web_sessions (id, data, expires_at_ms) \
-     VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING";
+pub const INSERT_WEB_SESSION_IF_NEW: &str = "INSERT INTO web_sessions (id, data, expires_at_ms, user_id, \
+     handle, device, seen_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING";
 
 pub const SELECT_WEB_SESSION: &str =
     "SELECT data, expires_at_ms FROM web_sessions WHERE id = $1 AND expires_at_ms > $2";

@@ -1,5 +1,6 @@
 //! People and their sign-in: accounts, one-use sign-in links and web sessions.
 
+use anteroom_store::WebSessionOwner;
 use anteroom_store::domain::{
     access::{Role, User},
     clock::Clock,
@@ -106,18 +107,18 @@ async fn web_sessions_are_saved_replaced_and_expire(h: &Harness) {
     let soon = h.clock.now() + Duration::minutes(30);
     assert!(
         h.store
-            .create_web_session("s1", "{\"a\":1}", soon)
+            .create_web_session("s1", "{\"a\":1}", soon, &WebSessionOwner::default())
             .await
             .expect("create")
     );
     assert!(
         !h.store
-            .create_web_session("s1", "{}", soon)
+            .create_web_session("s1", "{}", soon, &WebSessionOwner::default())
             .await
             .expect("taken id")
     );
     h.store
-        .save_web_session("s1", "{\"a\":2}", soon)
+        .save_web_session("s1", "{\"a\":2}", soon, &WebSessionOwner::default())
         .await
         .expect("save");
     assert_eq!(
@@ -125,7 +126,12 @@ async fn web_sessions_are_saved_replaced_and_expire(h: &Harness) {
         Some(("{\"a\":2}".to_owned(), soon))
     );
     h.store
-        .create_web_session("s2", "{}", soon + Duration::hours(1))
+        .create_web_session(
+            "s2",
+            "{}",
+            soon + Duration::hours(1),
+            &WebSessionOwner::default(),
+        )
         .await
         .expect("create");
     h.clock.advance(Duration::hours(1));
@@ -135,7 +141,83 @@ async fn web_sessions_are_saved_replaced_and_expire(h: &Harness) {
     assert_eq!(h.store.load_web_session("s2").await.expect("load"), None);
 }
 
+async fn a_persons_browsers_are_listed_and_signed_out_one_or_all(h: &Harness) {
+    let person = User {
+        id: "u-1".to_owned(),
+        username: "ada".to_owned(),
+        role: Role::Responder,
+    };
+    h.store.create_user(&person, "hash").await.expect("person");
+    let now = h.clock.now();
+    let soon = now + Duration::hours(1);
+    let owned = |handle: &str, minutes_ago: i64| WebSessionOwner {
+        user_id: Some("u-1".to_owned()),
+        handle: handle.to_owned(),
+        device: Some(format!("browser {handle}")),
+        seen_at: Some(now - Duration::minutes(minutes_ago)),
+    };
+    for (id, handle, minutes_ago) in [("s1", "h1", 30), ("s2", "h2", 1), ("s3", "h3", 10)] {
+        assert!(
+            h.store
+                .create_web_session(id, "{}", soon, &owned(handle, minutes_ago))
+                .await
+                .expect("create")
+        );
+    }
+    // Someone else's session, and one not signed in yet, are not listed.
+    let stranger = WebSessionOwner {
+        user_id: Some("u-2".to_owned()),
+        ..owned("h9", 0)
+    };
+    h.store
+        .create_web_session("s9", "{}", soon, &stranger)
+        .await
+        .expect("other");
+    h.store
+        .create_web_session("s0", "{}", soon, &WebSessionOwner::default())
+        .await
+        .expect("anonymous");
+    let handles = |list: Vec<anteroom_store::BrowserSignIn>| {
+        list.into_iter().map(|row| row.handle).collect::<Vec<_>>()
+    };
+    let listed = h.store.browser_sign_ins("u-1").await.expect("list");
+    assert_eq!(listed[0].device.as_deref(), Some("browser h2"));
+    assert_eq!(
+        handles(listed),
+        ["h2", "h3", "h1"],
+        "most recently seen first"
+    );
+
+    assert!(h.store.end_browser_sign_in("u-1", "h3").await.expect("end"));
+    assert!(
+        !h.store
+            .end_browser_sign_in("u-1", "h9")
+            .await
+            .expect("not theirs")
+    );
+    assert_eq!(h.store.load_web_session("s3").await.expect("load"), None);
+    assert_eq!(
+        h.store.end_every_browser_sign_in("u-1").await.expect("all"),
+        2
+    );
+    assert!(
+        h.store
+            .browser_sign_ins("u-1")
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    assert!(
+        h.store
+            .load_web_session("s9")
+            .await
+            .expect("load")
+            .is_some()
+    );
+}
+
 crate::on_both_backends!(
+    a_persons_browsers_are_listed_and_signed_out_one_or_all,
     usernames_are_unique_and_passwords_come_back_for_sign_in,
     sign_in_links_work_once_and_only_before_they_expire,
     first_run_link_after_an_admin_exists_creates_nobody,

@@ -714,6 +714,8 @@ pub struct ProfileView {
     pub digest_after: u32,
     /// The Slack accounts linked to this person by hand, oldest first.
     pub slack_links: Vec<SlackLinkRow>,
+    /// The browsers this person is signed in on, most recently seen first.
+    pub sign_ins: Vec<SignInRow>,
     /// The token the page's forms (and `/reach.js`) send with every change.
     pub csrf: String,
 }
@@ -725,6 +727,19 @@ pub struct SlackLinkRow {
     pub slack_user: String,
     pub linked_ms: i64,
 }
+
+/// A browser the person is signed in on, by its handle (never its session id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignInRow {
+    pub handle: String,
+    pub device: String,
+    pub seen_ms: Option<i64>,
+    pub this_browser: bool,
+}
+
+/// The handle of the browser session a request came with (the host puts it on the request).
+#[derive(Debug, Clone)]
+pub struct ThisBrowser(pub String);
 
 /// A browser with push on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

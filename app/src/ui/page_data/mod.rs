@@ -9,7 +9,7 @@ use super::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
         HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
         QueueView, RecordedAction, RequestBody, RequestView, RunView, SessionPage, ShownAnswer,
-        SlackLinkRow, StandingChoice, StandingView, TRIAGE_MAX, TriageOutcome, Viewer,
+        SignInRow, SlackLinkRow, StandingChoice, StandingView, TRIAGE_MAX, TriageOutcome, Viewer,
         clock_minute, control_name, parse_clock_minute,
     },
     posted_answer::read_answer,

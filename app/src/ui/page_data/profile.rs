@@ -1,10 +1,16 @@
-//! The profile page's data and settings: e-mail, quiet hours, digests, push browsers and the Slack link.
+//! The profile page's data and settings: e-mail, quiet hours, digests, push browsers, the Slack link and the
+//! browsers the person is signed in on.
 
 use super::*;
 
 impl PageData {
-    /// The signed-in person's reach settings.
-    pub async fn profile(&self, viewer: &Viewer) -> StoreResult<ProfileView> {
+    /// The signed-in person's reach settings and the browsers they are signed in on (`this_browser`: the
+    /// handle of the one asking).
+    pub async fn profile(
+        &self,
+        viewer: &Viewer,
+        this_browser: Option<&str>,
+    ) -> StoreResult<ProfileView> {
         let id = &viewer.principal.id;
         let email = self.store.user_email(id).await?;
         let preference = self.store.email_preference(id).await?;
@@ -13,7 +19,17 @@ impl PageData {
         let time_zone = self.store.time_zone(id).await?;
         let digest_after = self.store.digest_after(id).await?;
         let slack_links = self.store.slack_links(id).await?;
+        let sign_ins = self.store.browser_sign_ins(id).await?;
         Ok(ProfileView {
+            sign_ins: sign_ins
+                .into_iter()
+                .map(|sign_in| SignInRow {
+                    this_browser: this_browser == Some(sign_in.handle.as_str()),
+                    handle: sign_in.handle,
+                    device: sign_in.device.unwrap_or_else(|| "A browser".to_owned()),
+                    seen_ms: sign_in.seen_at.map(|at| at.timestamp_millis()),
+                })
+                .collect(),
             digest_after,
             slack_links: slack_links
                 .into_iter()

@@ -166,8 +166,10 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
     let push_csrf = csrf.clone();
     let links_csrf = csrf.clone();
     let digest_csrf = csrf.clone();
+    let sign_ins = sign_ins(view.sign_ins.clone(), csrf.clone(), zone.clone());
     view! {
         <p class="muted">{format!("Signed in as {} ({}).", view.username, view.role)}</p>
+        {sign_ins}
         <h2>"E-mail"</h2>
         <ActionForm action=save attr:class="email-settings">
             <input type="hidden" name="csrf" value=csrf.clone() />
@@ -250,6 +252,39 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
             }
                 .into_any()
         }}
+    }
+}
+
+/// The browsers the person is signed in on, each with "Sign out" (a plain form: the server ends that browser's
+/// session and shows this page again).
+fn sign_ins(
+    rows: Vec<crate::ui::model::SignInRow>,
+    csrf: String,
+    zone: Option<String>,
+) -> impl IntoView {
+    view! {
+        <h2>"Signed in on"</h2>
+        <ul class="browsers" data-testid="sign-ins">
+            {rows
+                .into_iter()
+                .map(|row| {
+                    let seen = row
+                        .seen_ms
+                        .map(|ms| format!(" last seen {}", zoned_time(ms, zone.as_deref())));
+                    view! {
+                        <li>
+                            <span>{row.device}</span>
+                            <span class="muted">{seen}{row.this_browser.then_some(" (this browser)")}</span>
+                            <form method="post" action="/profile/sign-ins/end" class="inline">
+                                <input type="hidden" name="handle" value=row.handle />
+                                <input type="hidden" name="csrf" value=csrf.clone() />
+                                <button type="submit">"Sign out"</button>
+                            </form>
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ul>
     }
 }
 
