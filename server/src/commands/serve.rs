@@ -188,10 +188,11 @@ fn sign_in(args: &ServeArgs) -> anyhow::Result<SignInConfig> {
             client_secret,
             scopes: options.oidc_scopes.clone(),
             groups_claim: options.oidc_groups_claim.clone(),
-            mapping: options.oidc_groups.clone(),
+            mapping: options.oidc_groups.clone().unwrap_or_default(),
             default_role: options.oidc_default_role.clone(),
             name: options.oidc_name.clone(),
             recheck_minutes: options.oidc_recheck_minutes,
+            max_age_minutes: options.oidc_max_age_minutes,
         }),
         _ => bail!(
             "sign-in through an identity provider needs ANTEROOM_OIDC_ISSUER, ANTEROOM_OIDC_CLIENT_ID and \

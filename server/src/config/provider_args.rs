@@ -34,8 +34,8 @@ pub struct ProviderArgs {
     pub oidc_groups_claim: String,
 
     /// Provider groups to Anteroom roles and groups: `sre=responder:sre, platform-admins=admin`.
-    #[arg(long, env = "ANTEROOM_OIDC_GROUPS", default_value = "")]
-    pub oidc_groups: String,
+    #[arg(long, env = "ANTEROOM_OIDC_GROUPS")]
+    pub oidc_groups: Option<String>,
 
     /// The role of a person in none of the mapped groups: `viewer`, `responder`, `admin`, or `none` (they
     /// may not sign in).
@@ -55,6 +55,12 @@ pub struct ProviderArgs {
     #[arg(long, env = "ANTEROOM_OIDC_RECHECK_MINUTES", default_value_t = 60,
           value_parser = clap::value_parser!(u32).range(1..=1440))]
     pub oidc_recheck_minutes: u32,
+
+    /// Minutes since the person last authenticated at the provider beyond which a sign-in is refused (sent as
+    /// `max_age`; the ID token's `auth_time` is checked). Unset: the provider's own session decides.
+    #[arg(long, env = "ANTEROOM_OIDC_MAX_AGE_MINUTES",
+          value_parser = clap::value_parser!(u32).range(1..=10_080))]
+    pub oidc_max_age_minutes: Option<u32>,
 
     /// Whether local usernames and passwords sign in (`false` once everyone comes through the provider).
     #[arg(long, env = "ANTEROOM_PASSWORD_SIGN_IN", default_value_t = true, action = clap::ArgAction::Set)]

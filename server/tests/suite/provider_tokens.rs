@@ -108,12 +108,35 @@ impl StandIn {
     }
 }
 
+/// An Anteroom that signs people in through the stand-in at `issuer`.
+fn settings(issuer: &str, max_age_minutes: Option<u32>) -> Settings {
+    Settings {
+        sign_in: SignInConfig {
+            provider: Some(ProviderConfig {
+                issuer: issuer.to_owned(),
+                client_id: CLIENT_ID.to_owned(),
+                client_secret: "secret".to_owned(),
+                scopes: "openid".to_owned(),
+                groups_claim: "groups".to_owned(),
+                mapping: String::new(),
+                default_role: "viewer".to_owned(),
+                name: "Stand-in".to_owned(),
+                recheck_minutes: 60,
+                max_age_minutes,
+            }),
+            passwords: true,
+        },
+        ..Settings::default()
+    }
+}
+
 /// An ID token's claims, each one a test may spoil.
 struct Claims {
     issuer: String,
     audience: String,
     expires: DateTime<Utc>,
     nonce: String,
+    auth_time: Option<DateTime<Utc>>,
 }
 
 fn sign(claims: &Claims, key: &CoreRsaPrivateSigningKey, now: DateTime<Utc>) -> String {
@@ -126,7 +149,8 @@ fn sign(claims: &Claims, key: &CoreRsaPrivateSigningKey, now: DateTime<Utc>) -> 
         standard,
         EmptyAdditionalClaims {},
     )
-    .set_nonce(Some(Nonce::new(claims.nonce.clone())));
+    .set_nonce(Some(Nonce::new(claims.nonce.clone())))
+    .set_auth_time(claims.auth_time);
     let token = CoreIdToken::new(
         claims,
         key,
@@ -185,24 +209,7 @@ async fn callback(server: &TestServer, cookie: &str, state: &str) -> (StatusCode
 
 async fn forged_expired_misaddressed_and_replayed_tokens_are_refused(db: Backend) {
     let stand_in = StandIn::start().await;
-    let settings = Settings {
-        sign_in: SignInConfig {
-            provider: Some(ProviderConfig {
-                issuer: stand_in.issuer.clone(),
-                client_id: CLIENT_ID.to_owned(),
-                client_secret: "secret".to_owned(),
-                scopes: "openid".to_owned(),
-                groups_claim: "groups".to_owned(),
-                mapping: String::new(),
-                default_role: "viewer".to_owned(),
-                name: "Stand-in".to_owned(),
-                recheck_minutes: 60,
-            }),
-            passwords: true,
-        },
-        ..Settings::default()
-    };
-    let Some(server) = TestServer::start_with(db, settings).await else {
+    let Some(server) = TestServer::start_with(db, settings(&stand_in.issuer, None)).await else {
         return;
     };
     let now = server.clock.now();
@@ -215,6 +222,7 @@ async fn forged_expired_misaddressed_and_replayed_tokens_are_refused(db: Backend
         audience: CLIENT_ID.to_owned(),
         expires: now + Duration::minutes(5),
         nonce: nonce.to_owned(),
+        auth_time: None,
     };
 
     // Each spoiled token: what is wrong with it, its claims made from the good ones, whether an impostor signs.
@@ -286,4 +294,52 @@ async fn forged_expired_misaddressed_and_replayed_tokens_are_refused(db: Backend
     server.stop().await;
 }
 
-anteroom_testkit::on_both_backends!(forged_expired_misaddressed_and_replayed_tokens_are_refused);
+/// With `ANTEROOM_OIDC_MAX_AGE_MINUTES`, the provider is asked for `max_age`, and a token that does not say when
+/// the person authenticated, or says it was longer ago, is refused.
+async fn a_max_age_refuses_an_old_or_unstated_sign_in_at_the_provider(db: Backend) {
+    let stand_in = StandIn::start().await;
+    let Some(server) = TestServer::start_with(db, settings(&stand_in.issuer, Some(60))).await
+    else {
+        return;
+    };
+    let now = server.clock.now();
+    let first = key("first", "k1");
+    stand_in.publish(&[&first]);
+    let asked = browser()
+        .get(server.url("/auth/oidc/start?next=/"))
+        .send()
+        .await
+        .expect("start");
+    let location = asked.headers()[header::LOCATION]
+        .to_str()
+        .expect("location");
+    assert!(location.contains("max_age=3600"), "{location}");
+    for (auth_time, signed_in) in [
+        (None, false),
+        (Some(now - Duration::hours(2)), false),
+        (Some(now - Duration::minutes(5)), true),
+    ] {
+        let (cookie, state, nonce) = start(&server).await;
+        let claims = Claims {
+            issuer: stand_in.issuer.clone(),
+            audience: CLIENT_ID.to_owned(),
+            expires: now + Duration::minutes(5),
+            nonce,
+            auth_time,
+        };
+        stand_in.hand_out(sign(&claims, &first, now));
+        let (status, page) = callback(&server, &cookie, &state).await;
+        if signed_in {
+            assert_eq!(status, StatusCode::SEE_OTHER, "{page}");
+        } else {
+            assert_eq!(status, StatusCode::BAD_GATEWAY, "{auth_time:?}");
+            assert!(page.contains("signed in at the provider"), "{page}");
+        }
+    }
+    server.stop().await;
+}
+
+anteroom_testkit::on_both_backends!(
+    forged_expired_misaddressed_and_replayed_tokens_are_refused,
+    a_max_age_refuses_an_old_or_unstated_sign_in_at_the_provider,
+);

@@ -102,6 +102,8 @@ pub struct ProviderConfig {
     pub default_role: String,
     pub name: String,
     pub recheck_minutes: u32,
+    /// `max_age`: how recently the person must have authenticated at the provider (`None`: no limit).
+    pub max_age_minutes: Option<u32>,
 }
 
 impl ProviderSignIn {
@@ -131,6 +133,9 @@ impl ProviderSignIn {
                 &redirect,
                 &scopes,
                 &config.groups_claim,
+                config
+                    .max_age_minutes
+                    .map(|minutes| std::time::Duration::from_secs(u64::from(minutes) * 60)),
             )?,
             mapping,
             name: config.name.trim().to_owned(),

@@ -160,6 +160,8 @@ pub struct RelyingParty {
     redirect: RedirectUrl,
     scopes: Vec<String>,
     groups_claim: String,
+    /// How recently the person must have authenticated at the provider (`max_age`, and `auth_time` checked).
+    max_age: Option<Duration>,
     http: ProviderHttp,
     /// The document and when it was fetched. Read and replaced under the lock, never held across a fetch.
     metadata: RwLock<Option<(Arc<CoreProviderMetadata>, Instant)>>,
@@ -193,6 +195,7 @@ impl RelyingParty {
         redirect: &str,
         scopes: &[String],
         groups_claim: &str,
+        max_age: Option<Duration>,
     ) -> anyhow::Result<Self> {
         Ok(Self {
             issuer: IssuerUrl::new(issuer.trim_end_matches('/').to_owned())
@@ -203,6 +206,7 @@ impl RelyingParty {
                 .map_err(|error| anyhow::anyhow!("the sign-in redirect URL: {error}"))?,
             scopes: scopes.to_vec(),
             groups_claim: groups_claim.to_owned(),
+            max_age,
             http: ProviderHttp::new(),
             metadata: RwLock::new(None),
             last_forced: Mutex::new(None),
@@ -278,6 +282,9 @@ impl RelyingParty {
         {
             request = request.add_scope(Scope::new(scope.clone()));
         }
+        if let Some(max_age) = self.max_age {
+            request = request.set_max_age(max_age);
+        }
         let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
         Ok(Authorization {
             url: url.to_string(),
@@ -311,11 +318,13 @@ impl RelyingParty {
             .id_token()
             .ok_or(ProviderError::NoIdToken)?;
         let nonce = Nonce::new(nonce.to_owned());
+        let max_age = self.max_age;
         let verifier = client
             .id_token_verifier()
             .require_issuer_match(true)
             .require_audience_match(true)
-            .set_time_fn(move || now);
+            .set_time_fn(move || now)
+            .set_auth_time_verifier_fn(move |auth_time| recent_enough(auth_time, max_age, now));
         let claims = match id_token.claims(&verifier, &nonce) {
             Ok(claims) => claims.clone(),
             Err(openidconnect::ClaimsVerificationError::SignatureVerification(
@@ -324,7 +333,12 @@ impl RelyingParty {
                 // The provider may have rotated its keys since they were fetched.
                 let fresh = self.metadata(true).await?;
                 let fresh_client = self.client(&fresh);
-                let verifier = fresh_client.id_token_verifier().set_time_fn(move || now);
+                let verifier = fresh_client
+                    .id_token_verifier()
+                    .set_time_fn(move || now)
+                    .set_auth_time_verifier_fn(move |auth_time| {
+                        recent_enough(auth_time, max_age, now)
+                    });
                 id_token
                     .claims(&verifier, &nonce)
                     .map_err(|error| ProviderError::Token(error.to_string()))?
@@ -347,6 +361,30 @@ impl RelyingParty {
     }
 }
 
+/// Whether the person authenticated at the provider recently enough (`max_age`, with a minute for clocks
+/// that disagree); without a `max_age`, any `auth_time` or none.
+fn recent_enough(
+    auth_time: Option<DateTime<Utc>>,
+    max_age: Option<Duration>,
+    now: DateTime<Utc>,
+) -> Result<(), String> {
+    let Some(max_age) = max_age else {
+        return Ok(());
+    };
+    let Some(auth_time) = auth_time else {
+        return Err("it does not say when the person signed in at the provider".to_owned());
+    };
+    let allowed = chrono::Duration::from_std(max_age).unwrap_or(chrono::Duration::MAX)
+        + chrono::Duration::minutes(1);
+    if now - auth_time > allowed {
+        return Err(
+            "the person signed in at the provider longer ago than ANTEROOM_OIDC_MAX_AGE_MINUTES allows"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
+
 /// The groups claim as names: absent is none, one name is one group, anything else is refused.
 fn groups_of(claim: Option<&Value>, name: &str) -> Result<Vec<String>, ProviderError> {
     match claim {
@@ -367,6 +405,22 @@ fn groups_of(claim: Option<&Value>, name: &str) -> Result<Vec<String>, ProviderE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_old_or_missing_auth_time_is_refused_only_under_a_max_age() {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let hour = Some(Duration::from_secs(3600));
+        let ago = |minutes| Some(now - chrono::Duration::minutes(minutes));
+        assert!(recent_enough(None, None, now).is_ok());
+        assert!(recent_enough(ago(600), None, now).is_ok());
+        assert!(recent_enough(ago(30), hour, now).is_ok());
+        assert!(
+            recent_enough(ago(60), hour, now).is_ok(),
+            "a minute of clock skew"
+        );
+        assert!(recent_enough(ago(62), hour, now).is_err());
+        assert!(recent_enough(None, hour, now).is_err());
+    }
 
     #[test]
     fn a_groups_claim_is_names_or_refused() {
