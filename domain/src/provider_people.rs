@@ -16,6 +16,9 @@ use crate::{
 /// that would be cut could be the ones that grant the right to answer).
 pub const PROVIDER_GROUPS_MAX: usize = 1_000;
 
+/// The longest subject read (OpenID Connect says at most 255 ASCII characters).
+pub const SUBJECT_CHARS_MAX: usize = 255;
+
 /// The longest provider group name read (Entra ID sends object ids, Okta names; both are far shorter).
 pub const PROVIDER_GROUP_CHARS_MAX: usize = 256;
 
@@ -178,10 +181,12 @@ impl ProviderPerson {
         granted: Granted,
     ) -> Self {
         let email = email.and_then(|email| normalise_email(email).ok());
+        // An unverified e-mail is anyone's to type, so its local part names nobody.
         let candidates = [
             preferred_username.map(str::to_owned),
             email
                 .as_deref()
+                .filter(|_| email_verified)
                 .and_then(|email| email.split_once('@'))
                 .map(|(local, _)| local.to_owned()),
             Some(subject.to_owned()),
@@ -203,6 +208,10 @@ impl ProviderPerson {
     }
 }
 
+/// The longest username taken from the claims: room is left for `-` and a number of up to eight characters
+/// when it is taken (usernames are at most 64).
+const USERNAME_FROM_CLAIMS_MAX: usize = 55;
+
 /// `name` with every character a username may not hold replaced by `-`, cut to leave room for a number.
 fn username_from(name: &str) -> String {
     name.trim()
@@ -214,7 +223,7 @@ fn username_from(name: &str) -> String {
                 '-'
             }
         })
-        .take(56)
+        .take(USERNAME_FROM_CLAIMS_MAX)
         .collect()
 }
 
@@ -305,5 +314,22 @@ mod tests {
         assert_eq!(person(Some("Rita Müller"), None), "Rita-M-ller");
         assert_eq!(person(Some(""), None), "sub-1");
         assert!(check_username(&person(Some(&"x".repeat(500)), None)).is_ok());
+        assert_eq!(
+            person(Some(&"x".repeat(500)), None).len(),
+            55,
+            "room for -NUMBER"
+        );
+        let unverified = ProviderPerson::new(
+            "https://idp",
+            "sub-1",
+            Some("ceo@example.com"),
+            false,
+            None,
+            granted.clone(),
+        );
+        assert_eq!(
+            unverified.username, "sub-1",
+            "an unverified e-mail names nobody"
+        );
     }
 }

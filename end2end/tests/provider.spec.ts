@@ -56,6 +56,8 @@ test.beforeAll(async () => {
     ANTEROOM_OIDC_CLIENT_ID: CLIENT_ID,
     ANTEROOM_OIDC_CLIENT_SECRET: CLIENT_SECRET,
     ANTEROOM_OIDC_GROUPS: "sre=responder:sre",
+    // This provider ties the groups claim to a `groups` scope, as Okta can.
+    ANTEROOM_OIDC_SCOPES: "openid email profile groups",
     ANTEROOM_OIDC_NAME: "Acme SSO",
     RUST_LOG: "warn",
   };
@@ -100,6 +102,7 @@ test("a person signs in through the provider, and their provider groups decide w
   const context = await browser.newContext();
   const page = await context.newPage();
   await signInAtProvider(page);
+  await expect(page.getByTestId("signed-in-as")).toContainText("responder");
   expect(groups()).toContain("sre: alice");
   await context.close();
 
@@ -108,6 +111,7 @@ test("a person signs in through the provider, and their provider groups decide w
   const again = await browser.newContext();
   const next = await again.newPage();
   await signInAtProvider(next);
+  await expect(next.getByTestId("signed-in-as")).toContainText("viewer");
   expect(groups()).not.toContain("alice");
   await again.close();
 });

@@ -10,3 +10,8 @@ CREATE TABLE provider_identities (
     PRIMARY KEY (issuer, subject)
 );
 CREATE INDEX provider_identities_user ON provider_identities (user_id);
+
+-- Whether an admin vouched for the person's e-mail (`anteroom user add --email`, `anteroom user email`): only such
+-- an e-mail links a first provider sign-in to an existing person. An e-mail a person typed on their own profile
+-- never does, or anyone could claim a colleague's account by typing their address first.
+ALTER TABLE users ADD COLUMN email_vouched BOOLEAN NOT NULL DEFAULT FALSE;

@@ -31,7 +31,9 @@ pub async fn add(
     let store = open_store(database, StoreOptions::default()).await?;
     let user = add_user(store.as_ref(), username, &password, role).await?;
     if let Some(email) = email {
+        // Given by an admin: this e-mail may link the person's first sign-in through the identity provider.
         store.set_user_email(&user.id, Some(email)).await?;
+        store.vouch_for_email(&user.id).await?;
     }
     eprintln!("added {} ({})", user.username, user.role.as_str());
     Ok(())
@@ -51,6 +53,7 @@ pub async fn set_email(
         anyhow::bail!("no person is called {username}");
     };
     store.set_user_email(&user.id, email).await?;
+    store.vouch_for_email(&user.id).await?;
     match email {
         Some(_) => eprintln!("{}'s e-mail is set", user.username),
         None => eprintln!("{}'s e-mail is cleared", user.username),

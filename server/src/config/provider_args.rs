@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-#[derive(Debug, Clone, Args)]
+#[derive(Clone, Args)]
 pub struct ProviderArgs {
     /// The OpenID Connect provider's issuer URL (its discovery document is ISSUER/.well-known/openid-configuration).
     #[arg(long, env = "ANTEROOM_OIDC_ISSUER")]
@@ -65,4 +65,19 @@ pub struct ProviderArgs {
     /// Whether local usernames and passwords sign in (`false` once everyone comes through the provider).
     #[arg(long, env = "ANTEROOM_PASSWORD_SIGN_IN", default_value_t = true, action = clap::ArgAction::Set)]
     pub password_sign_in: bool,
+}
+
+impl std::fmt::Debug for ProviderArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderArgs")
+            .field("oidc_issuer", &self.oidc_issuer)
+            .field("oidc_client_id", &self.oidc_client_id)
+            .field(
+                "oidc_client_secret",
+                &self.oidc_client_secret.as_ref().map(|_| "(hidden)"),
+            )
+            .field("oidc_client_secret_file", &self.oidc_client_secret_file)
+            .field("password_sign_in", &self.password_sign_in)
+            .finish_non_exhaustive()
+    }
 }

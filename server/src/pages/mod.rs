@@ -373,6 +373,8 @@ async fn start_session(
     user: &User,
 ) -> Result<(), tower_sessions::session::Error> {
     session.cycle_id().await?;
+    // A provider sign-in's deadline belongs to that sign-in; the caller sets a new one when it is one.
+    session.remove::<i64>(provider::RECHECK_AT_KEY).await?;
     session.insert(USER_KEY, &user.id).await?;
     session
         .insert(CSRF_KEY, credentials::generate("csrf_"))

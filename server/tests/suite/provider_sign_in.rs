@@ -293,6 +293,38 @@ async fn the_providers_groups_decide_the_role_and_are_read_again(db: Backend) {
         return;
     };
     provider.register(&server).await;
+    // Alice already has a local account here, her e-mail set by an admin, and signs in with her password.
+    anteroom_testkit::browser::person(&server, "alice", Role::Viewer).await;
+    let (local, _) = server
+        .store
+        .user_with_password("alice")
+        .await
+        .expect("read")
+        .expect("alice");
+    server
+        .store
+        .set_user_email(&local.id, Some("alice@example.com"))
+        .await
+        .expect("email");
+    assert!(
+        server
+            .store
+            .vouch_for_email(&local.id)
+            .await
+            .expect("vouch")
+    );
+    let password = || {
+        anteroom_testkit::browser::post_form(
+            &server,
+            "/login",
+            &[
+                ("username", "alice"),
+                ("password", anteroom_testkit::browser::PASSWORD),
+                ("next", "/"),
+            ],
+        )
+    };
+    assert_eq!(password().await.headers()[header::LOCATION], "/");
     let mut browser = Browser::new();
 
     let login = browser.get(&server.url("/login?next=/sessions/s1")).await;
@@ -309,6 +341,19 @@ async fn the_providers_groups_decide_the_role_and_are_read_again(db: Backend) {
     assert_eq!(
         role_and_groups(&server, "alice").await,
         (Role::Responder, vec!["sre".to_owned()])
+    );
+    // Linked by her vouched e-mail: the same person, whose password no longer signs in (her rights come from
+    // the provider now and must not outlive it).
+    let (linked, _) = server
+        .store
+        .user_with_password("alice")
+        .await
+        .expect("read")
+        .expect("alice");
+    assert_eq!(linked.id, local.id);
+    assert_eq!(
+        password().await.headers()[header::LOCATION],
+        "/login?error=invalid&next=%2F"
     );
     let home = browser.get(&server.url("/")).await;
     assert_eq!(home.status(), StatusCode::OK, "signed in");
@@ -430,17 +475,6 @@ async fn attacks_on_the_callback_are_refused(db: Backend) {
     .await;
     assert_eq!(server.store.count_users().await.expect("count"), users);
 
-    // Passwords still sign in here unless turned off; a provider person has none to sign in with.
-    let reply = anteroom_testkit::browser::post_form(
-        &server,
-        "/login",
-        &[("username", "alice"), ("password", ""), ("next", "/")],
-    )
-    .await;
-    assert_eq!(
-        reply.headers()[header::LOCATION],
-        "/login?error=invalid&next=%2F"
-    );
     server.stop().await;
 }
 

@@ -267,7 +267,7 @@ async fn forged_expired_misaddressed_and_replayed_tokens_are_refused(db: Backend
         let signer = if forged { &impostor } else { &first };
         stand_in.hand_out(sign(&spoil(good(&nonce)), signer, now));
         let (status, page) = callback(&server, &cookie, &state).await;
-        assert_eq!(status, StatusCode::BAD_GATEWAY, "{what}");
+        assert_eq!(status, StatusCode::FORBIDDEN, "{what}");
         assert!(page.contains("ID token was refused"), "{what}: {page}");
     }
     assert_eq!(
@@ -289,7 +289,7 @@ async fn forged_expired_misaddressed_and_replayed_tokens_are_refused(db: Backend
     let (cookie, state, nonce) = start(&server).await;
     stand_in.hand_out(sign(&good(&nonce), &unknown, now));
     let (status, page) = callback(&server, &cookie, &state).await;
-    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert_eq!(status, StatusCode::FORBIDDEN);
     assert!(page.contains("ID token was refused"), "{page}");
     server.stop().await;
 }
@@ -332,7 +332,7 @@ async fn a_max_age_refuses_an_old_or_unstated_sign_in_at_the_provider(db: Backen
         if signed_in {
             assert_eq!(status, StatusCode::SEE_OTHER, "{page}");
         } else {
-            assert_eq!(status, StatusCode::BAD_GATEWAY, "{auth_time:?}");
+            assert_eq!(status, StatusCode::FORBIDDEN, "{auth_time:?}");
             assert!(page.contains("signed in at the provider"), "{page}");
         }
     }

@@ -59,6 +59,15 @@ pub trait AccountStore: Send + Sync {
     /// every time (groups named by the mapping are made when missing); a change is recorded in the audit log.
     async fn sign_in_from_provider(&self, person: &ProviderPerson) -> StoreResult<User>;
 
+    /// The provider refused to admit someone it once did (they left every mapped group): whoever their identity
+    /// is linked to becomes a viewer in no group, signed out everywhere, recorded in the audit log. False when
+    /// the identity was never seen here.
+    async fn withdraw_provider_access(&self, issuer: &str, subject: &str) -> StoreResult<bool>;
+
+    /// An admin vouches that the person's e-mail is theirs (set from the command line): only a vouched-for
+    /// e-mail links a first provider sign-in to an existing person. Any later change of e-mail undoes it.
+    async fn vouch_for_email(&self, user_id: &str) -> StoreResult<bool>;
+
     /// Stores a one-time sign-in link (its hash) that works until `expires_at`.
     async fn create_sign_in_link(
         &self,
@@ -76,7 +85,8 @@ pub trait AccountStore: Send + Sync {
         password_hash: &str,
     ) -> StoreResult<bool>;
 
-    /// Writes a browser session's data (JSON), expiry and owner, replacing what was there.
+    /// Writes a browser session's data (JSON), expiry and owner over the stored ones; a session deleted
+    /// meanwhile (signed out) stays deleted.
     async fn save_web_session(
         &self,
         id: &str,

@@ -158,6 +158,17 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
         self.provider_sign_in(person).await
     }
 
+    async fn withdraw_provider_access(&self, issuer: &str, subject: &str) -> StoreResult<bool> {
+        self.provider_withdrawal(issuer, subject).await
+    }
+
+    async fn vouch_for_email(&self, user_id: &str) -> StoreResult<bool> {
+        let vouched = self
+            .execute(Statement::new(sql::VOUCH_FOR_EMAIL).bind(user_id))
+            .await?;
+        Ok(vouched == 1)
+    }
+
     async fn count_users(&self) -> StoreResult<i64> {
         let (count,): (i64,) = self.one(Statement::new(sql::COUNT_USERS)).await?;
         Ok(count)
@@ -210,7 +221,7 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
         owner: &WebSessionOwner,
     ) -> StoreResult<()> {
         self.execute(web_session(
-            sql::UPSERT_WEB_SESSION,
+            sql::UPDATE_WEB_SESSION,
             id,
             data,
             expires_at,

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{SqlStore, WriteTx};
 use crate::{
-    StoreResult,
+    StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
         access::{Role, User},
@@ -52,7 +52,7 @@ impl<D: Dialect> SqlStore<D> {
                 let local = match verified_email {
                     Some(email) => tx
                         .optional::<(String,)>(
-                            Statement::new(sql::SELECT_USER_ID_BY_EMAIL).bind(email),
+                            Statement::new(sql::SELECT_LINKABLE_USER_BY_EMAIL).bind(email),
                         )
                         .await?
                         .map(|(id,)| id),
@@ -158,12 +158,15 @@ impl<D: Dialect> SqlStore<D> {
         audit: &mut Vec<NewAuditEntry>,
     ) -> StoreResult<()> {
         let granted = &person.granted;
-        let before: Vec<String> = tx
+        // Sorted here, not by the database: PostgreSQL's collation orders names unlike Rust, and an order that
+        // differed would rewrite (and record) the same groups at every sign-in.
+        let mut before: Vec<String> = tx
             .all::<(String,)>(Statement::new(sql::SELECT_USER_GROUPS).bind(&user.id))
             .await?
             .into_iter()
             .map(|(group,)| group)
             .collect();
+        before.sort();
         if user.role != granted.role {
             tx.execute(
                 Statement::new(sql::SET_USER_ROLE)
@@ -204,7 +207,20 @@ impl<D: Dialect> SqlStore<D> {
         Ok(())
     }
 
+    /// A first sign-in racing another of the same person (or of a namesake) can meet the other's new row: the
+    /// transaction is rolled back and tried once more, when the other's rows are there to be found.
     pub(super) async fn provider_sign_in(&self, person: &ProviderPerson) -> StoreResult<User> {
+        match self.provider_sign_in_once(person).await {
+            Err(StoreError::Database(sqlx::Error::Database(error)))
+                if error.is_unique_violation() =>
+            {
+                self.provider_sign_in_once(person).await
+            }
+            done => done,
+        }
+    }
+
+    async fn provider_sign_in_once(&self, person: &ProviderPerson) -> StoreResult<User> {
         let now = self.clock_now();
         let mut audit = Vec::new();
         let mut tx = self.begin_write().await?;
@@ -219,5 +235,55 @@ impl<D: Dialect> SqlStore<D> {
             role: person.granted.role,
             ..user
         })
+    }
+}
+
+impl<D: Dialect> SqlStore<D> {
+    pub(super) async fn provider_withdrawal(
+        &self,
+        issuer: &str,
+        subject: &str,
+    ) -> StoreResult<bool> {
+        let now = self.clock_now();
+        let mut tx = self.begin_write().await?;
+        let Some((user_id,)) = tx
+            .optional::<(String,)>(
+                Statement::new(sql::SELECT_PROVIDER_IDENTITY)
+                    .bind(issuer)
+                    .bind(subject),
+            )
+            .await?
+        else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        let (_, username, role): (String, String, String) = tx
+            .one(Statement::new(sql::SELECT_USER_BY_ID).bind(&user_id))
+            .await?;
+        let groups: Vec<String> = tx
+            .all::<(String,)>(Statement::new(sql::SELECT_USER_GROUPS).bind(&user_id))
+            .await?
+            .into_iter()
+            .map(|(group,)| group)
+            .collect();
+        tx.execute(Statement::new(sql::WITHDRAW_ROLE).bind(&user_id))
+            .await?;
+        tx.execute(Statement::new(sql::DELETE_USER_GROUPS).bind(&user_id))
+            .await?;
+        tx.execute(Statement::new(sql::DELETE_EVERY_BROWSER_SIGN_IN).bind(&user_id))
+            .await?;
+        let entry = NewAuditEntry::new(
+            issuer,
+            "person.access_from_provider",
+            username,
+            json!({
+                "role": {"from": role, "to": Role::Viewer.as_str()},
+                "groups": {"from": groups, "to": []},
+                "signed_out": true,
+            }),
+        );
+        self.audit(&mut tx, &[entry], now).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 }

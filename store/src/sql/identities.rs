@@ -11,7 +11,13 @@ pub const INSERT_PROVIDER_IDENTITY: &str = "INSERT INTO provider_identities \
 pub const TOUCH_PROVIDER_IDENTITY: &str =
     "UPDATE provider_identities SET signed_in_at_ms = $3 WHERE issuer = $1 AND subject = $2";
 
-pub const SELECT_USER_ID_BY_EMAIL: &str = "SELECT id FROM users WHERE email = $1";
+/// The local person a first provider sign-in links to: their e-mail vouched for by an admin, and not already
+/// someone else at the provider (an address handed to a new hire must not reach the leaver's account).
+pub const SELECT_LINKABLE_USER_BY_EMAIL: &str = "SELECT id FROM users WHERE email = $1 AND email_vouched \
+     AND NOT EXISTS (SELECT 1 FROM provider_identities p WHERE p.user_id = users.id)";
+
+pub const VOUCH_FOR_EMAIL: &str =
+    "UPDATE users SET email_vouched = TRUE WHERE id = $1 AND email IS NOT NULL";
 
 pub const USERNAME_TAKEN: &str = "SELECT COUNT(*) FROM users WHERE username = $1";
 
@@ -40,3 +46,6 @@ pub const DELETE_BROWSER_SIGN_IN: &str =
     "DELETE FROM web_sessions WHERE user_id = $1 AND handle = $2";
 
 pub const DELETE_EVERY_BROWSER_SIGN_IN: &str = "DELETE FROM web_sessions WHERE user_id = $1";
+
+/// What a person the provider no longer admits keeps: the viewer role, no group.
+pub const WITHDRAW_ROLE: &str = "UPDATE users SET role = 'viewer' WHERE id = $1";

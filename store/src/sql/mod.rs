@@ -452,8 +452,11 @@ pub const GATE_WRITE: &str =
 pub const INSERT_USER: &str = "INSERT INTO users (id, username, role, password_hash, created_at_ms) \
      VALUES ($1, $2, $3, $4, $5)";
 
-pub const SELECT_USER_BY_NAME: &str =
-    "SELECT id, username, role, password_hash FROM users WHERE username = $1";
+/// A person and their password hash; empty for someone who signs in through the identity provider, whose
+/// rights come from the provider and must not outlive it through a password.
+pub const SELECT_USER_BY_NAME: &str = "SELECT id, username, role, CASE WHEN EXISTS \
+     (SELECT 1 FROM provider_identities p WHERE p.user_id = users.id) THEN '' ELSE password_hash END \
+     FROM users WHERE username = $1";
 
 pub const SELECT_USER_BY_ID: &str = "SELECT id, username, role FROM users WHERE id = $1";
 
@@ -472,10 +475,10 @@ pub const USE_SIGN_IN_LINK: &str = "UPDATE sign_in_links SET used_at_ms = $2 \
      WHERE token_hash = $1 AND used_at_ms IS NULL AND expires_at_ms > $2 \
      AND NOT EXISTS (SELECT 1 FROM users)";
 
-pub const UPSERT_WEB_SESSION: &str = "INSERT INTO web_sessions (id, data, expires_at_ms, user_id, handle, \
-     device, seen_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET data = excluded.data, \
-     expires_at_ms = excluded.expires_at_ms, user_id = excluded.user_id, handle = excluded.handle, \
-     device = excluded.device, seen_at_ms = excluded.seen_at_ms";
+/// A session written back: only while it exists, so one signed out meanwhile (from the profile, or by
+/// `anteroom user sign-out`) is not brought back by a request that loaded it before.
+pub const UPDATE_WEB_SESSION: &str = "UPDATE web_sessions SET data = $2, expires_at_ms = $3, user_id = $4, \
+     handle = $5, device = $6, seen_at_ms = $7 WHERE id = $1";
 
 pub const INSERT_WEB_SESSION_IF_NEW: &str = "INSERT INTO web_sessions (id, data, expires_at_ms, user_id, \
      handle, device, seen_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING";

@@ -3,7 +3,8 @@
 
 use std::sync::LazyLock;
 
-pub const SET_USER_EMAIL: &str = "UPDATE users SET email = $2 WHERE id = $1";
+/// Any change of e-mail undoes an admin's vouching for the one before.
+pub const SET_USER_EMAIL: &str = "UPDATE users SET email = $2, email_vouched = FALSE WHERE id = $1";
 
 pub const SELECT_USER_EMAIL: &str = "SELECT email FROM users WHERE id = $1";
 

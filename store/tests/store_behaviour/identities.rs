@@ -3,6 +3,7 @@
 
 use anteroom_store::domain::{
     access::{Role, User},
+    clock::Clock,
     provider_people::{Granted, ProviderPerson},
 };
 
@@ -120,7 +121,7 @@ async fn a_first_sign_in_makes_the_person_and_later_ones_follow_the_provider(h: 
     );
 }
 
-async fn a_local_person_is_linked_only_by_a_verified_email(h: &Harness) {
+async fn a_local_person_is_linked_only_by_an_email_vouched_for_and_verified(h: &Harness) {
     let local = User {
         id: "local-1".to_owned(),
         username: "rita".to_owned(),
@@ -135,6 +136,21 @@ async fn a_local_person_is_linked_only_by_a_verified_email(h: &Harness) {
         .await
         .expect("email");
 
+    // An e-mail the person typed themselves (nobody vouched for it) links nobody: a new person is made.
+    let typed = h
+        .store
+        .sign_in_from_provider(&person(
+            "sub-t",
+            Some("rita@example.com"),
+            true,
+            Role::Viewer,
+            &[],
+        ))
+        .await
+        .expect("sign-in past a typed e-mail");
+    assert_ne!(typed.id, "local-1");
+    assert!(h.store.vouch_for_email("local-1").await.expect("vouch"));
+
     // Unverified: a new person (with a free username and without the e-mail), never the admin.
     let stranger = h
         .store
@@ -148,7 +164,7 @@ async fn a_local_person_is_linked_only_by_a_verified_email(h: &Harness) {
         .await
         .expect("unverified sign-in");
     assert_ne!(stranger.id, "local-1");
-    assert_eq!(stranger.username, "rita-2");
+    assert_eq!(stranger.username, "rita-3");
     assert_eq!(h.store.user_email(&stranger.id).await.expect("email"), None);
 
     // Verified: the local person, whose role now comes from the provider.
@@ -173,9 +189,76 @@ async fn a_local_person_is_linked_only_by_a_verified_email(h: &Harness) {
         groups.iter().any(|group| group.name == "ops"),
         "a mapped group is made when missing"
     );
+    // Linked, the local password no longer signs in: the person's rights come from the provider now.
+    assert_eq!(
+        h.store
+            .user_with_password("rita")
+            .await
+            .expect("read")
+            .map(|(_, hash)| hash),
+        Some(String::new())
+    );
+    // The address handed to someone else at the provider (another subject) does not reach this account again.
+    let next_holder = h
+        .store
+        .sign_in_from_provider(&person(
+            "sub-new-hire",
+            Some("rita@example.com"),
+            true,
+            Role::Viewer,
+            &[],
+        ))
+        .await
+        .expect("another subject");
+    assert_ne!(next_holder.id, "local-1");
+}
+
+async fn someone_the_provider_no_longer_admits_keeps_nothing(h: &Harness) {
+    let admitted = h
+        .store
+        .sign_in_from_provider(&person("sub-1", None, false, Role::Admin, &["sre"]))
+        .await
+        .expect("sign-in");
+    h.store
+        .create_web_session(
+            "s1",
+            "{}",
+            h.clock.now() + chrono::Duration::hours(1),
+            &anteroom_store::WebSessionOwner {
+                user_id: Some(admitted.id.clone()),
+                handle: "h1".to_owned(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("a browser");
+    assert!(
+        h.store
+            .withdraw_provider_access(ISSUER, "sub-1")
+            .await
+            .expect("withdraw")
+    );
+    assert_eq!(
+        signed_in_groups(h, &admitted.id).await,
+        (Role::Viewer, Vec::new())
+    );
+    assert!(
+        h.store
+            .browser_sign_ins(&admitted.id)
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    assert!(
+        !h.store
+            .withdraw_provider_access(ISSUER, "never-seen")
+            .await
+            .expect("unknown")
+    );
 }
 
 crate::on_both_backends!(
     a_first_sign_in_makes_the_person_and_later_ones_follow_the_provider,
-    a_local_person_is_linked_only_by_a_verified_email,
+    a_local_person_is_linked_only_by_an_email_vouched_for_and_verified,
+    someone_the_provider_no_longer_admits_keeps_nothing,
 );

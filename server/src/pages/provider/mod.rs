@@ -6,16 +6,16 @@
 
 mod relying_party;
 
-use std::sync::Arc;
+use std::{net::SocketAddr, sync::Arc};
 
 use anteroom_domain::{
     access::Role,
-    provider_people::{GroupMapping, ProviderPerson},
+    provider_people::{GroupMapping, ProviderPerson, SUBJECT_CHARS_MAX},
     text::escape_html,
 };
 use axum::{
     Extension, Router,
-    extract::{Query, State},
+    extract::{ConnectInfo, Query, State},
     http::StatusCode,
     response::{Html, IntoResponse, Redirect, Response},
     routing::get,
@@ -33,6 +33,9 @@ use crate::AppState;
 const PENDING_KEY: &str = "provider_pending";
 /// Session key of when a provider sign-in must go through the provider again (epoch seconds).
 pub(super) const RECHECK_AT_KEY: &str = "provider_recheck_at";
+
+/// The longest return address kept (a longer one goes home instead).
+const NEXT_BYTES_MAX: usize = 2048;
 
 /// How long a started sign-in may take at the provider.
 const PENDING_FOR_SECONDS: i64 = 15 * 60;
@@ -91,7 +94,7 @@ pub struct ProviderSignIn {
 }
 
 /// What the configuration names, checked at start (a mistake stops the start, not every sign-in).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProviderConfig {
     pub issuer: String,
     pub client_id: String,
@@ -144,6 +147,18 @@ impl ProviderSignIn {
     }
 }
 
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderConfig")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"(hidden)")
+            .field("scopes", &self.scopes)
+            .field("mapping", &self.mapping)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A sign-in under way, kept in the browser's session until the provider sends it back (once).
 #[derive(Serialize, Deserialize)]
 struct Pending {
@@ -174,10 +189,20 @@ struct StartQuery {
 async fn start(
     State(state): State<AppState>,
     Extension(provider): Extension<Arc<ProviderSignIn>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     session: Session,
     Query(query): Query<StartQuery>,
 ) -> Response {
-    let next = super::local_path(query.next.as_deref().unwrap_or("/")).to_owned();
+    // Each start writes a session and may fetch the provider's documents: the address's sign-in budget first.
+    if let Err(seconds) = super::spend_sign_in_attempt(&state, peer, None) {
+        return super::too_many_sign_ins(seconds);
+    }
+    let next = query
+        .next
+        .as_deref()
+        .filter(|next| next.len() <= NEXT_BYTES_MAX)
+        .map_or("/", super::local_path)
+        .to_owned();
     let authorization = match provider.relying_party.authorize().await {
         Ok(authorization) => authorization,
         Err(error) => {
@@ -206,8 +231,9 @@ async fn start(
 struct CallbackQuery {
     code: Option<String>,
     state: Option<String>,
+    /// The provider's error code; its `error_description` is not shown (the provider's words on Anteroom's page
+    /// could be anyone's, reaching here through a link).
     error: Option<String>,
-    error_description: Option<String>,
 }
 
 /// Takes the provider's answer back: the sign-in under way is used up whatever happens next.
@@ -217,32 +243,46 @@ async fn callback(
     session: Session,
     Query(query): Query<CallbackQuery>,
 ) -> Response {
-    let pending = session.remove::<Pending>(PENDING_KEY).await.ok().flatten();
+    let pending = match session.remove::<Pending>(PENDING_KEY).await {
+        Ok(pending) => pending,
+        Err(error) => {
+            tracing::error!(%error, "cannot read a sign-in under way");
+            return refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Signing in is not possible just now",
+            );
+        }
+    };
     let Some(pending) = pending else {
         return refused(
             StatusCode::BAD_REQUEST,
             "This sign-in was not started in this browser, or was already used",
         );
     };
-    if let Some(error) = query.error {
-        let description = query.error_description.unwrap_or_default();
-        return refused(
-            StatusCode::FORBIDDEN,
-            &format!("The identity provider did not sign you in ({error}: {description})"),
-        );
-    }
-    let (Some(code), Some(returned_state)) = (query.code, query.state) else {
-        return refused(
-            StatusCode::BAD_REQUEST,
-            "The identity provider sent no sign-in code",
-        );
-    };
-    if !same_state(&returned_state, &pending.state) {
+    // The state first: until it matches, nothing in the query (an error's words included) came from the provider.
+    if !query
+        .state
+        .as_deref()
+        .is_some_and(|returned| same_state(returned, &pending.state))
+    {
         return refused(
             StatusCode::BAD_REQUEST,
             "This sign-in's state does not match the one this browser started",
         );
     }
+    if let Some(error) = query.error {
+        let error: String = error.chars().take(64).collect();
+        return refused(
+            StatusCode::FORBIDDEN,
+            &format!("The identity provider did not sign you in ({error})"),
+        );
+    }
+    let Some(code) = query.code else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "The identity provider sent no sign-in code",
+        );
+    };
     let now = state.store.now();
     if now.timestamp() - pending.started_at > PENDING_FOR_SECONDS {
         return refused(
@@ -258,15 +298,32 @@ async fn callback(
         Ok(vouched) => vouched,
         Err(error) => {
             tracing::warn!(%error, "a sign-in through the identity provider failed");
-            return refused(StatusCode::BAD_GATEWAY, &error.to_string());
+            return refused(error.status(), &error.to_string());
         }
     };
+    if vouched.subject.chars().count() > SUBJECT_CHARS_MAX {
+        return refused(
+            StatusCode::BAD_GATEWAY,
+            "The identity provider sent a subject longer than 255 characters",
+        );
+    }
+    let issuer = provider.relying_party.issuer();
     let granted = match provider.mapping.grant(&vouched.groups) {
         Ok(granted) => granted,
-        Err(refusal) => return refused(StatusCode::FORBIDDEN, &refusal.to_string()),
+        Err(refusal) => {
+            // Someone the provider once admitted and now does not keeps nothing it granted.
+            if let Err(error) = state
+                .store
+                .withdraw_provider_access(issuer, &vouched.subject)
+                .await
+            {
+                tracing::error!(%error, "cannot withdraw what the identity provider no longer grants");
+            }
+            return refused(StatusCode::FORBIDDEN, &refusal.to_string());
+        }
     };
     let person = ProviderPerson::new(
-        provider.relying_party.issuer(),
+        issuer,
         &vouched.subject,
         vouched.email.as_deref(),
         vouched.email_verified,

@@ -97,6 +97,23 @@ pub enum ProviderError {
     Groups(String),
 }
 
+impl ProviderError {
+    /// The status a refused sign-in's page carries: the provider's failures are a bad gateway; a code or a token
+    /// Anteroom refuses (stale, forged, replayed) is the request's fault, not the server's.
+    pub fn status(&self) -> axum::http::StatusCode {
+        use axum::http::StatusCode;
+        match self {
+            Self::Exchange(_) => StatusCode::BAD_REQUEST,
+            Self::Token(_) => StatusCode::FORBIDDEN,
+            Self::Unreachable(_)
+            | Self::TooLarge
+            | Self::Discovery(_)
+            | Self::NoIdToken
+            | Self::Groups(_) => StatusCode::BAD_GATEWAY,
+        }
+    }
+}
+
 /// The HTTP client every provider call goes through: bounded in time and size, redirects not followed (a
 /// redirect could point the server at an address of the attacker's choosing).
 #[derive(Clone)]
@@ -105,14 +122,13 @@ pub struct ProviderHttp {
 }
 
 impl ProviderHttp {
-    pub fn new() -> Self {
+    pub fn new() -> anyhow::Result<Self> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap_or_default();
-        Self { client }
+            .build()?;
+        Ok(Self { client })
     }
 
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, ProviderError> {
@@ -198,7 +214,8 @@ impl RelyingParty {
         max_age: Option<Duration>,
     ) -> anyhow::Result<Self> {
         Ok(Self {
-            issuer: IssuerUrl::new(issuer.trim_end_matches('/').to_owned())
+            // As written: an issuer is compared character for character, a trailing `/` included (Auth0's has one).
+            issuer: IssuerUrl::new(issuer.to_owned())
                 .map_err(|error| anyhow::anyhow!("ANTEROOM_OIDC_ISSUER: {error}"))?,
             client_id: ClientId::new(client_id.to_owned()),
             client_secret: ClientSecret::new(client_secret.to_owned()),
@@ -207,7 +224,7 @@ impl RelyingParty {
             scopes: scopes.to_vec(),
             groups_claim: groups_claim.to_owned(),
             max_age,
-            http: ProviderHttp::new(),
+            http: ProviderHttp::new()?,
             metadata: RwLock::new(None),
             last_forced: Mutex::new(None),
         })
