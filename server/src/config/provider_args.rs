@@ -21,11 +21,12 @@ pub struct ProviderArgs {
     #[arg(long, env = "ANTEROOM_OIDC_CLIENT_SECRET_FILE")]
     pub oidc_client_secret_file: Option<std::path::PathBuf>,
 
-    /// Scopes asked for, space-separated (`openid` is always asked).
+    /// Scopes asked for, space-separated (`openid` is always asked; add `groups` where the provider ties the
+    /// groups claim to it).
     #[arg(
         long,
         env = "ANTEROOM_OIDC_SCOPES",
-        default_value = "openid email profile groups"
+        default_value = "openid email profile"
     )]
     pub oidc_scopes: String,
 
