@@ -264,7 +264,7 @@ fn sign_ins(
 ) -> impl IntoView {
     view! {
         <h2>"Signed in on"</h2>
-        <ul class="browsers" data-testid="sign-ins">
+        <ul class="sign-ins" data-testid="sign-ins">
             {rows
                 .into_iter()
                 .map(|row| {
