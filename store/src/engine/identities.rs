@@ -9,9 +9,11 @@ use crate::{
     StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::{
+        ManagedInputError,
         access::{Role, User},
         audit::NewAuditEntry,
         provider_people::ProviderPerson,
+        responders::{GROUP_MEMBERS_MAX, GROUPS_MAX},
     },
     records::to_ms,
     sql,
@@ -148,6 +150,52 @@ impl<D: Dialect> SqlStore<D> {
         Ok(id)
     }
 
+    /// Refuses a grant that would make a group past the team limit ([`GROUPS_MAX`]) or join one that is full
+    /// ([`GROUP_MEMBERS_MAX`]): the provider's groups are held to the same limits as an admin's.
+    async fn hold_to_team_limits(
+        &self,
+        tx: &mut WriteTx<D>,
+        before: &[String],
+        granted: &[String],
+    ) -> StoreResult<()> {
+        let joined: Vec<&String> = granted
+            .iter()
+            .filter(|group| !before.contains(group))
+            .collect();
+        let mut new_groups = 0_usize;
+        for group in &joined {
+            let (members,): (i64,) = tx
+                .one(Statement::new(sql::COUNT_GROUP_MEMBERS).bind(group.as_str()))
+                .await?;
+            if members >= i64::try_from(GROUP_MEMBERS_MAX).unwrap_or(i64::MAX) {
+                return Err(ManagedInputError::conflict(format!(
+                    "The group {group} has {GROUP_MEMBERS_MAX} members already, Anteroom's limit; ask an admin to make room"
+                ))
+                .into());
+            }
+            if tx
+                .optional::<(String,)>(Statement::new(sql::SELECT_GROUP).bind(group.as_str()))
+                .await?
+                .is_none()
+            {
+                new_groups += 1;
+            }
+        }
+        if new_groups > 0 {
+            let (groups,): (i64,) = tx.one(Statement::new(sql::COUNT_GROUPS)).await?;
+            let after = usize::try_from(groups)
+                .unwrap_or(usize::MAX)
+                .saturating_add(new_groups);
+            if after > GROUPS_MAX {
+                return Err(ManagedInputError::conflict(format!(
+                    "Signing you in would make more than {GROUPS_MAX} groups, Anteroom's limit; ask an admin to remove one"
+                ))
+                .into());
+            }
+        }
+        Ok(())
+    }
+
     /// Gives `user` exactly the role and groups of this sign-in's grant; records what changed.
     async fn apply_grant(
         &self,
@@ -176,15 +224,26 @@ impl<D: Dialect> SqlStore<D> {
             .await?;
         }
         if before != granted.groups {
+            self.hold_to_team_limits(tx, &before, &granted.groups)
+                .await?;
             tx.execute(Statement::new(sql::DELETE_USER_GROUPS).bind(&user.id))
                 .await?;
             for group in &granted.groups {
-                tx.execute(
-                    Statement::new(sql::INSERT_GROUP_IF_NEW)
-                        .bind(group)
-                        .bind(to_ms(now)),
-                )
-                .await?;
+                let made = tx
+                    .execute(
+                        Statement::new(sql::INSERT_GROUP_IF_NEW)
+                            .bind(group)
+                            .bind(to_ms(now)),
+                    )
+                    .await?;
+                if made == 1 {
+                    audit.push(NewAuditEntry::new(
+                        &person.issuer,
+                        "group.created",
+                        group.clone(),
+                        json!({}),
+                    ));
+                }
                 tx.execute(
                     Statement::new(sql::INSERT_USER_GROUP)
                         .bind(group)

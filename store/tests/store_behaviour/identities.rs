@@ -114,10 +114,11 @@ async fn a_first_sign_in_makes_the_person_and_later_ones_follow_the_provider(h: 
         audit_actions(h).await,
         [
             "person.created_by_provider",
+            "group.created",
             "person.access_from_provider",
             "person.access_from_provider"
         ],
-        "made (with sre), then sre and responder taken away"
+        "made (and sre with them), then sre and responder taken away"
     );
 }
 
@@ -257,7 +258,64 @@ async fn someone_the_provider_no_longer_admits_keeps_nothing(h: &Harness) {
     );
 }
 
+async fn the_providers_groups_are_held_to_the_team_limits(h: &Harness) {
+    use anteroom_store::domain::responders::{GROUP_MEMBERS_MAX, GROUPS_MAX};
+    // A group made by a sign-in is recorded like an admin's.
+    h.store
+        .sign_in_from_provider(&person("sub-1", None, false, Role::Responder, &["sre"]))
+        .await
+        .expect("sign-in");
+    assert!(audit_actions(h).await.contains(&"group.created".to_owned()));
+
+    // A full group is not joined: the sign-in is refused and changes nothing.
+    h.store.create_group("full", "admin").await.expect("group");
+    for n in 0..GROUP_MEMBERS_MAX {
+        let member = User {
+            id: format!("m-{n}"),
+            username: format!("m{n}"),
+            role: Role::Responder,
+        };
+        h.store.create_user(&member, "hash").await.expect("member");
+        h.store
+            .add_group_member("full", &member.username, "admin")
+            .await
+            .expect("join");
+    }
+    let full = h
+        .store
+        .sign_in_from_provider(&person("sub-2", None, false, Role::Responder, &["full"]))
+        .await
+        .expect_err("a full group");
+    assert!(full.to_string().contains("members already"), "{full}");
+
+    // No group is made past the limit.
+    let existing = h.store.list_groups().await.expect("groups").len();
+    for n in existing..GROUPS_MAX {
+        h.store
+            .create_group(&format!("g{n}"), "admin")
+            .await
+            .expect("group");
+    }
+    let many = h
+        .store
+        .sign_in_from_provider(&person(
+            "sub-3",
+            None,
+            false,
+            Role::Responder,
+            &["one-too-many"],
+        ))
+        .await
+        .expect_err("past the group limit");
+    assert!(many.to_string().contains("more than 200 groups"), "{many}");
+    assert_eq!(
+        h.store.list_groups().await.expect("groups").len(),
+        GROUPS_MAX
+    );
+}
+
 crate::on_both_backends!(
+    the_providers_groups_are_held_to_the_team_limits,
     a_first_sign_in_makes_the_person_and_later_ones_follow_the_provider,
     a_local_person_is_linked_only_by_an_email_vouched_for_and_verified,
     someone_the_provider_no_longer_admits_keeps_nothing,

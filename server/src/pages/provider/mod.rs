@@ -332,6 +332,10 @@ async fn callback(
     );
     let user = match state.store.sign_in_from_provider(&person).await {
         Ok(user) => user,
+        // A rule of the store's (a team limit) refused the grant: its words say what to do.
+        Err(anteroom_store::StoreError::Refused(refusal)) => {
+            return refused(StatusCode::FORBIDDEN, refusal.message());
+        }
         Err(error) => {
             tracing::error!(%error, "cannot record a sign-in through the identity provider");
             return refused(
