@@ -1,9 +1,9 @@
 //! `anteroom user`: a person added (the password from `ANTEROOM_PASSWORD` or standard input), their e-mail set,
 //! or their browsers signed out everywhere.
 
-use anteroom_domain::access::{Role, normalise_email, normalise_username};
+use anteroom_domain::access::{Role, User, normalise_email, normalise_username};
 use anteroom_server::{config::DatabaseArgs, people::add_user};
-use anteroom_store::StoreOptions;
+use anteroom_store::{Store, StoreOptions};
 use anyhow::Context;
 
 use super::open_store;
@@ -46,12 +46,7 @@ pub async fn set_email(
     database: &DatabaseArgs,
 ) -> anyhow::Result<()> {
     let store = open_store(database, StoreOptions::default()).await?;
-    let Some((user, _)) = store
-        .user_with_password(normalise_username(username))
-        .await?
-    else {
-        anyhow::bail!("no person is called {username}");
-    };
+    let user = person_named(store.as_ref(), username).await?;
     store.set_user_email(&user.id, email).await?;
     store.vouch_for_email(&user.id).await?;
     match email {
@@ -64,13 +59,19 @@ pub async fn set_email(
 /// `anteroom user sign-out`: ends every browser session of a person.
 pub async fn sign_out(username: &str, database: &DatabaseArgs) -> anyhow::Result<()> {
     let store = open_store(database, StoreOptions::default()).await?;
-    let Some((user, _)) = store
-        .user_with_password(normalise_username(username))
-        .await?
-    else {
-        anyhow::bail!("no person is called {username}");
-    };
+    let user = person_named(store.as_ref(), username).await?;
     let ended = store.end_every_browser_sign_in(&user.id).await?;
     eprintln!("{} is signed out in {ended} browser(s)", user.username);
     Ok(())
+}
+
+/// The person called `username`, or an error naming who was not found.
+async fn person_named(store: &dyn Store, username: &str) -> anyhow::Result<User> {
+    match store
+        .user_with_password(normalise_username(username))
+        .await?
+    {
+        Some((user, _)) => Ok(user),
+        None => anyhow::bail!("no person is called {username}"),
+    }
 }

@@ -46,15 +46,10 @@ fn encode(record: &Record) -> session_store::Result<String> {
 pub const DEVICE_KEY: &str = "device";
 pub const SEEN_AT_KEY: &str = "seen_at";
 
-/// The name a person's page shows a session by: a digest of its id, never the id itself (the cookie's
-/// secret).
+/// The name a person's page shows a session by: the start of its id's hash (the one credentials are kept by),
+/// never the id itself (the cookie's secret).
 pub fn handle(id: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(id.as_bytes())
-        .iter()
-        .take(12)
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::credentials::hash(id).chars().take(24).collect()
 }
 
 /// Who the record belongs to, from its data.

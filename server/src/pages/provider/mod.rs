@@ -34,6 +34,9 @@ const PENDING_KEY: &str = "provider_pending";
 /// Session key of when a provider sign-in must go through the provider again (epoch seconds).
 pub(super) const RECHECK_AT_KEY: &str = "provider_recheck_at";
 
+/// The most characters of a refusal's reason a page shows.
+const REFUSAL_CHARS_MAX: usize = 300;
+
 /// The longest return address kept (a longer one goes home instead).
 const NEXT_BYTES_MAX: usize = 2048;
 
@@ -362,7 +365,9 @@ async fn callback(
 
 /// A page saying why the sign-in did not happen, and a way back.
 fn refused(status: StatusCode, why: &str) -> Response {
-    let why = escape_html(why);
+    // The provider's words can reach here (a token endpoint's error, up to the 1 MiB a response may be): a
+    // sentence's worth is shown.
+    let why = escape_html(&why.chars().take(REFUSAL_CHARS_MAX).collect::<String>());
     (
         status,
         Html(format!(
@@ -376,8 +381,7 @@ fn refused(status: StatusCode, why: &str) -> Response {
 /// Whether the state that came back is the one this browser started with, compared through their hashes so
 /// the time taken says nothing about how much of it matched.
 fn same_state(returned: &str, expected: &str) -> bool {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(returned.as_bytes()) == Sha256::digest(expected.as_bytes())
+    crate::credentials::hash(returned) == crate::credentials::hash(expected)
 }
 
 #[cfg(test)]
@@ -395,6 +399,15 @@ mod tests {
         assert!(
             body.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && !body.contains("<script>")
         );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_shows_a_sentence_of_what_the_provider_sent() {
+        let page = refused(StatusCode::BAD_REQUEST, &"x".repeat(100_000));
+        let body = axum::body::to_bytes(page.into_body(), 1 << 20)
+            .await
+            .expect("body");
+        assert!(body.len() < 1_000, "{} bytes", body.len());
     }
 
     #[test]
