@@ -1,6 +1,6 @@
 // Registers the service worker on every page, and on the profile page turns push on in this browser:
 // permission, a subscription under the instance's key, and the subscription saved for the signed-in person
-// (with the page's CSRF token). docs/reach.md#push
+// (with the page's CSRF token). docs/reach.md#push. The passkey buttons load /passkeys.js when first clicked.
 if ("serviceWorker" in navigator) {
   navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => {});
 }
@@ -59,8 +59,17 @@ for (const input of document.querySelectorAll("input[data-fill-time-zone]")) {
 }
 
 document.addEventListener("click", (event) => {
-  const button = event.target instanceof Element ? event.target.closest("#push-on") : null;
+  const button = event.target instanceof Element ? event.target.closest("#push-on, #passkey-add, #passkey-sign-in") : null;
   if (!button) return;
-  const status = document.getElementById("push-status");
-  if (status) turnOn(button, status);
+  if (button.id === "push-on") {
+    const status = document.getElementById("push-status");
+    if (status) turnOn(button, status);
+    return;
+  }
+  // Passkeys: their code is loaded on the first click only.
+  const status = document.getElementById("passkey-status");
+  if (!status) return;
+  import("/passkeys.js")
+    .then((passkeys) => (button.id === "passkey-add" ? passkeys.add(button, status) : passkeys.signIn(button, status)))
+    .catch((error) => { status.textContent = `Passkeys could not load: ${error && error.message ? error.message : error}`; });
 });

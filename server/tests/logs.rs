@@ -20,7 +20,7 @@ use reqwest::header;
 use serde_json::{Value, json};
 use support::{
     Backend, TestServer,
-    browser::{PASSWORD, browser, page, person, sign_in},
+    browser::{PASSWORD, browser, input_value, page, person, sign_in},
     pulsemcp::{Outcome, PulsemcpClient},
 };
 
@@ -65,12 +65,6 @@ fn capture() -> Captured {
             captured
         })
         .clone()
-}
-
-fn input_value(html: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker).map(|at| at + marker.len()).expect(name);
-    html[start..].split('"').next().expect("value").to_owned()
 }
 
 async fn no_secret_used_in_a_full_round_trip_is_logged(db: Backend) {

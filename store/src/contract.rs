@@ -9,6 +9,10 @@ use chrono::{DateTime, Duration, Utc};
 
 mod accounts;
 pub use accounts::{AccountStore, BrowserSignIn, WebSessionOwner};
+mod passkeys;
+pub use passkeys::{
+    NewPasskey, PASSKEYS_PER_PERSON_MAX, Passkey, PasskeyAdded, PasskeyForSignIn, PasskeyStore,
+};
 
 use crate::{
     AttentionItem, Backend, PollProbe, QueueEntry, StoreResult,
@@ -699,6 +703,7 @@ pub trait Store:
     + StatsStore
     + WorkerStore
     + AccountStore
+    + PasskeyStore
     + OutboxStore
     + GateStore
     + SweepStore

@@ -31,7 +31,8 @@ use chrono::{DateTime, Utc};
 
 pub use contract::{
     AccountStore, AgentSessionStore, AuditStore, BrowserSignIn, COUNT_BATCH, Escalated, GateStore,
-    OutboxStore, ReachStore, RoundStore, RunStore, StandingAnswerStore, StatsStore, Store,
+    NewPasskey, OutboxStore, PASSKEYS_PER_PERSON_MAX, Passkey, PasskeyAdded, PasskeyForSignIn,
+    PasskeyStore, ReachStore, RoundStore, RunStore, StandingAnswerStore, StatsStore, Store,
     SweepStore, TeamStore, WebSessionOwner, WorkerStore,
 };
 pub use engine::SqlStore;

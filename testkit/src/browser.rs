@@ -19,6 +19,16 @@ pub fn browser() -> reqwest::Client {
         .expect("client")
 }
 
+/// The value of the first `name="…" value="…"` input in `html` (a form's hidden CSRF token, say).
+pub fn input_value(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html.find(&marker).map(|at| at + marker.len()).expect(name);
+    html.get(start..)
+        .and_then(|rest| rest.split('"').next())
+        .expect("value")
+        .to_owned()
+}
+
 /// Posts a form as a browser without a session would (redirects shown, not followed).
 pub async fn post_form(
     server: &TestServer,

@@ -171,7 +171,6 @@ impl TestServer {
         Instance::build(Settings {
             database,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            public_url: None,
             site_root: Some("target/site".into()),
             schedules: None,
             clock: Arc::new(clock.clone()),

@@ -36,6 +36,9 @@ pub fn shell(options: LeptosOptions, stylesheet: String, sign_in: SignInChoices)
         .provider
         .map(|name| view! { <meta name=login::PROVIDER_META content=name /> });
     let passwords = if sign_in.passwords { "on" } else { "off" };
+    let passkeys = sign_in
+        .passkeys
+        .then(|| view! { <meta name=login::PASSKEYS_META content="on" /> });
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -55,6 +58,7 @@ pub fn shell(options: LeptosOptions, stylesheet: String, sign_in: SignInChoices)
                 <HydrateAfterFirstPaint options />
                 {provider}
                 <meta name=login::PASSWORDS_META content=passwords />
+                {passkeys}
                 <MetaTags />
             </head>
             <body>

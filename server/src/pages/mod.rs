@@ -3,6 +3,7 @@
 
 mod browser_sessions;
 mod live;
+mod passkeys;
 mod provider;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -85,6 +86,7 @@ pub fn routes(feed: QueueFeed, sign_in: &SignInSettings) -> Router<AppState> {
             post(sign_in_with_password).layer(Extension(PasswordSignIn(sign_in.passwords))),
         )
         .merge(provider::routes(sign_in.provider.clone()))
+        .merge(passkeys::routes(sign_in))
         .route("/logout", post(sign_out))
         .route("/setup", post(set_up_first_admin))
         .route("/sessions/{id}/answer", post(answer_without_javascript))
@@ -270,6 +272,7 @@ fn is_asset_or_probe(path: &str) -> bool {
             "/manifest.webmanifest",
             "/sw.js",
             "/reach.js",
+            "/passkeys.js",
             "/robots.txt",
             "/healthz",
             "/readyz",

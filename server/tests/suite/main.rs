@@ -26,6 +26,7 @@ mod mail;
 mod mcp;
 mod mcp_config;
 mod operations;
+mod passkeys;
 mod processes;
 mod provider_sign_in;
 mod provider_tokens;

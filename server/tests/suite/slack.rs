@@ -471,13 +471,6 @@ async fn clicks_that_must_not_answer_record_nothing(db: Backend) {
     server.stop().await;
 }
 
-/// The value of the first `<input name=…>` on a page.
-fn input_value(html: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker).map(|at| at + marker.len()).expect(name);
-    html[start..].split('"').next().expect("value").to_owned()
-}
-
 /// Calls a profile server function as the signed-in browser does.
 async fn server_fn(
     server: &TestServer,
@@ -535,7 +528,7 @@ async fn a_slack_account_slack_cannot_match_is_linked_by_hand_and_then_answers(d
         "the offer is shown"
     );
     assert!(html.contains("U0SAM"), "naming the Slack account");
-    let csrf = input_value(&html, "csrf");
+    let csrf = support::browser::input_value(&html, "csrf");
 
     let forged = server_fn(
         &server,
@@ -570,7 +563,10 @@ async fn a_slack_account_slack_cannot_match_is_linked_by_hand_and_then_answers(d
         &server,
         &tom,
         "link-slack",
-        &[("token", &token), ("csrf", &input_value(&tom_html, "csrf"))],
+        &[
+            ("token", &token),
+            ("csrf", &support::browser::input_value(&tom_html, "csrf")),
+        ],
     )
     .await;
     assert!(!again.status().is_success(), "an offer is taken once");

@@ -12,7 +12,8 @@ use anteroom_testkit::{
 use reqwest::{StatusCode, header};
 use serde_json::json;
 
-use super::teams::{input_value, send, status_of};
+use super::teams::{send, status_of};
+use anteroom_testkit::browser::input_value;
 
 /// Asks "Deploy to staging?" again through `producer`; returns the question's id.
 async fn ask_again(producer: &PulsemcpClient, id: &str) -> String {

@@ -5,20 +5,13 @@
 use anteroom_domain::access::Role;
 use anteroom_testkit::{
     Backend, TestServer,
-    browser::{browser, page, person, sign_in},
+    browser::{browser, input_value, page, person, sign_in},
     on_both_backends,
     pulsemcp::{Outcome, PulsemcpClient},
     requests::{self, json_of},
 };
 use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
-
-/// The value of the first `name="…" value="…"` input in `html`.
-pub(crate) fn input_value(html: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker).map(|at| at + marker.len()).expect(name);
-    html[start..].split('"').next().expect("value").to_owned()
-}
 
 /// A request whose reply has no body: its status.
 pub(crate) async fn status_of(

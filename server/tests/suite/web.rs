@@ -13,16 +13,12 @@ use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use support::{
     Backend, TestServer,
-    browser::{PASSWORD, browser, next_event, open_live_pages, page, person, post_form, sign_in},
+    browser::{
+        PASSWORD, browser, input_value, next_event, open_live_pages, page, person, post_form,
+        sign_in,
+    },
     pulsemcp::{Outcome, PulsemcpClient},
 };
-
-/// The value of the first `name="…" value="…"` input in `html`.
-fn input_value(html: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = html.find(&marker).map(|at| at + marker.len()).expect(name);
-    html[start..].split('"').next().expect("value").to_owned()
-}
 
 /// A session with one open question; returns the producer client and the question's id.
 async fn question(server: &TestServer, session: &str) -> (PulsemcpClient, String) {

@@ -10,6 +10,7 @@ pub(crate) mod creates;
 mod gate;
 mod identities;
 mod outbox;
+mod passkeys;
 mod reach;
 mod rounds;
 mod rows;

@@ -10,10 +10,12 @@ use crate::{
 };
 
 mod identities;
+mod passkeys;
 mod reach;
 mod runs;
 
 pub use identities::*;
+pub use passkeys::*;
 pub use reach::*;
 pub use runs::*;
 

@@ -148,3 +148,15 @@ pub(crate) fn refusal(result: Result<impl std::fmt::Debug, StoreError>) -> Manag
 pub(crate) async fn session(h: &Harness, id: &str) -> Session {
     h.store.get_session(&sid(id)).await.expect("read session")
 }
+
+/// The actions of every audit entry so far, oldest first (the pending ones sealed first).
+pub(crate) async fn audit_actions(h: &Harness) -> Vec<String> {
+    h.store.seal_audit().await.expect("seal");
+    h.store
+        .audit_entries(0, None, 100)
+        .await
+        .expect("audit")
+        .into_iter()
+        .map(|entry| entry.action)
+        .collect()
+}

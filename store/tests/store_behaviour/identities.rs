@@ -7,6 +7,7 @@ use anteroom_store::domain::{
     provider_people::{Granted, ProviderPerson},
 };
 
+use crate::fixtures::audit_actions;
 use crate::support::Harness;
 
 const ISSUER: &str = "https://id.example.com";
@@ -34,17 +35,6 @@ fn person(
 async fn signed_in_groups(h: &Harness, id: &str) -> (Role, Vec<String>) {
     let signed_in = h.store.signed_in(id).await.expect("read").expect("person");
     (signed_in.user.role, signed_in.groups)
-}
-
-async fn audit_actions(h: &Harness) -> Vec<String> {
-    h.store.seal_audit().await.expect("seal");
-    h.store
-        .audit_entries(0, None, 100)
-        .await
-        .expect("audit")
-        .into_iter()
-        .map(|entry| entry.action)
-        .collect()
 }
 
 async fn a_first_sign_in_makes_the_person_and_later_ones_follow_the_provider(h: &Harness) {

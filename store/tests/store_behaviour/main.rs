@@ -12,6 +12,7 @@ mod identities;
 mod markers;
 mod migrations;
 mod outward;
+mod passkeys;
 mod properties;
 mod queue;
 mod races;

@@ -716,6 +716,8 @@ pub struct ProfileView {
     pub slack_links: Vec<SlackLinkRow>,
     /// The browsers this person is signed in on, most recently seen first.
     pub sign_ins: Vec<SignInRow>,
+    /// The person's passkeys, newest first.
+    pub passkeys: Vec<PasskeyRow>,
     /// The token the page's forms (and `/reach.js`) send with every change.
     pub csrf: String,
 }
@@ -735,6 +737,15 @@ pub struct SignInRow {
     pub device: String,
     pub seen_ms: Option<i64>,
     pub this_browser: bool,
+}
+
+/// A passkey of the person's, by its credential id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PasskeyRow {
+    pub id: String,
+    pub name: String,
+    pub added_ms: i64,
+    pub used_ms: Option<i64>,
 }
 
 /// The handle of the browser session a request came with (the host puts it on the request).

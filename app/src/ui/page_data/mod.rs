@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use super::{
     model::{
         ActiveRound, AnswerNotice, AnswerPost, Asker, AskerSeenView, BrowserRow, HISTORY_PAGE,
-        HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, ProfileView, QuestionPreview, QueueItem,
-        QueueView, RecordedAction, RequestBody, RequestView, RunView, SessionPage, ShownAnswer,
-        SignInRow, SlackLinkRow, StandingChoice, StandingView, TRIAGE_MAX, TriageOutcome, Viewer,
-        clock_minute, control_name, parse_clock_minute,
+        HistoryEntry, OPEN_ROUNDS_SHOWN, Outcome, PasskeyRow, ProfileView, QuestionPreview,
+        QueueItem, QueueView, RecordedAction, RequestBody, RequestView, RunView, SessionPage,
+        ShownAnswer, SignInRow, SlackLinkRow, StandingChoice, StandingView, TRIAGE_MAX,
+        TriageOutcome, Viewer, clock_minute, control_name, parse_clock_minute,
     },
     posted_answer::read_answer,
 };

@@ -1,5 +1,5 @@
 //! The profile page's data and settings: e-mail, quiet hours, digests, push browsers, the Slack link and the
-//! browsers the person is signed in on.
+//! browsers the person is signed in on and their passkeys.
 
 use super::*;
 
@@ -20,7 +20,17 @@ impl PageData {
         let digest_after = self.store.digest_after(id).await?;
         let slack_links = self.store.slack_links(id).await?;
         let sign_ins = self.store.browser_sign_ins(id).await?;
+        let passkeys = self.store.passkeys(id).await?;
         Ok(ProfileView {
+            passkeys: passkeys
+                .into_iter()
+                .map(|passkey| PasskeyRow {
+                    id: passkey.id,
+                    name: passkey.name,
+                    added_ms: passkey.added_at.timestamp_millis(),
+                    used_ms: passkey.used_at.map(|at| at.timestamp_millis()),
+                })
+                .collect(),
             sign_ins: sign_ins
                 .into_iter()
                 .map(|sign_in| SignInRow {

@@ -11,6 +11,8 @@ use leptos_router::hooks::use_query_map;
 pub struct SignInChoices {
     pub provider: Option<String>,
     pub passwords: bool,
+    /// Whether browsers can use passkeys here (the public URL is a domain, over https or on localhost).
+    pub passkeys: bool,
 }
 
 impl Default for SignInChoices {
@@ -18,6 +20,7 @@ impl Default for SignInChoices {
         Self {
             provider: None,
             passwords: true,
+            passkeys: false,
         }
     }
 }
@@ -25,14 +28,15 @@ impl Default for SignInChoices {
 /// The `<meta>` names the choices travel in (`sign_in_choices` reads them in the browser by these names).
 pub const PROVIDER_META: &str = "anteroom-provider";
 pub const PASSWORDS_META: &str = "anteroom-passwords";
+pub const PASSKEYS_META: &str = "anteroom-passkeys";
 
 #[cfg(feature = "ssr")]
-fn sign_in_choices() -> SignInChoices {
+pub(crate) fn sign_in_choices() -> SignInChoices {
     use_context::<SignInChoices>().unwrap_or_default()
 }
 
 #[cfg(not(feature = "ssr"))]
-fn sign_in_choices() -> SignInChoices {
+pub(crate) fn sign_in_choices() -> SignInChoices {
     let meta = |selector: &str| {
         web_sys::window()?
             .document()?
@@ -43,6 +47,7 @@ fn sign_in_choices() -> SignInChoices {
     SignInChoices {
         provider: meta("meta[name=anteroom-provider]"),
         passwords: meta("meta[name=anteroom-passwords]").as_deref() != Some("off"),
+        passkeys: meta("meta[name=anteroom-passkeys]").is_some(),
     }
 }
 
@@ -74,6 +79,17 @@ pub fn LoginPage() -> impl IntoView {
             </p>
         }
     });
+    // `/passkeys.js` runs the ceremony (loaded by `/reach.js` on the first click), then goes to `next`.
+    let passkey = choices.passkeys.then(|| {
+        view! {
+            <p>
+                <button type="button" id="passkey-sign-in" class="button" data-next=next.clone()>
+                    "Sign in with a passkey"
+                </button>
+            </p>
+            <p id="passkey-status" class="muted" role="status"></p>
+        }
+    });
     view! {
         <PageTitle text="Sign in · Anteroom" />
         <section class="auth-card" aria-labelledby="login-heading">
@@ -81,6 +97,7 @@ pub fn LoginPage() -> impl IntoView {
             {signed_out.then(|| view! { <p class="notice" data-kind="ok" role="status">"You are signed out."</p> })}
             {message.map(|message| view! { <p class="notice" data-kind="warn" role="alert">{message}</p> })}
             {provider}
+            {passkey}
             {choices
                 .passwords
                 .then(|| {

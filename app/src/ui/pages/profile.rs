@@ -1,5 +1,6 @@
 //! `/profile`: how questions reach this person when no Anteroom tab is open — their e-mail and which
-//! questions are mailed, and the browsers push is on in (turned on by `/reach.js`, removed here).
+//! questions are mailed, the browsers push is on in (turned on by `/reach.js`, removed here), the browsers the
+//! person is signed in on and their passkeys.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -167,9 +168,11 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
     let links_csrf = csrf.clone();
     let digest_csrf = csrf.clone();
     let sign_ins = sign_ins(view.sign_ins.clone(), csrf.clone(), zone.clone());
+    let passkeys = passkeys(view.passkeys.clone(), csrf.clone(), zone.clone());
     view! {
         <p class="muted">{format!("Signed in as {} ({}).", view.username, view.role)}</p>
         {sign_ins}
+        {passkeys}
         <h2>"E-mail"</h2>
         <ActionForm action=save attr:class="email-settings">
             <input type="hidden" name="csrf" value=csrf.clone() />
@@ -262,23 +265,104 @@ fn sign_ins(
     csrf: String,
     zone: Option<String>,
 ) -> impl IntoView {
+    let rows = rows
+        .into_iter()
+        .map(|row| EndableRow {
+            label: row.device,
+            detail: format!(
+                "{}{}",
+                row.seen_ms
+                    .map(|ms| format!(" last seen {}", zoned_time(ms, zone.as_deref())))
+                    .unwrap_or_default(),
+                if row.this_browser {
+                    " (this browser)"
+                } else {
+                    ""
+                }
+            ),
+            key: row.handle,
+        })
+        .collect();
     view! {
         <h2>"Signed in on"</h2>
-        <ul class="sign-ins" data-testid="sign-ins">
+        {endable_list(EndableList { class: "sign-ins", action: "/profile/sign-ins/end", key: "handle", button: "Sign out" }, rows, csrf)}
+    }
+}
+
+/// The person's passkeys, each with "Remove" (a plain form), and "Add a passkey", whose ceremony `/passkeys.js`
+/// runs (loaded by `/reach.js` on the first click). Shown where browsers can use passkeys, or to someone who
+/// still has some.
+fn passkeys(
+    rows: Vec<crate::ui::model::PasskeyRow>,
+    csrf: String,
+    zone: Option<String>,
+) -> impl IntoView {
+    let offered = crate::ui::pages::login::sign_in_choices().passkeys;
+    if !offered && rows.is_empty() {
+        return None;
+    }
+    let rows = rows
+        .into_iter()
+        .map(|row| EndableRow {
+            label: row.name,
+            detail: format!(
+                " added {}{}",
+                zoned_time(row.added_ms, zone.as_deref()),
+                row.used_ms
+                    .map(|ms| format!(", last used {}", zoned_time(ms, zone.as_deref())))
+                    .unwrap_or_default()
+            ),
+            key: row.id,
+        })
+        .collect();
+    let add = offered.then(|| {
+        view! {
+            <p>
+                <label>"Name " <input type="text" id="passkey-name" maxlength="64" placeholder="My phone" /></label>
+                " "
+                <button type="button" id="passkey-add" data-csrf=csrf.clone()>"Add a passkey"</button>
+            </p>
+            <p id="passkey-status" class="muted" role="status"></p>
+        }
+    });
+    Some(view! {
+        <h2>"Passkeys"</h2>
+        <p class="muted">"A passkey signs you in with one touch: your phone's fingerprint or face, or a security key."</p>
+        {endable_list(EndableList { class: "passkeys", action: "/profile/passkeys/remove", key: "id", button: "Remove" }, rows, csrf)}
+        {add}
+    })
+}
+
+/// A list of things the person ends with a plain form post: its class (and test id), where the form posts, the
+/// name the row's key is posted under, and the button's words.
+struct EndableList {
+    class: &'static str,
+    action: &'static str,
+    key: &'static str,
+    button: &'static str,
+}
+
+/// One row of an [`EndableList`]: what it is, what more to say of it, and the key the form posts.
+struct EndableRow {
+    label: String,
+    detail: String,
+    key: String,
+}
+
+fn endable_list(list: EndableList, rows: Vec<EndableRow>, csrf: String) -> impl IntoView {
+    view! {
+        <ul class=list.class data-testid=list.class>
             {rows
                 .into_iter()
                 .map(|row| {
-                    let seen = row
-                        .seen_ms
-                        .map(|ms| format!(" last seen {}", zoned_time(ms, zone.as_deref())));
                     view! {
                         <li>
-                            <span>{row.device}</span>
-                            <span class="muted">{seen}{row.this_browser.then_some(" (this browser)")}</span>
-                            <form method="post" action="/profile/sign-ins/end" class="inline">
-                                <input type="hidden" name="handle" value=row.handle />
+                            <span>{row.label}</span>
+                            <span class="muted">{row.detail}</span>
+                            <form method="post" action=list.action class="inline">
+                                <input type="hidden" name=list.key value=row.key />
                                 <input type="hidden" name="csrf" value=csrf.clone() />
-                                <button type="submit">"Sign out"</button>
+                                <button type="submit">{list.button}</button>
                             </form>
                         </li>
                     }

@@ -38,7 +38,7 @@ pub(super) const RECHECK_AT_KEY: &str = "provider_recheck_at";
 const REFUSAL_CHARS_MAX: usize = 300;
 
 /// The longest return address kept (a longer one goes home instead).
-const NEXT_BYTES_MAX: usize = 2048;
+pub(super) const NEXT_BYTES_MAX: usize = 2048;
 
 /// How long a started sign-in may take at the provider.
 const PENDING_FOR_SECONDS: i64 = 15 * 60;
@@ -64,6 +64,8 @@ impl Default for SignInConfig {
 pub struct SignInSettings {
     pub provider: Option<Arc<ProviderSignIn>>,
     pub passwords: bool,
+    /// Passkeys, when the public URL lets browsers use them (a domain name, over https or on localhost).
+    pub passkeys: Option<Arc<super::passkeys::PasskeyParty>>,
 }
 
 impl SignInSettings {
@@ -75,6 +77,13 @@ impl SignInSettings {
                 .map(|provider| ProviderSignIn::new(provider, public_url).map(Arc::new))
                 .transpose()?,
             passwords: config.passwords,
+            passkeys: match super::passkeys::PasskeyParty::for_public_url(public_url) {
+                Ok(party) => Some(Arc::new(party)),
+                Err(why) => {
+                    tracing::info!("passkeys are off: {why}");
+                    None
+                }
+            },
         })
     }
 
@@ -83,6 +92,7 @@ impl SignInSettings {
         SignInChoices {
             provider: self.provider.as_ref().map(|provider| provider.name.clone()),
             passwords: self.passwords,
+            passkeys: self.passkeys.is_some(),
         }
     }
 }
