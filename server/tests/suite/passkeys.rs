@@ -4,8 +4,14 @@
 //! counter and hostile bodies are each refused with a JSON error. Chromium's own authenticator does the same in
 //! end2end/tests/passkeys.spec.ts.
 
-use anteroom_domain::access::Role;
-use anteroom_server::instance::Settings;
+use anteroom_domain::{
+    access::Role,
+    provider_people::{Granted, ProviderPerson},
+};
+use anteroom_server::{
+    instance::Settings,
+    pages::{ProviderConfig, SignInConfig},
+};
 use anteroom_testkit::{
     Backend, TestServer,
     browser::{browser, input_value, page, person, sign_in},
@@ -458,6 +464,101 @@ async fn passkey_calls_refuse_bad_input_with_json(db: Backend) {
     server.stop().await;
 }
 
+/// Someone whose rights come from the identity provider: a passkey signs them in only for what remains of their
+/// last provider sign-in (`ANTEROOM_OIDC_RECHECK_MINUTES`), then sends them through the provider first.
+async fn a_passkey_does_not_outlast_a_provider_sign_in(db: Backend) {
+    let issuer = "http://127.0.0.1:9";
+    let settings = Settings {
+        sign_in: SignInConfig {
+            provider: Some(ProviderConfig {
+                issuer: issuer.to_owned(),
+                client_id: "anteroom".to_owned(),
+                client_secret: "secret".to_owned(),
+                scopes: "openid".to_owned(),
+                groups_claim: "groups".to_owned(),
+                mapping: String::new(),
+                default_role: "responder".to_owned(),
+                name: "Acme SSO".to_owned(),
+                recheck_minutes: 60,
+                max_age_minutes: None,
+            }),
+            passwords: true,
+        },
+        ..settings()
+    };
+    let Some(server) = TestServer::start_with(db, settings).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    let mut laptop = signed_in_visitor(&server, "rita").await;
+    let mut phone = SoftAuthenticator::new(5);
+    add_passkey(&server, &mut laptop, &mut phone, "Phone").await;
+    // Rita's e-mail, vouched for by an admin, links her first provider sign-in to her.
+    let (rita, _) = server
+        .store
+        .user_with_password("rita")
+        .await
+        .expect("read")
+        .expect("rita");
+    server
+        .store
+        .set_user_email(&rita.id, Some("rita@example.com"))
+        .await
+        .expect("e-mail");
+    assert!(server.store.vouch_for_email(&rita.id).await.expect("vouch"));
+    let granted = Granted {
+        role: Role::Responder,
+        groups: Vec::new(),
+    };
+    let linked = server
+        .store
+        .sign_in_from_provider(&ProviderPerson::new(
+            issuer,
+            "sub-rita",
+            Some("rita@example.com"),
+            true,
+            Some("rita"),
+            granted,
+        ))
+        .await
+        .expect("provider sign-in");
+    assert_eq!(linked.id, rita.id);
+
+    server.clock.advance(chrono::Duration::minutes(30));
+    let (status, reply, visitor) = sign_in_with(&server, &mut phone, ORIGIN, "/").await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(reply["next"], "/");
+    let cookie = visitor.cookie.expect("a session cookie");
+    assert_eq!(page(&server, "/", &cookie).await.0, StatusCode::OK);
+
+    // The provider sign-in's hour is over: the session the passkey made ends with it, and a passkey sends the
+    // browser through the provider, which reads Rita's groups again.
+    server.clock.advance(chrono::Duration::minutes(31));
+    let reply = browser()
+        .get(server.url("/"))
+        .header(header::COOKIE, &cookie)
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(reply.status(), StatusCode::SEE_OTHER);
+    assert!(
+        reply.headers()[header::LOCATION]
+            .to_str()
+            .expect("location")
+            .starts_with("/auth/oidc/start?next="),
+    );
+    let (status, reply, visitor) = sign_in_with(&server, &mut phone, ORIGIN, "/sessions/s-1").await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(reply["next"], "/auth/oidc/start?next=%2Fsessions%2Fs-1");
+    let cookie = visitor.cookie.expect("the start's session cookie");
+    assert_eq!(
+        page(&server, "/", &cookie).await.0,
+        StatusCode::SEE_OTHER,
+        "not signed in by the passkey alone"
+    );
+    server.stop().await;
+}
+
 /// Browsers offer passkeys only to a domain over https (or localhost): at an address, the routes are not there
 /// and the sign-in page offers none.
 #[tokio::test]
@@ -486,4 +587,5 @@ async fn at_an_address_passkeys_are_not_offered() {
 on_both_backends!(
     a_person_adds_a_passkey_signs_in_with_it_and_removes_it,
     passkey_calls_refuse_bad_input_with_json,
+    a_passkey_does_not_outlast_a_provider_sign_in,
 );

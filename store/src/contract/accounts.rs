@@ -64,6 +64,10 @@ pub trait AccountStore: Send + Sync {
     /// the identity was never seen here.
     async fn withdraw_provider_access(&self, issuer: &str, subject: &str) -> StoreResult<bool>;
 
+    /// When the person last signed in through the identity provider (`None`: never, so their role and groups
+    /// are Anteroom's own): a passkey sign-in lasts no longer than that sign-in would have.
+    async fn provider_signed_in_at(&self, user_id: &str) -> StoreResult<Option<DateTime<Utc>>>;
+
     /// An admin vouches that the person's e-mail is theirs (set from the command line): only a vouched-for
     /// e-mail links a first provider sign-in to an existing person. Any later change of e-mail undoes it.
     async fn vouch_for_email(&self, user_id: &str) -> StoreResult<bool>;

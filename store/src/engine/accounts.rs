@@ -162,6 +162,13 @@ impl<D: Dialect> AccountStore for SqlStore<D> {
         self.provider_withdrawal(issuer, subject).await
     }
 
+    async fn provider_signed_in_at(&self, user_id: &str) -> StoreResult<Option<DateTime<Utc>>> {
+        let (at,): (Option<i64>,) = self
+            .one(Statement::new(sql::SELECT_PROVIDER_SIGNED_IN_AT).bind(user_id))
+            .await?;
+        at.map(from_ms).transpose()
+    }
+
     async fn vouch_for_email(&self, user_id: &str) -> StoreResult<bool> {
         let vouched = self
             .execute(Statement::new(sql::VOUCH_FOR_EMAIL).bind(user_id))

@@ -8,6 +8,9 @@ pub const SELECT_PROVIDER_IDENTITY: &str =
 pub const INSERT_PROVIDER_IDENTITY: &str = "INSERT INTO provider_identities \
      (issuer, subject, user_id, created_at_ms, signed_in_at_ms) VALUES ($1, $2, $3, $4, $4)";
 
+pub const SELECT_PROVIDER_SIGNED_IN_AT: &str =
+    "SELECT MAX(signed_in_at_ms) FROM provider_identities WHERE user_id = $1";
+
 pub const TOUCH_PROVIDER_IDENTITY: &str =
     "UPDATE provider_identities SET signed_in_at_ms = $3 WHERE issuer = $1 AND subject = $2";
 

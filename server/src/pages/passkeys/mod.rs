@@ -378,25 +378,33 @@ async fn finish_sign_in(
         .passkey_used(&credential_id, &counters)
         .await
         .map_err(unavailable)?;
+    // Someone whose rights come from the identity provider keeps them only as long as their last provider
+    // sign-in lasts: a passkey signs them in for what remains of it, and sends them through the provider (which
+    // reads their groups again) once it is over, so a passkey never gets round the provider's decisions.
+    let mut recheck_at = None;
+    if let Some(recheck) = passkeys.provider_recheck
+        && let Some(at) = state
+            .store
+            .provider_signed_in_at(&user.id)
+            .await
+            .map_err(unavailable)?
+    {
+        let deadline = at + recheck;
+        if state.store.now() >= deadline {
+            tracing::info!(username = %user.username, "a passkey sign-in goes through the identity provider first");
+            let through_provider = format!("/auth/oidc/start?next={}", super::encode(&next));
+            return Ok(Json(json!({ "next": through_provider })));
+        }
+        recheck_at = Some(deadline.timestamp());
+    }
     super::start_session(&session, &user)
         .await
         .map_err(unavailable)?;
-    // Someone whose rights come from the identity provider keeps them only as long as a provider sign-in
-    // would: then the browser goes through the provider again, which reads their groups again.
-    if let Some(recheck) = passkeys.provider_recheck {
-        let from_provider = state
-            .store
-            .user_with_password(&user.username)
+    if let Some(recheck_at) = recheck_at {
+        session
+            .insert(super::provider::RECHECK_AT_KEY, recheck_at)
             .await
-            .map_err(unavailable)?
-            .is_some_and(|(_, hash)| hash.is_empty());
-        if from_provider {
-            let recheck_at = (state.store.now() + recheck).timestamp();
-            session
-                .insert(super::provider::RECHECK_AT_KEY, recheck_at)
-                .await
-                .map_err(unavailable)?;
-        }
+            .map_err(unavailable)?;
     }
     tracing::info!(username = %user.username, "signed in with a passkey");
     Ok(Json(json!({ "next": next })))
