@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anteroom_domain::{
-    access::Principal,
+    access::{Principal, PrincipalKind},
     ids::{IdempotencyKey, RequestId, RequestKey, RoundId},
     responders::describe,
     round::{ElicitationResponse, ResponseAction, Round, Submission},
@@ -95,8 +95,30 @@ async fn respond(
     }))
 }
 
+/// Refuses a person the identity provider vouches for whose last sign-in through it is older than
+/// `ANTEROOM_OIDC_ANSWER_ELSEWHERE_HOURS`: their role and groups are what the provider said then, and it may have
+/// removed them since. A page's session never gets here that old (it goes through the provider every recheck).
+async fn provider_rights_current(state: &AppState, who: &Principal) -> ApiResult<()> {
+    let Some(answers_for) = state.config.provider_answers_for else {
+        return Ok(());
+    };
+    if who.kind != PrincipalKind::Person {
+        return Ok(());
+    }
+    match state.store.provider_signed_in_at(&who.id).await? {
+        Some(at) if state.store.now() > at + answers_for => Err(ApiError::forbidden(format!(
+            "{} last signed in through the company's identity provider more than {} hours ago; sign in to \
+             Anteroom again, then answer.",
+            who.label(),
+            answers_for.num_hours()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses `who` a question that is not theirs to answer: the one rule (docs/teams.md), asked of the store.
 pub async fn check_may_answer(state: &AppState, who: &Principal, round: &Round) -> ApiResult<()> {
+    provider_rights_current(state, who).await?;
     if state.store.may_answer(who, round).await? {
         return Ok(());
     }

@@ -99,6 +99,9 @@ pub struct ApiConfig {
     pub mail: Option<MailConfig>,
     /// Development mode: a push service may be plain `http://` on loopback (a test's stand-in).
     pub development: bool,
+    /// With an identity provider: how long after their last sign-in through it a person it vouches for may
+    /// answer (outside a page, where no browser session's deadline sends them through the provider again).
+    pub provider_answers_for: Option<chrono::Duration>,
 }
 
 /// The SMTP server questions are mailed through.

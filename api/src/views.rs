@@ -199,6 +199,7 @@ mod tests {
             slack: None,
             mail: None,
             development: false,
+            provider_answers_for: None,
         };
         let block = environment_block(&config, "s1", "ars_x", None);
         let get = |key: &str| {

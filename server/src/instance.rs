@@ -150,6 +150,9 @@ impl Settings {
             slack: self.slack.clone(),
             mail: self.mail.clone(),
             development: self.development,
+            provider_answers_for: self.sign_in.provider.as_ref().map(|provider| {
+                chrono::Duration::hours(i64::from(provider.answer_elsewhere_hours.max(1)))
+            }),
         }
     }
 

@@ -192,6 +192,7 @@ fn sign_in(args: &ServeArgs) -> anyhow::Result<SignInConfig> {
             default_role: options.oidc_default_role.clone(),
             name: options.oidc_name.clone(),
             recheck_minutes: options.oidc_recheck_minutes,
+            answer_elsewhere_hours: options.oidc_answer_elsewhere_hours,
             max_age_minutes: options.oidc_max_age_minutes,
         }),
         _ => bail!(

@@ -57,6 +57,13 @@ pub struct ProviderArgs {
           value_parser = clap::value_parser!(u32).range(1..=1440))]
     pub oidc_recheck_minutes: u32,
 
+    /// Hours after a person's last sign-in through the provider during which they may answer outside a page (a
+    /// mail's answer link, a Slack button, a push notification's action): a person removed at the provider stops
+    /// answering there within this time, or at once when they sign in again.
+    #[arg(long, env = "ANTEROOM_OIDC_ANSWER_ELSEWHERE_HOURS", default_value_t = 168,
+          value_parser = clap::value_parser!(u32).range(1..=8_760))]
+    pub oidc_answer_elsewhere_hours: u32,
+
     /// Minutes since the person last authenticated at the provider beyond which a sign-in is refused (sent as
     /// `max_age`; the ID token's `auth_time` is checked). Unset: the provider's own session decides.
     #[arg(long, env = "ANTEROOM_OIDC_MAX_AGE_MINUTES",

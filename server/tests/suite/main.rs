@@ -28,6 +28,7 @@ mod mcp_config;
 mod operations;
 mod passkeys;
 mod processes;
+mod provider_rights;
 mod provider_sign_in;
 mod provider_tokens;
 mod push;

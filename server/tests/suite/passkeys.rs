@@ -480,6 +480,7 @@ async fn a_passkey_does_not_outlast_a_provider_sign_in(db: Backend) {
                 default_role: "responder".to_owned(),
                 name: "Acme SSO".to_owned(),
                 recheck_minutes: 60,
+                answer_elsewhere_hours: 168,
                 max_age_minutes: None,
             }),
             passwords: true,

@@ -93,6 +93,7 @@ fn settings(issuer: &str, mapping: &str, default_role: &str) -> Settings {
                 default_role: default_role.to_owned(),
                 name: "Acme SSO".to_owned(),
                 recheck_minutes: 60,
+                answer_elsewhere_hours: 168,
                 max_age_minutes: None,
             }),
             passwords: true,

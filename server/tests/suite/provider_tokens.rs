@@ -122,6 +122,7 @@ fn settings(issuer: &str, max_age_minutes: Option<u32>) -> Settings {
                 default_role: "viewer".to_owned(),
                 name: "Stand-in".to_owned(),
                 recheck_minutes: 60,
+                answer_elsewhere_hours: 168,
                 max_age_minutes,
             }),
             passwords: true,

@@ -118,6 +118,8 @@ pub struct ProviderConfig {
     pub default_role: String,
     pub name: String,
     pub recheck_minutes: u32,
+    /// How long after their last provider sign-in a person may answer outside a page.
+    pub answer_elsewhere_hours: u32,
     /// `max_age`: how recently the person must have authenticated at the provider (`None`: no limit).
     pub max_age_minutes: Option<u32>,
 }
