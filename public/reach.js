@@ -5,6 +5,12 @@ if ("serviceWorker" in navigator) {
   navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => {});
 }
 
+// The passkey buttons (class passkey-only) show only where they can work: with JavaScript, in a browser that has
+// WebAuthn's JSON helpers.
+if (typeof PublicKeyCredential === "function" && typeof PublicKeyCredential.parseCreationOptionsFromJSON === "function") {
+  document.documentElement.dataset.passkeys = "on";
+}
+
 function device() {
   const agent = navigator.userAgent;
   const browser = /Edg\//.test(agent) ? "Edge" : /Firefox\//.test(agent) ? "Firefox"

@@ -146,3 +146,15 @@ test("a person adds a passkey, signs in with it from a notification's link, and 
   await expect(page.locator("#passkey-status")).toContainText("not known here");
   await context.close();
 });
+
+test("a browser that cannot use passkeys is not offered them", async ({ browser }) => {
+  const context = await browser.newContext();
+  await context.addInitScript(() => {
+    delete (window as { PublicKeyCredential?: unknown }).PublicKeyCredential;
+  });
+  const page = await context.newPage();
+  await page.goto(`${url}/login`);
+  await expect(page.getByRole("button", { name: "Sign in", exact: true })).toBeVisible();
+  await expect(page.getByRole("button", { name: "Sign in with a passkey" })).toBeHidden();
+  await context.close();
+});

@@ -385,7 +385,8 @@ pub enum UserCommand {
         #[command(flatten)]
         database: DatabaseArgs,
     },
-    /// Sign a person out in every browser at once (their next page asks them to sign in again).
+    /// Sign a person out in every browser at once and remove their passkeys (their next page asks them to sign
+    /// in again).
     SignOut {
         #[arg(long)]
         username: String,

@@ -150,8 +150,11 @@ impl Settings {
             slack: self.slack.clone(),
             mail: self.mail.clone(),
             development: self.development,
+            // Never shorter than a page's provider sign-in, or answers in a page would be refused inside it.
             provider_answers_for: self.sign_in.provider.as_ref().map(|provider| {
-                chrono::Duration::hours(i64::from(provider.answer_elsewhere_hours.max(1)))
+                chrono::Duration::hours(i64::from(provider.answer_elsewhere_hours.max(1))).max(
+                    chrono::Duration::minutes(i64::from(provider.recheck_minutes)),
+                )
             }),
         }
     }

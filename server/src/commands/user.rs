@@ -56,12 +56,17 @@ pub async fn set_email(
     Ok(())
 }
 
-/// `anteroom user sign-out`: ends every browser session of a person.
+/// `anteroom user sign-out`: ends every browser session of a person and removes their passkeys (a lost phone, a
+/// stolen session that added one of its own): they sign in again with a password or through the provider.
 pub async fn sign_out(username: &str, database: &DatabaseArgs) -> anyhow::Result<()> {
     let store = open_store(database, StoreOptions::default()).await?;
     let user = person_named(store.as_ref(), username).await?;
     let ended = store.end_every_browser_sign_in(&user.id).await?;
-    eprintln!("{} is signed out in {ended} browser(s)", user.username);
+    let passkeys = store.remove_every_passkey(&user.id).await?;
+    eprintln!(
+        "{} is signed out in {ended} browser(s); {passkeys} passkey(s) removed",
+        user.username
+    );
     Ok(())
 }
 

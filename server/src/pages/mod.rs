@@ -38,6 +38,8 @@ use crate::{AppState, credentials, passwords};
 
 /// Session keys.
 const USER_KEY: &str = "user_id";
+/// When this browser signed in (epoch seconds): adding a passkey needs a recent sign-in.
+const SIGNED_IN_AT_KEY: &str = "signed_in_at";
 const CSRF_KEY: &str = "csrf";
 const FLASH_KEY: &str = "flash";
 
@@ -372,13 +374,20 @@ impl FromRequest<AppState> for SameSiteForm {
 
 /// Signs `user` in on this browser: a fresh session id (no fixation) and a fresh CSRF token.
 async fn start_session(
+    state: &AppState,
     session: &Session,
     user: &User,
 ) -> Result<(), tower_sessions::session::Error> {
     session.cycle_id().await?;
-    // A provider sign-in's deadline belongs to that sign-in; the caller sets a new one when it is one.
+    // A provider sign-in's deadline belongs to that sign-in; the caller sets a new one when it is one. Passkey
+    // ceremonies started before belong to whoever started them.
     session.remove::<i64>(provider::RECHECK_AT_KEY).await?;
+    session.remove_value(passkeys::ADDING_KEY).await?;
+    session.remove_value(passkeys::SIGNING_IN_KEY).await?;
     session.insert(USER_KEY, &user.id).await?;
+    session
+        .insert(SIGNED_IN_AT_KEY, state.store.now().timestamp())
+        .await?;
     session
         .insert(CSRF_KEY, credentials::generate("csrf_"))
         .await
@@ -434,7 +443,7 @@ async fn sign_in_with_password(
     };
     match found {
         Some((user, hash)) if matches && !hash.is_empty() => {
-            match start_session(&session, &user).await {
+            match start_session(&state, &session, &user).await {
                 Ok(()) => {
                     tracing::info!(username = %user.username, "signed in");
                     Redirect::to(&next).into_response()
@@ -539,7 +548,7 @@ async fn set_up_first_admin(
     {
         Ok(true) => {
             tracing::info!(username = %user.username, "first admin created from the sign-in link");
-            match start_session(&session, &user).await {
+            match start_session(&state, &session, &user).await {
                 Ok(()) => Redirect::to("/").into_response(),
                 Err(error) => {
                     tracing::error!(%error, "cannot start a browser session");

@@ -464,6 +464,126 @@ async fn passkey_calls_refuse_bad_input_with_json(db: Backend) {
     server.stop().await;
 }
 
+/// The attacks a stolen cookie or a shared browser would try: replaying a captured answer into a new ceremony,
+/// claiming another person's user handle, finishing as someone else what one person started, adding a passkey
+/// long after signing in, and removing someone else's passkey.
+async fn passkeys_resist_replays_and_borrowed_browsers(db: Backend) {
+    let Some(server) = TestServer::start_with(db, settings()).await else {
+        return;
+    };
+    person(&server, "rita", Role::Responder).await;
+    person(&server, "sam", Role::Responder).await;
+    let mut laptop = signed_in_visitor(&server, "rita").await;
+    let mut phone = SoftAuthenticator::new(3);
+    add_passkey(&server, &mut laptop, &mut phone, "Phone").await;
+
+    // An answer captured from one ceremony does not sign in through another (its challenge is that ceremony's).
+    let mut thief = Visitor {
+        cookie: None,
+        csrf: None,
+    };
+    let (_, options) = thief
+        .post(&server, "/auth/passkeys/start", &json!({}))
+        .await;
+    let captured = phone.get(&options, ORIGIN);
+    let (_, _) = thief
+        .post(&server, "/auth/passkeys/start", &json!({}))
+        .await;
+    let (status, reply) = thief
+        .post(
+            &server,
+            "/auth/passkeys/finish",
+            &json!({"credential": captured}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{reply}");
+
+    // The right passkey with another user handle than its person's is refused.
+    let handle = std::mem::replace(&mut phone.user_handle, BASE64URL.encode([1_u8; 16]));
+    let (status, reply, _) = sign_in_with(&server, &mut phone, ORIGIN, "/").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{reply}");
+    phone.user_handle = handle;
+
+    // Rita starts adding a passkey, then Sam signs in on the same browser: the ceremony is not his to finish.
+    let (status, options) = laptop
+        .post(&server, "/profile/passkeys/start", &json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{options}");
+    let signed_in = browser()
+        .post(server.url("/login"))
+        .header(header::COOKIE, laptop.cookie.as_deref().expect("cookie"))
+        .form(&[
+            ("username", "sam"),
+            ("password", anteroom_testkit::browser::PASSWORD),
+            ("next", "/profile"),
+        ])
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    let sams_cookie = signed_in.headers()[header::SET_COOKIE]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("name=value")
+        .to_owned();
+    let (_, html) = page(&server, "/profile", &sams_cookie).await;
+    let mut sam = Visitor {
+        cookie: Some(sams_cookie),
+        csrf: Some(input_value(&html, "csrf")),
+    };
+    let mut ritas_new_key = SoftAuthenticator::new(4);
+    let credential = ritas_new_key.create(&options, ORIGIN);
+    let (status, reply) = sam
+        .post(
+            &server,
+            "/profile/passkeys/finish",
+            &json!({"name": "Borrowed", "credential": credential}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{reply}");
+
+    // Sam cannot remove Rita's passkey.
+    let id = BASE64URL.encode(&phone.credential_id);
+    let removed = browser()
+        .post(server.url("/profile/passkeys/remove"))
+        .header(header::COOKIE, sam.cookie.as_deref().expect("cookie"))
+        .form(&[
+            ("id", id.as_str()),
+            ("csrf", sam.csrf.as_deref().expect("csrf")),
+        ])
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(removed.status(), StatusCode::SEE_OTHER);
+    let (rita, _) = server
+        .store
+        .user_with_password("rita")
+        .await
+        .expect("read")
+        .expect("rita");
+    assert_eq!(
+        server.store.passkeys(&rita.id).await.expect("list").len(),
+        1
+    );
+
+    // Eleven minutes after signing in, a browser no longer adds passkeys (a taken cookie adds no way in).
+    server.clock.advance(chrono::Duration::minutes(11));
+    let (status, reply) = sam
+        .post(&server, "/profile/passkeys/start", &json!({}))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{reply}");
+    assert!(
+        reply["message"]
+            .as_str()
+            .expect("message")
+            .contains("10 minutes"),
+        "{reply}"
+    );
+    server.stop().await;
+}
+
 /// Someone whose rights come from the identity provider: a passkey signs them in only for what remains of their
 /// last provider sign-in (`ANTEROOM_OIDC_RECHECK_MINUTES`), then sends them through the provider first.
 async fn a_passkey_does_not_outlast_a_provider_sign_in(db: Backend) {
@@ -557,6 +677,35 @@ async fn a_passkey_does_not_outlast_a_provider_sign_in(db: Backend) {
         StatusCode::SEE_OTHER,
         "not signed in by the passkey alone"
     );
+
+    // Signed in through the provider again, then refused by it (out of every mapped group): the passkey sends
+    // her straight back to the provider instead of signing her in for the rest of the hour.
+    server
+        .store
+        .sign_in_from_provider(&ProviderPerson::new(
+            issuer,
+            "sub-rita",
+            Some("rita@example.com"),
+            true,
+            Some("rita"),
+            Granted {
+                role: Role::Responder,
+                groups: Vec::new(),
+            },
+        ))
+        .await
+        .expect("provider sign-in");
+    let (_, reply, _) = sign_in_with(&server, &mut phone, ORIGIN, "/").await;
+    assert_eq!(reply["next"], "/", "within the new sign-in's hour");
+    assert!(
+        server
+            .store
+            .withdraw_provider_access(issuer, "sub-rita")
+            .await
+            .expect("withdraw")
+    );
+    let (_, reply, _) = sign_in_with(&server, &mut phone, ORIGIN, "/").await;
+    assert_eq!(reply["next"], "/auth/oidc/start?next=%2F", "{reply}");
     server.stop().await;
 }
 
@@ -588,5 +737,6 @@ async fn at_an_address_passkeys_are_not_offered() {
 on_both_backends!(
     a_person_adds_a_passkey_signs_in_with_it_and_removes_it,
     passkey_calls_refuse_bad_input_with_json,
+    passkeys_resist_replays_and_borrowed_browsers,
     a_passkey_does_not_outlast_a_provider_sign_in,
 );

@@ -24,8 +24,6 @@ pub struct NewPasskey<'a> {
     /// The credential id, base64url.
     pub id: &'a str,
     pub user_id: &'a str,
-    /// The random WebAuthn user handle all of the person's passkeys share, base64url.
-    pub user_handle: &'a str,
     pub name: &'a str,
     /// The library's encoding of the registered public key (never changes), base64url.
     pub public_key: &'a str,
@@ -57,8 +55,13 @@ pub struct PasskeyForSignIn {
 /// People's passkeys; adding and removing one is recorded in the audit log.
 #[async_trait::async_trait]
 pub trait PasskeyStore: Send + Sync {
-    /// The user handle the person's passkeys share (`None` before their first passkey).
-    async fn passkey_user_handle(&self, user_id: &str) -> StoreResult<Option<String>>;
+    /// The random WebAuthn user handle all of the person's passkeys share (base64url): `candidate` when they had
+    /// none yet, made theirs for good; `None` when the person does not exist.
+    async fn passkey_user_handle(
+        &self,
+        user_id: &str,
+        candidate: &str,
+    ) -> StoreResult<Option<String>>;
 
     /// The person's passkeys, newest first.
     async fn passkeys(&self, user_id: &str) -> StoreResult<Vec<Passkey>>;
@@ -69,9 +72,13 @@ pub trait PasskeyStore: Send + Sync {
     /// The passkey with this credential id, for checking a sign-in with it.
     async fn passkey_for_sign_in(&self, id: &str) -> StoreResult<Option<PasskeyForSignIn>>;
 
-    /// Notes a sign-in with the passkey and what changed on the authenticator (its new counters).
-    async fn passkey_used(&self, id: &str, counters: &str) -> StoreResult<()>;
+    /// Notes a sign-in with the passkey and its new counters, only over the counters it was checked against:
+    /// false when another sign-in with it changed them meanwhile (then this one must be refused).
+    async fn passkey_used(&self, id: &str, checked: &str, counters: &str) -> StoreResult<bool>;
 
     /// Removes one of the person's passkeys; false when they have none by that id.
     async fn remove_passkey(&self, user_id: &str, id: &str) -> StoreResult<bool>;
+
+    /// Removes all of the person's passkeys (an admin's `anteroom user sign-out`); how many there were.
+    async fn remove_every_passkey(&self, user_id: &str) -> StoreResult<u64>;
 }

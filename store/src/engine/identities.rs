@@ -331,6 +331,8 @@ impl<D: Dialect> SqlStore<D> {
             .await?;
         tx.execute(Statement::new(sql::DELETE_EVERY_BROWSER_SIGN_IN).bind(&user_id))
             .await?;
+        tx.execute(Statement::new(sql::FORGET_PROVIDER_SIGN_IN).bind(&user_id))
+            .await?;
         let entry = NewAuditEntry::new(
             issuer,
             "person.access_from_provider",

@@ -1,4 +1,5 @@
-//! People's passkeys: added within a person's limit, found by credential id at sign-in, removed by their person.
+//! People's passkeys: added within a person's limit, found by credential id at sign-in, their counters moved on
+//! by one sign-in at a time, removed by their person (or all at once by an admin).
 
 use serde_json::json;
 
@@ -14,11 +15,19 @@ use crate::{
 
 #[async_trait::async_trait]
 impl<D: Dialect> PasskeyStore for SqlStore<D> {
-    async fn passkey_user_handle(&self, user_id: &str) -> StoreResult<Option<String>> {
+    async fn passkey_user_handle(
+        &self,
+        user_id: &str,
+        candidate: &str,
+    ) -> StoreResult<Option<String>> {
         let row = self
-            .optional::<(String,)>(Statement::new(sql::SELECT_PASSKEY_USER_HANDLE).bind(user_id))
+            .optional::<(Option<String>,)>(
+                Statement::new(sql::ENSURE_PASSKEY_USER_HANDLE)
+                    .bind(user_id)
+                    .bind(candidate),
+            )
             .await?;
-        Ok(row.map(|(handle,)| handle))
+        Ok(row.and_then(|(handle,)| handle))
     }
 
     async fn passkeys(&self, user_id: &str) -> StoreResult<Vec<Passkey>> {
@@ -42,8 +51,10 @@ impl<D: Dialect> PasskeyStore for SqlStore<D> {
     async fn add_passkey(&self, passkey: &NewPasskey<'_>) -> StoreResult<PasskeyAdded> {
         let now = self.clock_now();
         let mut tx = self.begin_write().await?;
-        let Some((username,)) = tx
-            .optional::<(String,)>(Statement::new(sql::LOCK_USER_FOR_PASSKEY).bind(passkey.user_id))
+        let Some((username, _)) = tx
+            .optional::<(String, Option<String>)>(
+                Statement::new(Self::locked(sql::SELECT_PASSKEY_OWNER)).bind(passkey.user_id),
+            )
             .await?
         else {
             tx.rollback().await?;
@@ -54,7 +65,6 @@ impl<D: Dialect> PasskeyStore for SqlStore<D> {
                 Statement::new(sql::INSERT_PASSKEY)
                     .bind(passkey.id)
                     .bind(passkey.user_id)
-                    .bind(passkey.user_handle)
                     .bind(passkey.name)
                     .bind(passkey.public_key)
                     .bind(passkey.counters)
@@ -79,7 +89,7 @@ impl<D: Dialect> PasskeyStore for SqlStore<D> {
             username.as_str(),
             "passkey.added",
             username.as_str(),
-            json!({ "name": passkey.name }),
+            json!({ "name": passkey.name, "credential_id": passkey.id }),
         );
         self.audit(&mut tx, &[entry], now).await?;
         tx.commit().await?;
@@ -88,34 +98,48 @@ impl<D: Dialect> PasskeyStore for SqlStore<D> {
 
     async fn passkey_for_sign_in(&self, id: &str) -> StoreResult<Option<PasskeyForSignIn>> {
         let row = self
-            .optional::<(String, String, String, String)>(
+            .optional::<(String, Option<String>, String, String)>(
                 Statement::new(sql::SELECT_PASSKEY_FOR_SIGN_IN).bind(id),
             )
             .await?;
-        Ok(row.map(
-            |(user_id, user_handle, public_key, counters)| PasskeyForSignIn {
-                user_id,
-                user_handle,
-                public_key,
-                counters,
-            },
-        ))
+        Ok(
+            row.and_then(|(user_id, user_handle, public_key, counters)| {
+                Some(PasskeyForSignIn {
+                    user_id,
+                    user_handle: user_handle?,
+                    public_key,
+                    counters,
+                })
+            }),
+        )
     }
 
-    async fn passkey_used(&self, id: &str, counters: &str) -> StoreResult<()> {
-        self.execute(
-            Statement::new(sql::UPDATE_PASSKEY_USE)
-                .bind(id)
-                .bind(counters)
-                .bind(to_ms(self.clock_now())),
-        )
-        .await?;
-        Ok(())
+    async fn passkey_used(&self, id: &str, checked: &str, counters: &str) -> StoreResult<bool> {
+        let changed = self
+            .execute(
+                Statement::new(sql::UPDATE_PASSKEY_USE)
+                    .bind(id)
+                    .bind(checked)
+                    .bind(counters)
+                    .bind(to_ms(self.clock_now())),
+            )
+            .await?;
+        Ok(changed == 1)
     }
 
     async fn remove_passkey(&self, user_id: &str, id: &str) -> StoreResult<bool> {
         let now = self.clock_now();
         let mut tx = self.begin_write().await?;
+        // The person first, as an add takes them: two writers on one person's passkeys wait in one order.
+        let Some((username,)) = tx
+            .optional::<(String,)>(
+                Statement::new(Self::locked(sql::SELECT_PASSKEY_PERSON)).bind(user_id),
+            )
+            .await?
+        else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
         let Some((name,)) = tx
             .optional::<(String,)>(Statement::new(sql::DELETE_PASSKEY).bind(user_id).bind(id))
             .await?
@@ -123,17 +147,19 @@ impl<D: Dialect> PasskeyStore for SqlStore<D> {
             tx.rollback().await?;
             return Ok(false);
         };
-        let (username,): (String,) = tx
-            .one(Statement::new(sql::LOCK_USER_FOR_PASSKEY).bind(user_id))
-            .await?;
         let entry = NewAuditEntry::new(
             username.as_str(),
             "passkey.removed",
             username.as_str(),
-            json!({ "name": name }),
+            json!({ "name": name, "credential_id": id }),
         );
         self.audit(&mut tx, &[entry], now).await?;
         tx.commit().await?;
         Ok(true)
+    }
+
+    async fn remove_every_passkey(&self, user_id: &str) -> StoreResult<u64> {
+        self.execute(Statement::new(sql::DELETE_EVERY_PASSKEY).bind(user_id))
+            .await
     }
 }

@@ -11,6 +11,11 @@ pub const INSERT_PROVIDER_IDENTITY: &str = "INSERT INTO provider_identities \
 pub const SELECT_PROVIDER_SIGNED_IN_AT: &str =
     "SELECT MAX(signed_in_at_ms) FROM provider_identities WHERE user_id = $1";
 
+/// A refused person's provider sign-in counts as long ago: nothing that lasts "as long as the last provider
+/// sign-in" (a passkey's sign-in, an answer from outside a page) lasts past the refusal.
+pub const FORGET_PROVIDER_SIGN_IN: &str =
+    "UPDATE provider_identities SET signed_in_at_ms = 0 WHERE user_id = $1";
+
 pub const TOUCH_PROVIDER_IDENTITY: &str =
     "UPDATE provider_identities SET signed_in_at_ms = $3 WHERE issuer = $1 AND subject = $2";
 

@@ -1,34 +1,39 @@
 //! The SQL of passkeys: the credentials a person added, found by credential id when one signs in.
 
-/// The user handle a person's passkeys share (any of their rows holds it).
-pub const SELECT_PASSKEY_USER_HANDLE: &str =
-    "SELECT user_handle FROM passkeys WHERE user_id = $1 LIMIT 1";
+/// The person's WebAuthn user handle, made with their first passkey and never changed: `$2` when they had none.
+pub const ENSURE_PASSKEY_USER_HANDLE: &str = "UPDATE users SET passkey_handle = COALESCE(passkey_handle, $2) \
+     WHERE id = $1 RETURNING passkey_handle";
 
 /// A person's passkeys, newest first.
 pub const SELECT_PASSKEYS: &str = "SELECT credential_id, name, added_at_ms, used_at_ms FROM passkeys \
      WHERE user_id = $1 ORDER BY added_at_ms DESC, credential_id LIMIT 100";
 
-/// A new passkey, unless its credential id is taken or the person already has `$9` passkeys.
+/// The person a passkey is being added to, locked (with the transaction's row lock) so two passkeys added at once
+/// cannot pass the per-person limit together: their username and user handle.
+pub const SELECT_PASSKEY_OWNER: &str = "SELECT username, passkey_handle FROM users WHERE id = $1";
+
+/// A new passkey, unless its credential id is taken or the person already has `$8` passkeys.
 pub const INSERT_PASSKEY: &str = "INSERT INTO passkeys \
-     (credential_id, user_id, user_handle, name, public_key, counters, added_at_ms) \
-     SELECT $1, $2, $3, $4, $5, $6, $7 \
-     WHERE (SELECT COUNT(*) FROM passkeys WHERE user_id = $8) < $9 \
+     (credential_id, user_id, name, public_key, counters, added_at_ms) \
+     SELECT $1, $2, $3, $4, $5, $6 \
+     WHERE (SELECT COUNT(*) FROM passkeys WHERE user_id = $7) < $8 \
      ON CONFLICT (credential_id) DO NOTHING";
 
 pub const PASSKEY_TAKEN: &str = "SELECT COUNT(*) FROM passkeys WHERE credential_id = $1";
 
-/// What checking a sign-in with a passkey needs.
-pub const SELECT_PASSKEY_FOR_SIGN_IN: &str =
-    "SELECT user_id, user_handle, public_key, counters FROM passkeys WHERE credential_id = $1";
+/// What checking a sign-in with a passkey needs: its person, their user handle, its key and counters.
+pub const SELECT_PASSKEY_FOR_SIGN_IN: &str = "SELECT p.user_id, u.passkey_handle, p.public_key, p.counters \
+     FROM passkeys p JOIN users u ON u.id = p.user_id WHERE p.credential_id = $1";
 
-pub const UPDATE_PASSKEY_USE: &str =
-    "UPDATE passkeys SET counters = $2, used_at_ms = $3 WHERE credential_id = $1";
+/// A sign-in's new counters, only over the counters it was checked against: of two sign-ins racing with one
+/// passkey (a cloned authenticator, a replay), one changes the row and the other is refused.
+pub const UPDATE_PASSKEY_USE: &str = "UPDATE passkeys SET counters = $3, used_at_ms = $4 \
+     WHERE credential_id = $1 AND counters = $2";
 
 pub const DELETE_PASSKEY: &str =
     "DELETE FROM passkeys WHERE user_id = $1 AND credential_id = $2 RETURNING name";
 
-/// Locks the person's row for the rest of the transaction (an update that changes nothing, which both backends
-/// lock for), so two passkeys added at once cannot pass the per-person limit together; none when the person is
-/// gone.
-pub const LOCK_USER_FOR_PASSKEY: &str =
-    "UPDATE users SET username = username WHERE id = $1 RETURNING username";
+pub const DELETE_EVERY_PASSKEY: &str = "DELETE FROM passkeys WHERE user_id = $1";
+
+/// The person's username, for the audit entry of a removal (read before the delete, in its transaction).
+pub const SELECT_PASSKEY_PERSON: &str = "SELECT username FROM users WHERE id = $1";

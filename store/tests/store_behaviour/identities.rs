@@ -240,6 +240,16 @@ async fn someone_the_provider_no_longer_admits_keeps_nothing(h: &Harness) {
             .expect("list")
             .is_empty()
     );
+    // Their last provider sign-in no longer counts: what lasts as long as it (a passkey's sign-in, answers from
+    // outside a page) ends with the refusal.
+    assert_eq!(
+        h.store
+            .provider_signed_in_at(&admitted.id)
+            .await
+            .expect("read")
+            .map(|at| at.timestamp()),
+        Some(0)
+    );
     assert!(
         !h.store
             .withdraw_provider_access(ISSUER, "never-seen")

@@ -1,5 +1,6 @@
-//! Passkeys: added within a person's limit, found by credential id at sign-in, noted when used, removed only by
-//! their own person, and recorded in the audit log.
+//! Passkeys: added within a person's limit, found by credential id at sign-in, their counters moved on by one
+//! sign-in at a time, removed only by their own person (or all at once by an admin), and recorded in the audit
+//! log.
 
 use anteroom_store::domain::{
     access::{Role, User},
@@ -24,7 +25,6 @@ fn passkey<'a>(id: &'a str, user_id: &'a str, name: &'a str) -> NewPasskey<'a> {
     NewPasskey {
         id,
         user_id,
-        user_handle: "handle-of-the-person",
         name,
         public_key: "public-key",
         counters: "counters-0",
@@ -34,8 +34,22 @@ fn passkey<'a>(id: &'a str, user_id: &'a str, name: &'a str) -> NewPasskey<'a> {
 async fn a_passkey_is_added_found_used_and_removed_by_its_person(h: &Harness) {
     person(h, "u-1").await;
     person(h, "u-2").await;
+    // A person's user handle is made once, by their first passkey's start, and never changes.
+    for candidate in ["handle-1", "handle-2"] {
+        assert_eq!(
+            h.store
+                .passkey_user_handle("u-1", candidate)
+                .await
+                .expect("handle")
+                .as_deref(),
+            Some("handle-1")
+        );
+    }
     assert_eq!(
-        h.store.passkey_user_handle("u-1").await.expect("read"),
+        h.store
+            .passkey_user_handle("nobody", "handle-3")
+            .await
+            .expect("handle"),
         None
     );
     let added = h
@@ -44,14 +58,6 @@ async fn a_passkey_is_added_found_used_and_removed_by_its_person(h: &Harness) {
         .await
         .expect("add");
     assert_eq!(added, PasskeyAdded::Added);
-    assert_eq!(
-        h.store
-            .passkey_user_handle("u-1")
-            .await
-            .expect("read")
-            .as_deref(),
-        Some("handle-of-the-person")
-    );
     // A credential id is one passkey, whoever tries to add it again.
     let again = h
         .store
@@ -63,16 +69,25 @@ async fn a_passkey_is_added_found_used_and_removed_by_its_person(h: &Harness) {
         h.store.passkey_for_sign_in("cred-1").await.expect("read"),
         Some(PasskeyForSignIn {
             user_id: "u-1".to_owned(),
-            user_handle: "handle-of-the-person".to_owned(),
+            user_handle: "handle-1".to_owned(),
             public_key: "public-key".to_owned(),
             counters: "counters-0".to_owned(),
         })
     );
     h.clock.advance(Duration::minutes(5));
-    h.store
-        .passkey_used("cred-1", "counters-1")
-        .await
-        .expect("used");
+    assert!(
+        h.store
+            .passkey_used("cred-1", "counters-0", "counters-1")
+            .await
+            .expect("used")
+    );
+    // A second sign-in checked against the same counters lost the race: it changes nothing.
+    assert!(
+        !h.store
+            .passkey_used("cred-1", "counters-0", "counters-9")
+            .await
+            .expect("used")
+    );
     let listed = h.store.passkeys("u-1").await.expect("list");
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].name, "Phone");
@@ -121,6 +136,23 @@ async fn a_passkey_is_added_found_used_and_removed_by_its_person(h: &Harness) {
     );
 }
 
+async fn an_admin_removes_every_passkey_of_a_person(h: &Harness) {
+    person(h, "u-1").await;
+    person(h, "u-2").await;
+    for (id, user) in [("a", "u-1"), ("b", "u-1"), ("c", "u-2")] {
+        h.store
+            .add_passkey(&passkey(id, user, "Key"))
+            .await
+            .expect("add");
+    }
+    assert_eq!(
+        h.store.remove_every_passkey("u-1").await.expect("remove"),
+        2
+    );
+    assert!(h.store.passkeys("u-1").await.expect("list").is_empty());
+    assert_eq!(h.store.passkeys("u-2").await.expect("list").len(), 1);
+}
+
 async fn a_person_has_at_most_twenty_passkeys_even_added_at_once(h: &Harness) {
     person(h, "u-1").await;
     let mut tasks = Vec::new();
@@ -160,5 +192,6 @@ async fn a_person_has_at_most_twenty_passkeys_even_added_at_once(h: &Harness) {
 
 crate::on_both_backends!(
     a_passkey_is_added_found_used_and_removed_by_its_person,
-    a_person_has_at_most_twenty_passkeys_even_added_at_once
+    a_person_has_at_most_twenty_passkeys_even_added_at_once,
+    an_admin_removes_every_passkey_of_a_person
 );

@@ -79,10 +79,11 @@ pub fn LoginPage() -> impl IntoView {
             </p>
         }
     });
-    // `/passkeys.js` runs the ceremony (loaded by `/reach.js` on the first click), then goes to `next`.
+    // `/passkeys.js` runs the ceremony (loaded by `/reach.js` on the first click), then goes to `next`; the
+    // button shows once `/reach.js` finds the browser can use passkeys (`passkey-only`).
     let passkey = choices.passkeys.then(|| {
         view! {
-            <p>
+            <p class="passkey-only">
                 <button type="button" id="passkey-sign-in" class="button" data-next=next.clone()>
                     "Sign in with a passkey"
                 </button>

@@ -316,8 +316,10 @@ fn passkeys(
         })
         .collect();
     let add = offered.then(|| {
+        // Shown once `/reach.js` finds the browser can make passkeys (`passkey-only`): without JavaScript, or in
+        // a browser without WebAuthn, the button would do nothing.
         view! {
-            <p>
+            <p class="passkey-only">
                 <label>"Name " <input type="text" id="passkey-name" maxlength="64" placeholder="My phone" /></label>
                 " "
                 <button type="button" id="passkey-add" data-csrf=csrf.clone()>"Add a passkey"</button>
@@ -355,6 +357,7 @@ fn endable_list(list: EndableList, rows: Vec<EndableRow>, csrf: String) -> impl 
             {rows
                 .into_iter()
                 .map(|row| {
+                    let name = format!("{} {}", list.button, row.label);
                     view! {
                         <li>
                             <span>{row.label}</span>
@@ -362,7 +365,9 @@ fn endable_list(list: EndableList, rows: Vec<EndableRow>, csrf: String) -> impl 
                             <form method="post" action=list.action class="inline">
                                 <input type="hidden" name=list.key value=row.key />
                                 <input type="hidden" name="csrf" value=csrf.clone() />
-                                <button type="submit">{list.button}</button>
+                                <button type="submit" aria-label=name>
+                                    {list.button}
+                                </button>
                             </form>
                         </li>
                     }

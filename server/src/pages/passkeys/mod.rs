@@ -26,10 +26,14 @@ pub use relying_party::PasskeyParty;
 use super::SameSiteForm;
 use crate::AppState;
 
-/// Session key of a passkey being added (the ceremony's state and the person's user handle).
-const ADDING_KEY: &str = "passkey_adding";
+/// Session key of a passkey being added (the ceremony's state and whose it is).
+pub(super) const ADDING_KEY: &str = "passkey_adding";
 /// Session key of a sign-in with a passkey under way (the ceremony's state).
-const SIGNING_IN_KEY: &str = "passkey_signing_in";
+pub(super) const SIGNING_IN_KEY: &str = "passkey_signing_in";
+
+/// How recent the browser's sign-in must be for it to add a passkey: a session cookie someone took, or a browser
+/// left open, must not become a way in of its own.
+const ADD_WITHIN_SECONDS: i64 = 10 * 60;
 
 /// The largest ceremony answer read: a WebAuthn response is a few KB (an RSA key and attestation included).
 const RESPONSE_BYTES_MAX: usize = 64 * 1024;
@@ -40,7 +44,8 @@ const NAME_CHARS_MAX: usize = 64;
 #[derive(Serialize, Deserialize)]
 struct Adding {
     state: String,
-    user_handle: String,
+    /// The person it was started for: a browser signed in as someone else since cannot finish it.
+    user_id: String,
 }
 
 /// What the passkey routes need: the relying party, and how long a provider sign-in lasts (when there is a
@@ -49,6 +54,8 @@ struct Adding {
 struct Passkeys {
     party: Arc<PasskeyParty>,
     provider_recheck: Option<chrono::Duration>,
+    /// Whether local passwords sign in: when they do not, only the provider's people may use passkeys.
+    passwords: bool,
 }
 
 /// The routes, when the public URL lets browsers use passkeys here.
@@ -63,6 +70,7 @@ pub fn routes(sign_in: &super::SignInSettings) -> Router<AppState> {
             .layer(Extension(Passkeys {
                 party: Arc::clone(party),
                 provider_recheck: sign_in.provider.as_ref().map(|provider| provider.recheck),
+                passwords: sign_in.passwords,
             })),
         None => Router::new(),
     }
@@ -148,6 +156,16 @@ async fn start_adding(
     headers: axum::http::HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     let viewer = signed_in_person(viewer, &headers)?;
+    let signed_in_at = session
+        .get::<i64>(super::SIGNED_IN_AT_KEY)
+        .await
+        .map_err(unavailable)?
+        .unwrap_or(0);
+    if state.store.now().timestamp() - signed_in_at > ADD_WITHIN_SECONDS {
+        return Err(ApiError::forbidden(
+            "Adding a passkey needs a sign-in in the last 10 minutes: sign out, sign in again, then add it.",
+        ));
+    }
     let id = &viewer.principal.id;
     let existing: Vec<String> = state
         .store
@@ -160,22 +178,19 @@ async fn start_adding(
     if i64::try_from(existing.len()).unwrap_or(i64::MAX) >= PASSKEYS_PER_PERSON_MAX {
         return Err(too_many());
     }
-    let user_handle = match state
+    let user_handle = state
         .store
-        .passkey_user_handle(id)
+        .passkey_user_handle(id, &PasskeyParty::new_user_handle())
         .await
         .map_err(unavailable)?
-    {
-        Some(handle) => handle,
-        None => PasskeyParty::new_user_handle(),
-    };
+        .ok_or_else(|| ApiError::unauthorized("Sign in again."))?;
     let (options, kept) = passkeys
         .party
         .start_adding(&viewer.principal.name, &user_handle, &existing)
         .map_err(|refused| ApiError::validation(refused.to_string()))?;
     let adding = Adding {
         state: BASE64URL.encode(kept),
-        user_handle,
+        user_id: id.clone(),
     };
     session
         .insert(ADDING_KEY, &adding)
@@ -215,6 +230,12 @@ async fn finish_adding(
                 "No passkey is being added in this browser (or it was already added); start again.",
             )
         })?;
+    if adding.user_id != viewer.principal.id {
+        return Err(ApiError::new(
+            ErrorCode::State,
+            "This passkey was started for someone else signed in on this browser; start again.",
+        ));
+    }
     let kept = BASE64URL
         .decode(&adding.state)
         .map_err(|_| ApiError::new(ErrorCode::State, "This passkey was not started here."))?;
@@ -227,7 +248,6 @@ async fn finish_adding(
         .add_passkey(&NewPasskey {
             id: &added.id,
             user_id: &viewer.principal.id,
-            user_handle: &adding.user_handle,
             name: &name,
             public_key: &added.public_key,
             counters: &added.counters,
@@ -373,31 +393,85 @@ async fn finish_sign_in(
         .await
         .map_err(unavailable)?
         .ok_or_else(|| ApiError::unauthorized("This passkey's person no longer exists."))?;
-    state
+    // Only over the counters this answer was checked against: of two sign-ins racing with one passkey (a clone,
+    // a replay into another ceremony), one wins.
+    if !state
         .store
-        .passkey_used(&credential_id, &counters)
+        .passkey_used(&credential_id, &stored.counters, &counters)
         .await
-        .map_err(unavailable)?;
-    // Someone whose rights come from the identity provider keeps them only as long as their last provider
-    // sign-in lasts: a passkey signs them in for what remains of it, and sends them through the provider (which
-    // reads their groups again) once it is over, so a passkey never gets round the provider's decisions.
-    let mut recheck_at = None;
-    if let Some(recheck) = passkeys.provider_recheck
-        && let Some(at) = state
+        .map_err(unavailable)?
+    {
+        return Err(ApiError::unauthorized(
+            "This passkey signed in somewhere else at the same moment; try again.",
+        ));
+    }
+    let provider_sign_in = match passkeys.provider_recheck {
+        Some(_) => state
             .store
             .provider_signed_in_at(&user.id)
             .await
-            .map_err(unavailable)?
-    {
-        let deadline = at + recheck;
-        if state.store.now() >= deadline {
+            .map_err(unavailable)?,
+        None => None,
+    };
+    let recheck_at = match admission(&passkeys, provider_sign_in, state.store.now()) {
+        Admission::Local => None,
+        Admission::Until(deadline) => Some(deadline.timestamp()),
+        Admission::ThroughProvider => {
             tracing::info!(username = %user.username, "a passkey sign-in goes through the identity provider first");
             let through_provider = format!("/auth/oidc/start?next={}", super::encode(&next));
             return Ok(Json(json!({ "next": through_provider })));
         }
-        recheck_at = Some(deadline.timestamp());
+        Admission::Refused => {
+            return Err(ApiError::forbidden(
+                "Here people sign in through the company's identity provider; this passkey's person never has.",
+            ));
+        }
+    };
+    sign_in_locally(&state, &session, &user, recheck_at, &next).await
+}
+
+/// What a passkey that checked out lets its person do.
+#[derive(Debug, PartialEq, Eq)]
+enum Admission {
+    /// Sign in as anyone local does.
+    Local,
+    /// Sign in until their last provider sign-in's deadline.
+    Until(chrono::DateTime<chrono::Utc>),
+    /// Go through the provider first: their last provider sign-in is over (or the provider refused them).
+    ThroughProvider,
+    /// Not at all: passwords are off, so only the provider's people sign in, and it never vouched for them.
+    Refused,
+}
+
+/// Someone whose rights come from the identity provider keeps them only as long as their last provider sign-in
+/// lasts: a passkey signs them in for what remains of it and sends them through the provider (which reads their
+/// groups again) once it is over, so a passkey never gets round the provider's decisions.
+fn admission(
+    passkeys: &Passkeys,
+    provider_sign_in: Option<chrono::DateTime<chrono::Utc>>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Admission {
+    let Some(recheck) = passkeys.provider_recheck else {
+        return Admission::Local;
+    };
+    match provider_sign_in {
+        None if passkeys.passwords => Admission::Local,
+        None => Admission::Refused,
+        Some(at) if now >= at + recheck => Admission::ThroughProvider,
+        Some(at) => Admission::Until(at + recheck),
     }
-    super::start_session(&session, &user)
+}
+
+/// Starts the browser's session for `user` (with the provider's deadline, when they are the provider's) and says
+/// where to go next.
+async fn sign_in_locally(
+    state: &AppState,
+    session: &Session,
+    user: &anteroom_domain::access::User,
+    recheck_at: Option<i64>,
+    next: &str,
+) -> Result<Json<Value>, ApiError> {
+    super::start_session(state, session, user)
         .await
         .map_err(unavailable)?;
     if let Some(recheck_at) = recheck_at {
@@ -413,6 +487,42 @@ async fn finish_sign_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_passkey_admits_for_as_long_as_the_provider_would() {
+        let party =
+            Arc::new(PasskeyParty::for_public_url("https://anteroom.example").expect("party"));
+        let now = chrono::DateTime::from_timestamp(1_000_000, 0).expect("time");
+        let hour = chrono::Duration::hours(1);
+        let with = |provider_recheck, passwords| Passkeys {
+            party: Arc::clone(&party),
+            provider_recheck,
+            passwords,
+        };
+        assert_eq!(admission(&with(None, true), None, now), Admission::Local);
+        assert_eq!(
+            admission(&with(Some(hour), true), None, now),
+            Admission::Local
+        );
+        assert_eq!(
+            admission(&with(Some(hour), false), None, now),
+            Admission::Refused
+        );
+        let recent = now - chrono::Duration::minutes(10);
+        assert_eq!(
+            admission(&with(Some(hour), false), Some(recent), now),
+            Admission::Until(recent + hour)
+        );
+        assert_eq!(
+            admission(&with(Some(hour), true), Some(now - hour), now),
+            Admission::ThroughProvider
+        );
+        let refused = chrono::DateTime::from_timestamp(0, 0).expect("epoch");
+        assert_eq!(
+            admission(&with(Some(hour), true), Some(refused), now),
+            Admission::ThroughProvider
+        );
+    }
 
     #[test]
     fn a_passkey_name_is_short_plain_text() {

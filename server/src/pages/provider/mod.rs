@@ -360,7 +360,7 @@ async fn callback(
         }
     };
     let recheck_at = (now + provider.recheck).timestamp();
-    let started = super::start_session(&session, &user).await;
+    let started = super::start_session(&state, &session, &user).await;
     if let Err(error) = match started {
         Ok(()) => session.insert(RECHECK_AT_KEY, recheck_at).await,
         Err(error) => Err(error),
