@@ -40,6 +40,12 @@ use crate::{AppState, credentials, passwords};
 const USER_KEY: &str = "user_id";
 /// When this browser signed in (epoch seconds): adding a passkey needs a recent sign-in.
 const SIGNED_IN_AT_KEY: &str = "signed_in_at";
+
+/// How long a browser session lasts unused once someone signed in on it.
+const SIGNED_IN_FOR: time::Duration = time::Duration::days(7);
+/// How long a session made only to carry a sign-in under way lasts unused: as long as that sign-in may take, so
+/// a browser (or a script) starting sign-ins leaves no week-long rows behind.
+const SIGNING_IN_FOR: time::Duration = time::Duration::minutes(15);
 const CSRF_KEY: &str = "csrf";
 const FLASH_KEY: &str = "flash";
 
@@ -72,7 +78,7 @@ pub fn session_layer(
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(secure)
-        .with_expiry(Expiry::OnInactivity(time::Duration::days(7)))
+        .with_expiry(Expiry::OnInactivity(SIGNED_IN_FOR))
 }
 
 /// Routes of the browser side (added to the main router); `feed` makes the queue's view for the live stream,
@@ -379,6 +385,7 @@ async fn start_session(
     user: &User,
 ) -> Result<(), tower_sessions::session::Error> {
     session.cycle_id().await?;
+    session.set_expiry(Some(Expiry::OnInactivity(SIGNED_IN_FOR)));
     // A provider sign-in's deadline belongs to that sign-in; the caller sets a new one when it is one. Passkey
     // ceremonies started before belong to whoever started them.
     session.remove::<i64>(provider::RECHECK_AT_KEY).await?;
@@ -391,6 +398,19 @@ async fn start_session(
     session
         .insert(CSRF_KEY, credentials::generate("csrf_"))
         .await
+}
+
+/// Makes a session that nobody is signed in on last only as long as a sign-in under way may take.
+async fn expire_soon_unless_signed_in(session: &Session) {
+    if session
+        .get::<String>(USER_KEY)
+        .await
+        .ok()
+        .flatten()
+        .is_none()
+    {
+        session.set_expiry(Some(Expiry::OnInactivity(SIGNING_IN_FOR)));
+    }
 }
 
 /// Whether local passwords sign in on this instance (`ANTEROOM_PASSWORD_SIGN_IN`).

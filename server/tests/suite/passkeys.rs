@@ -171,6 +171,8 @@ impl SoftAuthenticator {
 struct Visitor {
     cookie: Option<String>,
     csrf: Option<String>,
+    /// The `Max-Age` of the last session cookie set.
+    max_age: Option<i64>,
 }
 
 impl Visitor {
@@ -186,6 +188,9 @@ impl Visitor {
             request = request.header("x-csrf-token", csrf);
         }
         let reply = request.send().await.expect("POST");
+        if let Some(seconds) = max_age(&reply) {
+            self.max_age = Some(seconds);
+        }
         if let Some(cookie) = reply.headers().get(header::SET_COOKIE) {
             let cookie = cookie.to_str().expect("cookie");
             self.cookie = Some(cookie.split(';').next().expect("name=value").to_owned());
@@ -204,6 +209,7 @@ async fn signed_in_visitor(server: &TestServer, username: &str) -> Visitor {
     Visitor {
         csrf: Some(input_value(&html, "csrf")),
         cookie: Some(cookie),
+        max_age: None,
     }
 }
 
@@ -229,6 +235,15 @@ async fn add_passkey(
     assert_eq!(status, StatusCode::OK, "{reply}");
 }
 
+/// The `Max-Age` of the session cookie a reply set, in seconds.
+fn max_age(reply: &reqwest::Response) -> Option<i64> {
+    let cookie = reply.headers().get(header::SET_COOKIE)?.to_str().ok()?;
+    cookie
+        .split(';')
+        .find_map(|part| part.trim().strip_prefix("Max-Age="))
+        .and_then(|seconds| seconds.parse().ok())
+}
+
 /// A fresh browser signs in with the passkey; the reply and the visitor (with its new session).
 async fn sign_in_with(
     server: &TestServer,
@@ -239,6 +254,7 @@ async fn sign_in_with(
     let mut visitor = Visitor {
         cookie: None,
         csrf: None,
+        max_age: None,
     };
     let (status, options) = visitor
         .post(server, "/auth/passkeys/start", &json!({}))
@@ -275,11 +291,20 @@ async fn a_person_adds_a_passkey_signs_in_with_it_and_removes_it(db: Backend) {
         "{html}"
     );
 
+    // A sign-in started and never finished leaves a session of 15 minutes, not the week a signed-in one lasts.
+    let started = browser()
+        .post(server.url("/auth/passkeys/start"))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(max_age(&started), Some(15 * 60));
+
     // A push's "open" link sends a signed-out phone to sign in with `next`: the passkey lands it there.
     let (status, reply, visitor) =
         sign_in_with(&server, &mut phone, ORIGIN, "/sessions/s-1?round=r").await;
     assert_eq!(status, StatusCode::OK, "{reply}");
     assert_eq!(reply["next"], "/sessions/s-1?round=r");
+    assert_eq!(visitor.max_age, Some(7 * 24 * 60 * 60), "signed in: a week");
     let cookie = visitor.cookie.expect("a session cookie");
     let (status, _) = page(&server, "/", &cookie).await;
     assert_eq!(status, StatusCode::OK, "signed in");
@@ -291,6 +316,7 @@ async fn a_person_adds_a_passkey_signs_in_with_it_and_removes_it(db: Backend) {
     let mut replayer = Visitor {
         cookie: None,
         csrf: None,
+        max_age: None,
     };
     let (_, options) = replayer
         .post(&server, "/auth/passkeys/start", &json!({}))
@@ -370,6 +396,7 @@ async fn passkey_calls_refuse_bad_input_with_json(db: Backend) {
     let mut stranger = Visitor {
         cookie: None,
         csrf: None,
+        max_age: None,
     };
     let (status, reply) = stranger
         .post(&server, "/profile/passkeys/start", &json!({}))
@@ -481,6 +508,7 @@ async fn passkeys_resist_replays_and_borrowed_browsers(db: Backend) {
     let mut thief = Visitor {
         cookie: None,
         csrf: None,
+        max_age: None,
     };
     let (_, options) = thief
         .post(&server, "/auth/passkeys/start", &json!({}))
@@ -532,6 +560,7 @@ async fn passkeys_resist_replays_and_borrowed_browsers(db: Backend) {
     let mut sam = Visitor {
         cookie: Some(sams_cookie),
         csrf: Some(input_value(&html, "csrf")),
+        max_age: None,
     };
     let mut ritas_new_key = SoftAuthenticator::new(4);
     let credential = ritas_new_key.create(&options, ORIGIN);

@@ -331,6 +331,7 @@ async fn start_sign_in(
         .party
         .start_sign_in()
         .map_err(|refused| ApiError::validation(refused.to_string()))?;
+    super::expire_soon_unless_signed_in(&session).await;
     session
         .insert(SIGNING_IN_KEY, BASE64URL.encode(kept))
         .await

@@ -232,6 +232,7 @@ async fn start(
         next,
         started_at: state.store.now().timestamp(),
     };
+    super::expire_soon_unless_signed_in(&session).await;
     if let Err(error) = session.insert(PENDING_KEY, &pending).await {
         tracing::error!(%error, "cannot keep a sign-in under way");
         return refused(
