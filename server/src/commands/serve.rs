@@ -194,6 +194,7 @@ fn sign_in(args: &ServeArgs) -> anyhow::Result<SignInConfig> {
             recheck_minutes: options.oidc_recheck_minutes,
             answer_elsewhere_hours: options.oidc_answer_elsewhere_hours,
             max_age_minutes: options.oidc_max_age_minutes,
+            prompt: given(&options.oidc_prompt),
         }),
         _ => bail!(
             "sign-in through an identity provider needs ANTEROOM_OIDC_ISSUER, ANTEROOM_OIDC_CLIENT_ID and \

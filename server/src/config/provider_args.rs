@@ -70,6 +70,11 @@ pub struct ProviderArgs {
           value_parser = clap::value_parser!(u32).range(1..=10_080))]
     pub oidc_max_age_minutes: Option<u32>,
 
+    /// What the provider must ask at every sign-in, sent as `prompt`: `login` (the person's credentials every
+    /// time, whatever the provider's own session), `select_account`, `consent`. Unset: the provider decides.
+    #[arg(long, env = "ANTEROOM_OIDC_PROMPT")]
+    pub oidc_prompt: Option<String>,
+
     /// Whether local usernames and passwords sign in (`false` once everyone comes through the provider).
     #[arg(long, env = "ANTEROOM_PASSWORD_SIGN_IN", default_value_t = true, action = clap::ArgAction::Set)]
     pub password_sign_in: bool,

@@ -630,6 +630,7 @@ async fn a_passkey_does_not_outlast_a_provider_sign_in(db: Backend) {
                 name: "Acme SSO".to_owned(),
                 recheck_minutes: 60,
                 answer_elsewhere_hours: 168,
+                prompt: None,
                 max_age_minutes: None,
             }),
             passwords: true,

@@ -41,6 +41,7 @@ fn settings() -> Settings {
                 name: "Acme SSO".to_owned(),
                 recheck_minutes: 60,
                 answer_elsewhere_hours: 2,
+                prompt: None,
                 max_age_minutes: None,
             }),
             passwords: true,

@@ -94,6 +94,7 @@ fn settings(issuer: &str, mapping: &str, default_role: &str) -> Settings {
                 name: "Acme SSO".to_owned(),
                 recheck_minutes: 60,
                 answer_elsewhere_hours: 168,
+                prompt: None,
                 max_age_minutes: None,
             }),
             passwords: true,

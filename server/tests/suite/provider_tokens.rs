@@ -123,6 +123,7 @@ fn settings(issuer: &str, max_age_minutes: Option<u32>) -> Settings {
                 name: "Stand-in".to_owned(),
                 recheck_minutes: 60,
                 answer_elsewhere_hours: 168,
+                prompt: None,
                 max_age_minutes,
             }),
             passwords: true,
@@ -338,6 +339,43 @@ async fn a_max_age_refuses_an_old_or_unstated_sign_in_at_the_provider(db: Backen
         }
     }
     server.stop().await;
+}
+
+/// `ANTEROOM_OIDC_PROMPT=login` asks the provider for the person's credentials at every sign-in, whatever its own
+/// session; a word the protocol does not have stops the start instead of every sign-in.
+#[tokio::test]
+async fn a_prompt_is_sent_with_every_sign_in() {
+    let stand_in = StandIn::start().await;
+    let mut settings = settings(&stand_in.issuer, None);
+    if let Some(provider) = settings.sign_in.provider.as_mut() {
+        provider.prompt = Some("login".to_owned());
+    }
+    let Some(server) = TestServer::start_with(Backend::Sqlite, settings.clone()).await else {
+        return;
+    };
+    let asked = browser()
+        .get(server.url("/auth/oidc/start?next=/"))
+        .send()
+        .await
+        .expect("start");
+    let location = asked.headers()[header::LOCATION]
+        .to_str()
+        .expect("location");
+    assert!(location.contains("prompt=login"), "{location}");
+    server.stop().await;
+
+    if let Some(provider) = settings.sign_in.provider.as_mut() {
+        provider.prompt = Some("none".to_owned());
+    }
+    let Err(refused) =
+        anteroom_server::pages::SignInSettings::new(&settings.sign_in, "http://127.0.0.1:1")
+    else {
+        panic!("`none` is refused at start");
+    };
+    assert!(
+        refused.to_string().contains("ANTEROOM_OIDC_PROMPT"),
+        "{refused}"
+    );
 }
 
 anteroom_testkit::on_both_backends!(

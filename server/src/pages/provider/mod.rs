@@ -23,7 +23,7 @@ use axum::{
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
-pub use relying_party::RelyingParty;
+pub use relying_party::{Reauthentication, RelyingParty};
 
 use anteroom_app::ui::pages::login::SignInChoices;
 
@@ -122,6 +122,8 @@ pub struct ProviderConfig {
     pub answer_elsewhere_hours: u32,
     /// `max_age`: how recently the person must have authenticated at the provider (`None`: no limit).
     pub max_age_minutes: Option<u32>,
+    /// `prompt`: what the provider must ask at every sign-in (`login` makes everyone enter their credentials).
+    pub prompt: Option<String>,
 }
 
 impl ProviderSignIn {
@@ -151,9 +153,14 @@ impl ProviderSignIn {
                 &redirect,
                 &scopes,
                 &config.groups_claim,
-                config
-                    .max_age_minutes
-                    .map(|minutes| std::time::Duration::from_secs(u64::from(minutes) * 60)),
+                Reauthentication {
+                    max_age: config
+                        .max_age_minutes
+                        .map(|minutes| std::time::Duration::from_secs(u64::from(minutes) * 60)),
+                    prompt: Reauthentication::prompts(
+                        config.prompt.as_deref().unwrap_or_default(),
+                    )?,
+                },
             )?,
             mapping,
             name: config.name.trim().to_owned(),

@@ -178,6 +178,8 @@ pub struct RelyingParty {
     groups_claim: String,
     /// How recently the person must have authenticated at the provider (`max_age`, and `auth_time` checked).
     max_age: Option<Duration>,
+    /// What the provider must ask the person at every sign-in (`prompt`).
+    prompt: Vec<CoreAuthPrompt>,
     http: ProviderHttp,
     /// The document and when it was fetched. Read and replaced under the lock, never held across a fetch.
     metadata: RwLock<Option<(Arc<CoreProviderMetadata>, Instant)>>,
@@ -203,6 +205,32 @@ pub struct Vouched {
     pub groups: Vec<String>,
 }
 
+/// When the provider must make the person authenticate again rather than vouch for them from its own session.
+#[derive(Debug, Clone, Default)]
+pub struct Reauthentication {
+    /// `max_age`: how recently they must have authenticated there (their ID token's `auth_time` is checked).
+    pub max_age: Option<Duration>,
+    /// `prompt`: what the provider must ask at every sign-in (`login`, `consent`, `select_account`).
+    pub prompt: Vec<CoreAuthPrompt>,
+}
+
+impl Reauthentication {
+    /// `ANTEROOM_OIDC_PROMPT`'s words, space-separated; `none` is refused (it would fail every first sign-in).
+    pub fn prompts(words: &str) -> anyhow::Result<Vec<CoreAuthPrompt>> {
+        words
+            .split_whitespace()
+            .map(|word| match word {
+                "login" => Ok(CoreAuthPrompt::Login),
+                "consent" => Ok(CoreAuthPrompt::Consent),
+                "select_account" => Ok(CoreAuthPrompt::SelectAccount),
+                other => Err(anyhow::anyhow!(
+                    "ANTEROOM_OIDC_PROMPT: {other:?} is not login, consent or select_account"
+                )),
+            })
+            .collect()
+    }
+}
+
 impl RelyingParty {
     pub fn new(
         issuer: &str,
@@ -211,7 +239,7 @@ impl RelyingParty {
         redirect: &str,
         scopes: &[String],
         groups_claim: &str,
-        max_age: Option<Duration>,
+        reauthentication: Reauthentication,
     ) -> anyhow::Result<Self> {
         Ok(Self {
             // As written: an issuer is compared character for character, a trailing `/` included (Auth0's has one).
@@ -223,7 +251,8 @@ impl RelyingParty {
                 .map_err(|error| anyhow::anyhow!("the sign-in redirect URL: {error}"))?,
             scopes: scopes.to_vec(),
             groups_claim: groups_claim.to_owned(),
-            max_age,
+            max_age: reauthentication.max_age,
+            prompt: reauthentication.prompt,
             http: ProviderHttp::new()?,
             metadata: RwLock::new(None),
             last_forced: Mutex::new(None),
@@ -301,6 +330,9 @@ impl RelyingParty {
         }
         if let Some(max_age) = self.max_age {
             request = request.set_max_age(max_age);
+        }
+        for prompt in &self.prompt {
+            request = request.add_prompt(prompt.clone());
         }
         let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
         Ok(Authorization {
