@@ -25,6 +25,18 @@ pub enum Param {
     Bool(bool),
 }
 
+impl Param {
+    /// The value as JSON, for statements that read their rows from one JSON parameter (SQLite's `json_each`):
+    /// a boolean becomes `true`/`false`, which SQLite's `->>` reads back as 1/0, as the column stores it.
+    pub fn into_json(self) -> serde_json::Value {
+        match self {
+            Self::Int(value) => value.map_or(serde_json::Value::Null, serde_json::Value::from),
+            Self::Text(value) => value.map_or(serde_json::Value::Null, serde_json::Value::from),
+            Self::Bool(value) => serde_json::Value::Bool(value),
+        }
+    }
+}
+
 impl From<i64> for Param {
     fn from(value: i64) -> Self {
         Self::Int(Some(value))

@@ -390,6 +390,30 @@ pub fn upsert_sessions(rows: usize) -> String {
     )
 }
 
+/// The same upsert on SQLite from one JSON array of rows (`[[id, title, …], …]`, columns in
+/// [`upsert_sessions`]'s order): SQLite binds each of a multi-row VALUES' parameters separately, and a sweep that
+/// ends 100k questions writes as many sessions (the audit's pending write found the same, see
+/// [`INSERT_AUDIT_PENDING_FROM_JSON`]). `WHERE true` keeps SQLite from reading `ON CONFLICT` as a join's.
+pub static UPSERT_SESSIONS_FROM_JSON: LazyLock<String> = LazyLock::new(|| {
+    let columns = written_by(SESSION_COLUMNS, true);
+    let values: Vec<String> = (0..columns.len())
+        .map(|index| format!("value ->> {index}"))
+        .collect();
+    let set: Vec<String> = written_by(SESSION_COLUMNS, false)
+        .iter()
+        .map(|column| format!("{column} = excluded.{column}"))
+        .collect();
+    format!(
+        "INSERT INTO sessions ({}) SELECT {} FROM json_each($1) WHERE true ON CONFLICT (id) DO UPDATE SET {}",
+        columns.join(", "),
+        values.join(", "),
+        set.join(", ")
+    )
+});
+
+/// Sessions one [`UPSERT_SESSIONS_FROM_JSON`] writes at most (its parameter stays a few megabytes).
+pub const SESSION_JSON_BATCH: usize = 5_000;
+
 /// Sessions still marked blocked although nothing of theirs is waiting any more.
 pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_elicitation = $2 \
      AND NOT EXISTS (SELECT 1 FROM rounds r WHERE r.session_id = s.id AND r.status = 'pending' \
