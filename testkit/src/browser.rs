@@ -2,7 +2,7 @@
 //! the session cookie, redirects shown rather than followed.
 
 use anteroom_server::people::add_user;
-use anteroom_store::domain::access::Role;
+use anteroom_store::domain::access::{Role, User};
 use reqwest::{StatusCode, header};
 
 use super::TestServer;
@@ -43,10 +43,11 @@ pub async fn post_form(
         .unwrap_or_else(|error| panic!("POST {path}: {error}"))
 }
 
-pub async fn person(server: &TestServer, username: &str, role: Role) {
+/// Adds a person with the test password; returns them.
+pub async fn person(server: &TestServer, username: &str, role: Role) -> User {
     add_user(server.store.as_ref(), username, PASSWORD, role)
         .await
-        .expect("add user");
+        .expect("add user")
 }
 
 /// Signs in with the form; returns the `Cookie` header value of the browser session.

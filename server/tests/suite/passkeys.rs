@@ -8,10 +8,7 @@ use anteroom_domain::{
     access::Role,
     provider_people::{Granted, ProviderPerson},
 };
-use anteroom_server::{
-    instance::Settings,
-    pages::{ProviderConfig, SignInConfig},
-};
+use anteroom_server::instance::Settings;
 use anteroom_testkit::{
     Backend, TestServer,
     browser::{browser, input_value, page, person, sign_in},
@@ -235,6 +232,17 @@ async fn add_passkey(
     assert_eq!(status, StatusCode::OK, "{reply}");
 }
 
+/// "Remove" on the profile's passkey list, as `visitor`'s browser posts it.
+async fn remove_passkey(server: &TestServer, visitor: &Visitor, id: &str) -> reqwest::Response {
+    browser()
+        .post(server.url("/profile/passkeys/remove"))
+        .header(header::COOKIE, visitor.cookie.as_deref().expect("cookie"))
+        .form(&[("id", id), ("csrf", visitor.csrf.as_deref().expect("csrf"))])
+        .send()
+        .await
+        .expect("POST")
+}
+
 /// The `Max-Age` of the session cookie a reply set, in seconds.
 fn max_age(reply: &reqwest::Response) -> Option<i64> {
     let cookie = reply.headers().get(header::SET_COOKIE)?.to_str().ok()?;
@@ -365,16 +373,7 @@ async fn a_person_adds_a_passkey_signs_in_with_it_and_removes_it(db: Backend) {
     .await;
     let id = BASE64URL.encode(&phone.credential_id);
     assert!(html.contains(&id), "listed by its id: {html}");
-    let removed = browser()
-        .post(server.url("/profile/passkeys/remove"))
-        .header(header::COOKIE, laptop.cookie.as_deref().expect("cookie"))
-        .form(&[
-            ("id", id.as_str()),
-            ("csrf", laptop.csrf.as_deref().expect("csrf")),
-        ])
-        .send()
-        .await
-        .expect("POST");
+    let removed = remove_passkey(&server, &laptop, &id).await;
     assert_eq!(removed.headers()[header::LOCATION], "/profile");
     let (status, reply, _) = sign_in_with(&server, &mut phone, ORIGIN, "/").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{reply}");
@@ -498,7 +497,7 @@ async fn passkeys_resist_replays_and_borrowed_browsers(db: Backend) {
     let Some(server) = TestServer::start_with(db, settings()).await else {
         return;
     };
-    person(&server, "rita", Role::Responder).await;
+    let rita = person(&server, "rita", Role::Responder).await;
     person(&server, "sam", Role::Responder).await;
     let mut laptop = signed_in_visitor(&server, "rita").await;
     let mut phone = SoftAuthenticator::new(3);
@@ -575,23 +574,8 @@ async fn passkeys_resist_replays_and_borrowed_browsers(db: Backend) {
 
     // Sam cannot remove Rita's passkey.
     let id = BASE64URL.encode(&phone.credential_id);
-    let removed = browser()
-        .post(server.url("/profile/passkeys/remove"))
-        .header(header::COOKIE, sam.cookie.as_deref().expect("cookie"))
-        .form(&[
-            ("id", id.as_str()),
-            ("csrf", sam.csrf.as_deref().expect("csrf")),
-        ])
-        .send()
-        .await
-        .expect("POST");
+    let removed = remove_passkey(&server, &sam, &id).await;
     assert_eq!(removed.status(), StatusCode::SEE_OTHER);
-    let (rita, _) = server
-        .store
-        .user_with_password("rita")
-        .await
-        .expect("read")
-        .expect("rita");
     assert_eq!(
         server.store.passkeys(&rita.id).await.expect("list").len(),
         1
@@ -616,41 +600,19 @@ async fn passkeys_resist_replays_and_borrowed_browsers(db: Backend) {
 /// Someone whose rights come from the identity provider: a passkey signs them in only for what remains of their
 /// last provider sign-in (`ANTEROOM_OIDC_RECHECK_MINUTES`), then sends them through the provider first.
 async fn a_passkey_does_not_outlast_a_provider_sign_in(db: Backend) {
-    let issuer = "http://127.0.0.1:9";
+    let issuer = super::provider_rights::ISSUER;
     let settings = Settings {
-        sign_in: SignInConfig {
-            provider: Some(ProviderConfig {
-                issuer: issuer.to_owned(),
-                client_id: "anteroom".to_owned(),
-                client_secret: "secret".to_owned(),
-                scopes: "openid".to_owned(),
-                groups_claim: "groups".to_owned(),
-                mapping: String::new(),
-                default_role: "responder".to_owned(),
-                name: "Acme SSO".to_owned(),
-                recheck_minutes: 60,
-                answer_elsewhere_hours: 168,
-                prompt: None,
-                max_age_minutes: None,
-            }),
-            passwords: true,
-        },
-        ..settings()
+        public_url: Some(ORIGIN.to_owned()),
+        ..super::provider_rights::provider_settings(168)
     };
     let Some(server) = TestServer::start_with(db, settings).await else {
         return;
     };
-    person(&server, "rita", Role::Responder).await;
+    let rita = person(&server, "rita", Role::Responder).await;
     let mut laptop = signed_in_visitor(&server, "rita").await;
     let mut phone = SoftAuthenticator::new(5);
     add_passkey(&server, &mut laptop, &mut phone, "Phone").await;
     // Rita's e-mail, vouched for by an admin, links her first provider sign-in to her.
-    let (rita, _) = server
-        .store
-        .user_with_password("rita")
-        .await
-        .expect("read")
-        .expect("rita");
     server
         .store
         .set_user_email(&rita.id, Some("rita@example.com"))

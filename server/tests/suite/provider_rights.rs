@@ -25,9 +25,15 @@ use chrono::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-const ISSUER: &str = "http://127.0.0.1:9";
+pub(crate) const ISSUER: &str = "http://127.0.0.1:9";
 
 fn settings() -> Settings {
+    provider_settings(2)
+}
+
+/// An Anteroom whose people sign in through a provider at [`ISSUER`] (never reached: these tests sign people in
+/// through the store), `answer_elsewhere_hours` as given.
+pub(crate) fn provider_settings(answer_elsewhere_hours: u32) -> Settings {
     Settings {
         sign_in: SignInConfig {
             provider: Some(ProviderConfig {
@@ -40,7 +46,7 @@ fn settings() -> Settings {
                 default_role: "responder".to_owned(),
                 name: "Acme SSO".to_owned(),
                 recheck_minutes: 60,
-                answer_elsewhere_hours: 2,
+                answer_elsewhere_hours,
                 prompt: None,
                 max_age_minutes: None,
             }),

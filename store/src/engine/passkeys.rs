@@ -51,9 +51,9 @@ impl<D: Dialect> PasskeyStore for SqlStore<D> {
     async fn add_passkey(&self, passkey: &NewPasskey<'_>) -> StoreResult<PasskeyAdded> {
         let now = self.clock_now();
         let mut tx = self.begin_write().await?;
-        let Some((username, _)) = tx
-            .optional::<(String, Option<String>)>(
-                Statement::new(Self::locked(sql::SELECT_PASSKEY_OWNER)).bind(passkey.user_id),
+        let Some((username,)) = tx
+            .optional::<(String,)>(
+                Statement::new(Self::locked(sql::SELECT_PASSKEY_PERSON)).bind(passkey.user_id),
             )
             .await?
         else {

@@ -8,10 +8,6 @@ pub const ENSURE_PASSKEY_USER_HANDLE: &str = "UPDATE users SET passkey_handle = 
 pub const SELECT_PASSKEYS: &str = "SELECT credential_id, name, added_at_ms, used_at_ms FROM passkeys \
      WHERE user_id = $1 ORDER BY added_at_ms DESC, credential_id LIMIT 100";
 
-/// The person a passkey is being added to, locked (with the transaction's row lock) so two passkeys added at once
-/// cannot pass the per-person limit together: their username and user handle.
-pub const SELECT_PASSKEY_OWNER: &str = "SELECT username, passkey_handle FROM users WHERE id = $1";
-
 /// A new passkey, unless its credential id is taken or the person already has `$8` passkeys.
 pub const INSERT_PASSKEY: &str = "INSERT INTO passkeys \
      (credential_id, user_id, name, public_key, counters, added_at_ms) \
@@ -35,5 +31,7 @@ pub const DELETE_PASSKEY: &str =
 
 pub const DELETE_EVERY_PASSKEY: &str = "DELETE FROM passkeys WHERE user_id = $1";
 
-/// The person's username, for the audit entry of a removal (read before the delete, in its transaction).
+/// The person whose passkeys change, read (with the transaction's row lock) before an add or a removal: their
+/// username for the audit entry, and the lock makes two adds at once wait for each other, so both cannot pass the
+/// per-person limit.
 pub const SELECT_PASSKEY_PERSON: &str = "SELECT username FROM users WHERE id = $1";
