@@ -443,6 +443,31 @@ macro_rules! on_both_backends_with_mcp_sdks {
     };
 }
 
+/// Declares each listed `async fn name(backend: Backend)` that drives a real harness or MCP SDK (Claude Code,
+/// Codex, Gemini CLI and the others, the SDKs under `anteroom wrap`: node and Python processes, the suite's
+/// costliest tests) as one test, on SQLite, in a `sqlite` module as [`on_both_backends!`] names them. What such
+/// a test checks is the conversation between the harness and Anteroom's routes, which the database does not
+/// change: every route it takes runs on PostgreSQL in the rest of the suite, and the store's behaviour runs on
+/// both in the store's suite. Running each once took a quarter of the server suite's time away (issue 48).
+/// Reported as ignored, never as passed, when the packages are not installed.
+#[macro_export]
+macro_rules! with_real_harnesses {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    not(anteroom_mcp_sdk_tests),
+                    ignore = "run through `cargo xtask test`, which installs the MCP SDKs"
+                )]
+                async fn $name() {
+                    super::$name($crate::Backend::Sqlite).await;
+                }
+            )*
+        }
+    };
+}
+
 /// A second connection to the test's SQLite file, beside the server's own.
 async fn sqlite_beside(dir: &tempfile::TempDir) -> sqlx::SqliteConnection {
     use sqlx::Connection as _;

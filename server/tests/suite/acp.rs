@@ -630,7 +630,7 @@ async fn gemini_clis_wrapped_mcp_server_asks_a_person(db: Backend) {
     server.stop().await;
 }
 
-anteroom_testkit::on_both_backends_with_mcp_sdks!(
+anteroom_testkit::with_real_harnesses!(
     gemini_cli_asks_through_anteroom,
     opencode_asks_through_anteroom,
     copilot_cli_asks_through_anteroom,

@@ -596,7 +596,7 @@ async fn claude_codes_call_is_blocked_when_anteroom_goes_away_mid_run(db: Backen
     assert_eq!(tool_result["is_error"], true, "{tool_result}");
 }
 
-anteroom_testkit::on_both_backends_with_mcp_sdks!(
+anteroom_testkit::with_real_harnesses!(
     claude_codes_call_is_blocked_when_anteroom_goes_away_mid_run,
     claude_code_under_an_offline_run_is_refused_with_the_reason,
     claude_codes_stdio_server_asks_through_the_runs_wrap,

@@ -336,7 +336,7 @@ async fn codexs_command_hook_prints_the_persons_decision_and_blocks_when_anteroo
     server.stop().await;
 }
 
-anteroom_testkit::on_both_backends_with_mcp_sdks!(
+anteroom_testkit::with_real_harnesses!(
     codexs_command_hook_prints_the_persons_decision_and_blocks_when_anteroom_is_away,
     codexs_own_command_runs_after_a_persons_accept_and_not_after_a_decline,
     codex_under_anteroom_run_asks_in_the_runs_session_and_leaves_codex_home_as_it_was,

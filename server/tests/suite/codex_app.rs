@@ -506,7 +506,7 @@ async fn codexs_own_hooks_ask_once_under_its_app_server(db: Backend) {
     server.stop().await;
 }
 
-anteroom_testkit::on_both_backends_with_mcp_sdks!(
+anteroom_testkit::with_real_harnesses!(
     codexs_commands_and_changes_wait_for_a_person_and_a_decline_says_why,
     codexs_own_hooks_ask_once_under_its_app_server,
     an_mcp_servers_question_reaches_a_person_through_codex_and_a_stop_interrupts_the_turn,

@@ -551,7 +551,7 @@ async fn qwen_codes_http_hook_asks_in_yolo_mode(db: Backend) {
 mod with_the_real_harness {
     use super::*;
 
-    anteroom_testkit::on_both_backends_with_mcp_sdks!(
+    anteroom_testkit::with_real_harnesses!(
         gemini_clis_before_tool_guard_refuses_what_a_person_declines,
         qwen_codes_http_hook_asks_in_yolo_mode,
     );

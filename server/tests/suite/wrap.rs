@@ -574,7 +574,7 @@ mod sdks {
         anteroom.stop().await;
     }
 
-    anteroom_testkit::on_both_backends_with_mcp_sdks!(
+    anteroom_testkit::with_real_harnesses!(
         typescript_sdk_legacy_form_accepted_after_the_harness_timeout,
         typescript_sdk_legacy_url_consent,
         typescript_sdk_modern_round_answered_per_request,
