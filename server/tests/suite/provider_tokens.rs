@@ -296,6 +296,19 @@ async fn forged_expired_misaddressed_and_replayed_tokens_are_refused(db: Backend
     server.stop().await;
 }
 
+/// Where the start of a sign-in sends the browser: the provider's authorization address, with its query.
+async fn provider_address(server: &TestServer) -> String {
+    let asked = browser()
+        .get(server.url("/auth/oidc/start?next=/"))
+        .send()
+        .await
+        .expect("start");
+    asked.headers()[header::LOCATION]
+        .to_str()
+        .expect("location")
+        .to_owned()
+}
+
 /// With `ANTEROOM_OIDC_MAX_AGE_MINUTES`, the provider is asked for `max_age`, and a token that does not say when
 /// the person authenticated, or says it was longer ago, is refused.
 async fn a_max_age_refuses_an_old_or_unstated_sign_in_at_the_provider(db: Backend) {
@@ -307,14 +320,7 @@ async fn a_max_age_refuses_an_old_or_unstated_sign_in_at_the_provider(db: Backen
     let now = server.clock.now();
     let first = key("first", "k1");
     stand_in.publish(&[&first]);
-    let asked = browser()
-        .get(server.url("/auth/oidc/start?next=/"))
-        .send()
-        .await
-        .expect("start");
-    let location = asked.headers()[header::LOCATION]
-        .to_str()
-        .expect("location");
+    let location = provider_address(&server).await;
     assert!(location.contains("max_age=3600"), "{location}");
     for (auth_time, signed_in) in [
         (None, false),
@@ -353,14 +359,7 @@ async fn a_prompt_is_sent_with_every_sign_in() {
     let Some(server) = TestServer::start_with(Backend::Sqlite, settings.clone()).await else {
         return;
     };
-    let asked = browser()
-        .get(server.url("/auth/oidc/start?next=/"))
-        .send()
-        .await
-        .expect("start");
-    let location = asked.headers()[header::LOCATION]
-        .to_str()
-        .expect("location");
+    let location = provider_address(&server).await;
     assert!(location.contains("prompt=login"), "{location}");
     server.stop().await;
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, WriteTx};
 use crate::{
-    AuditStore, Backend, StoreError, StoreResult,
+    AuditStore, Backend, StoreResult,
     dialect::{Dialect, Param, Statement},
     domain::audit::{AuditEntry, NewAuditEntry, entry_hash},
     records::{from_ms, to_ms},
@@ -43,12 +43,8 @@ impl<D: Dialect> SqlStore<D> {
             .collect();
         match D::BACKEND {
             Backend::Sqlite => {
-                for chunk in rows.chunks(sql::AUDIT_PENDING_JSON_BATCH) {
-                    let json = serde_json::to_string(chunk)
-                        .map_err(|error| StoreError::Corrupt(format!("audit entries: {error}")))?;
-                    tx.execute(Statement::new(sql::INSERT_AUDIT_PENDING_FROM_JSON).bind(json))
-                        .await?;
-                }
+                tx.execute_json_rows(sql::INSERT_AUDIT_PENDING_FROM_JSON, &rows, "audit entries")
+                    .await?;
             }
             Backend::Postgres => {
                 let mut rows = rows.into_iter().peekable();

@@ -91,6 +91,24 @@ impl<D: Dialect> WriteTx<D> {
         Ok(D::fetch_optional(&mut self.tx, statement).await?)
     }
 
+    /// Writes `rows` through `sql`, a SQLite statement that reads them from one JSON array parameter
+    /// (`json_each($1)`), [`sql::JSON_ROWS_BATCH`] rows a statement: SQLite binds each parameter of a multi-row
+    /// VALUES separately, so large writes (an expiry sweep's audit entries and sessions) take one instead.
+    /// `what` names the rows in the error a value JSON cannot hold would give.
+    pub async fn execute_json_rows<T: serde::Serialize>(
+        &mut self,
+        sql: &'static str,
+        rows: &[T],
+        what: &str,
+    ) -> StoreResult<()> {
+        for chunk in rows.chunks(crate::sql::JSON_ROWS_BATCH) {
+            let json = serde_json::to_string(chunk)
+                .map_err(|error| StoreError::Corrupt(format!("{what}: {error}")))?;
+            self.execute(Statement::new(sql).bind(json)).await?;
+        }
+        Ok(())
+    }
+
     /// Notes a change that makes a poll's remembered state stale once this transaction commits.
     pub fn changed(&mut self, change: Changed) {
         self.changed.push(change);

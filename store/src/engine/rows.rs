@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, WriteTx, round_not_found, session_not_found};
 use crate::{
-    Backend, StoreError, StoreResult,
+    Backend, StoreResult,
     dialect::{Dialect, Param, Statement},
     domain::{
         ManagedInputError,
@@ -105,23 +105,19 @@ impl<D: Dialect> SqlStore<D> {
         sessions: &[&Session],
     ) -> StoreResult<()> {
         if D::BACKEND == Backend::Sqlite {
-            for chunk in sessions.chunks(sql::SESSION_JSON_BATCH) {
-                let rows: Vec<Vec<serde_json::Value>> = chunk
-                    .iter()
-                    .map(|session| {
-                        SessionRow::of(session)
-                            .params_written(true)
-                            .into_iter()
-                            .map(Param::into_json)
-                            .collect()
-                    })
-                    .collect();
-                let json = serde_json::to_string(&rows)
-                    .map_err(|error| StoreError::Corrupt(format!("sessions: {error}")))?;
-                tx.execute(Statement::new(sql::UPSERT_SESSIONS_FROM_JSON.as_str()).bind(json))
-                    .await?;
-            }
-            return Ok(());
+            let rows: Vec<Vec<serde_json::Value>> = sessions
+                .iter()
+                .map(|session| {
+                    SessionRow::of(session)
+                        .params_written(true)
+                        .into_iter()
+                        .map(Param::into_json)
+                        .collect()
+                })
+                .collect();
+            return tx
+                .execute_json_rows(sql::UPSERT_SESSIONS_FROM_JSON.as_str(), &rows, "sessions")
+                .await;
         }
         for chunk in sessions.chunks(sql::SESSION_WRITE_BATCH) {
             let statement = Statement::new(sql::upsert_sessions(chunk.len())).bind_all(

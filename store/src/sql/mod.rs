@@ -378,16 +378,21 @@ pub static INSERT_SESSION_IF_NEW: LazyLock<String> = LazyLock::new(|| {
 /// Writes `rows` whole sessions in one statement: new ones are inserted, known ones updated.
 pub fn upsert_sessions(rows: usize) -> String {
     let columns = written_by(SESSION_COLUMNS, true);
-    let set: Vec<String> = written_by(SESSION_COLUMNS, false)
-        .iter()
-        .map(|column| format!("{column} = excluded.{column}"))
-        .collect();
     format!(
         "INSERT INTO sessions ({}) VALUES {} ON CONFLICT (id) DO UPDATE SET {}",
         columns.join(", "),
         value_rows(rows, columns.len()),
-        set.join(", ")
+        session_updates()
     )
+}
+
+/// What an upsert of a known session changes: every column a write carries but its id.
+fn session_updates() -> String {
+    written_by(SESSION_COLUMNS, false)
+        .iter()
+        .map(|column| format!("{column} = excluded.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The same upsert on SQLite from one JSON array of rows (`[[id, title, …], …]`, columns in
@@ -399,20 +404,13 @@ pub static UPSERT_SESSIONS_FROM_JSON: LazyLock<String> = LazyLock::new(|| {
     let values: Vec<String> = (0..columns.len())
         .map(|index| format!("value ->> {index}"))
         .collect();
-    let set: Vec<String> = written_by(SESSION_COLUMNS, false)
-        .iter()
-        .map(|column| format!("{column} = excluded.{column}"))
-        .collect();
     format!(
         "INSERT INTO sessions ({}) SELECT {} FROM json_each($1) WHERE true ON CONFLICT (id) DO UPDATE SET {}",
         columns.join(", "),
         values.join(", "),
-        set.join(", ")
+        session_updates()
     )
 });
-
-/// Sessions one [`UPSERT_SESSIONS_FROM_JSON`] writes at most (its parameter stays a few megabytes).
-pub const SESSION_JSON_BATCH: usize = 5_000;
 
 /// Sessions still marked blocked although nothing of theirs is waiting any more.
 pub const SELECT_STRANDED: &str = "SELECT * FROM sessions s WHERE s.blocked_on_elicitation = $2 \
@@ -658,8 +656,9 @@ pub const INSERT_ESCALATION: &str = "INSERT INTO escalations (round_id, step, at
 pub const INSERT_AUDIT_PENDING_FROM_JSON: &str = "INSERT INTO audit_pending (id, at_ms, actor, action, subject, detail) \
      SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each($1)";
 
-/// Entries one [`INSERT_AUDIT_PENDING_FROM_JSON`] writes at most (its parameter stays a few megabytes).
-pub const AUDIT_PENDING_JSON_BATCH: usize = 5_000;
+/// Rows one statement that reads them from a JSON parameter ([`INSERT_AUDIT_PENDING_FROM_JSON`],
+/// [`UPSERT_SESSIONS_FROM_JSON`]) writes at most: its parameter stays a few megabytes.
+pub const JSON_ROWS_BATCH: usize = 5_000;
 
 pub const AUDIT_PENDING_COLUMNS: usize = 6;
 
