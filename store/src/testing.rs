@@ -21,6 +21,9 @@ pub trait StoreTesting: Store {
 
     /// The oldest pending round of each of `sessions` that has one.
     async fn oldest_open_rounds(&self, sessions: &[SessionId]) -> StoreResult<Vec<Round>>;
+
+    /// How many statements the store's open connections keep prepared, summed over them.
+    async fn kept_prepared_statements(&self) -> StoreResult<usize>;
 }
 
 /// The PostgreSQL server tests may use; `None` means the PostgreSQL tests are skipped.

@@ -1,8 +1,10 @@
 //! The testing extension's reads, beside the engine's private helpers they use.
 
+use sqlx::Connection;
+
 use super::SqlStore;
 use crate::{
-    StoreResult,
+    Backend, StoreResult,
     dialect::{Dialect, Statement},
     domain::{ids::SessionId, round::Round},
     records::RoundRow,
@@ -11,7 +13,10 @@ use crate::{
 };
 
 #[async_trait::async_trait]
-impl<D: Dialect> StoreTesting for SqlStore<D> {
+impl<D: Dialect> StoreTesting for SqlStore<D>
+where
+    D::Db: sqlx::database::HasStatementCache,
+{
     async fn applied_migrations(&self) -> StoreResult<i64> {
         let (count,): (i64,) = self
             .one(Statement::new(
@@ -29,5 +34,24 @@ impl<D: Dialect> StoreTesting for SqlStore<D> {
             rounds.extend(self.seen_all(self.all::<RoundRow>(statement).await?)?);
         }
         Ok(rounds)
+    }
+
+    async fn kept_prepared_statements(&self) -> StoreResult<usize> {
+        // Every open connection is taken (and held, so none is counted twice); on PostgreSQL the writer is the
+        // same pool.
+        let mut pools = vec![&self.pool];
+        if D::BACKEND == Backend::Sqlite {
+            pools.push(&self.writer);
+        }
+        let mut kept = 0;
+        for pool in pools {
+            let mut held = Vec::new();
+            for _ in 0..pool.size() {
+                let connection = pool.acquire().await?;
+                kept += connection.cached_statements_size();
+                held.push(connection);
+            }
+        }
+        Ok(kept)
     }
 }

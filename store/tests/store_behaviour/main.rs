@@ -13,6 +13,7 @@ mod markers;
 mod migrations;
 mod outward;
 mod passkeys;
+mod prepared;
 mod properties;
 mod queue;
 mod races;
