@@ -64,8 +64,8 @@ tasks:
                               --kills 10 pass through); checks nothing acknowledged was lost or doubled
   soak [--postgres] [--minutes N]
                               release binary, then 10,000 askers, 20 answers/s and 200 page streams against it
-                              for N minutes (default 10; two instances on PostgreSQL), sampling memory, files,
-                              database connections and poll latency every 10 s
+                              for N minutes (default 10; two instances on PostgreSQL, `-- --instances 1` for
+                              one), sampling memory, files, database connections and poll latency every 10 s
   attack [--postgres] [-- ARGS]
                               release build, then replay the security review's attacks against it with
                               bounded loops (scripts/attack.py; ARGS such as --only slowloris pass through)

@@ -53,7 +53,7 @@ impl Fleet {
             Some(url) => {
                 let schema = TestSchema::create(url).await.expect("PostgreSQL schema");
                 let separator = if url.contains('?') { "&" } else { "?" };
-                let urls = (0..2)
+                let urls = (0..args.postgres_instances)
                     .map(|i| {
                         format!(
                             "{url}{separator}options=-c%20search_path%3D{}&application_name=anteroom-{name}-{i}",

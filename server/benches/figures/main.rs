@@ -5,7 +5,8 @@
 //! Arguments: `--binary PATH` (the release `anteroom`, for resident memory), `--site PATH` (the release site,
 //! for the bundle size), `--postgres URL` (run on a PostgreSQL schema of its own instead of SQLite), `--only
 //! NAME` (the figures whose name contains it, from [`FIGURES`] — for profiling), `--soak-minutes N` (the soak of
-//! [`soak`] instead of the figures).
+//! [`soak`] instead of the figures), `--instances N` (how many instances share the PostgreSQL schema in the
+//! askers figure and the soak; 2 unless given).
 
 #![allow(
     clippy::print_stdout,
@@ -72,6 +73,8 @@ struct Args {
     postgres: Option<String>,
     /// Run the soak of this many minutes instead of the figures.
     soak_minutes: Option<u64>,
+    /// Instances on one PostgreSQL schema for the askers and the soak (SQLite runs one).
+    postgres_instances: usize,
 }
 
 /// The figures `--only` can pick, in the order they run.
@@ -101,6 +104,7 @@ fn args() -> Result<Args, String> {
         site: PathBuf::from("target/site"),
         postgres: None,
         soak_minutes: None,
+        postgres_instances: 2,
     };
     let mut raw = std::env::args().skip(1);
     while let Some(arg) = raw.next() {
@@ -120,6 +124,14 @@ fn args() -> Result<Args, String> {
                             format!("--soak-minutes {minutes} is not a whole number of minutes")
                         })?,
                 );
+            }
+            "--instances" => {
+                let instances = value()?;
+                args.postgres_instances = instances
+                    .parse()
+                    .ok()
+                    .filter(|instances| (1..=8).contains(instances))
+                    .ok_or_else(|| format!("--instances {instances} is not 1 to 8"))?;
             }
             "--only" => {
                 let only = value()?;
