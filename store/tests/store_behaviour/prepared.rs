@@ -39,8 +39,13 @@ async fn batches_of_every_size_leave_nothing_prepared_behind(h: &Harness) {
     for rows in 8..=40 {
         queue(rows, rows).await;
     }
+    // Work the store does in the background (the audit chain's sealing) may prepare its few fixed statements
+    // meanwhile, on a connection of its choosing; kept batches would add one per size, 33.
     let after = h.store.kept_prepared_statements().await.expect("count");
-    assert_eq!(after, before, "batches of 33 sizes kept prepared");
+    assert!(
+        after < before + 33 / 2,
+        "batches of 33 sizes kept prepared: {before} before, {after} after"
+    );
 }
 
 crate::on_both_backends!(batches_of_every_size_leave_nothing_prepared_behind);
