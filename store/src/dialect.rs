@@ -129,9 +129,11 @@ impl Statement {
         self.params.len() <= KEPT_PREPARED_PARAMS
     }
 
-    /// The statement's parts, for a dialect to hand to its driver.
-    pub fn into_parts(self) -> (Cow<'static, str>, Vec<Param>) {
-        (self.sql, self.params)
+    /// The statement's parts, for a dialect to hand to its driver: the text, its values, and whether to keep it
+    /// prepared ([`Statement::kept_prepared`]).
+    pub fn into_parts(self) -> (Cow<'static, str>, Vec<Param>, bool) {
+        let kept = self.kept_prepared();
+        (self.sql, self.params, kept)
     }
 }
 
@@ -241,7 +243,7 @@ mod tests {
 
     #[test]
     fn statements_keep_their_values_in_bind_order() {
-        let (sql, params) = Statement::new("SELECT $1, $2, $3")
+        let (sql, params, _) = Statement::new("SELECT $1, $2, $3")
             .bind(1_i64)
             .bind("two")
             .bind(Option::<i64>::None)

@@ -37,8 +37,7 @@ impl Dialect for PostgresDialect {
     }
 
     async fn execute(connection: &mut PgConnection, statement: Statement) -> sqlx::Result<u64> {
-        let kept = statement.kept_prepared();
-        let (sql, params) = statement.into_parts();
+        let (sql, params, kept) = statement.into_parts();
         let done = sqlx::query_with::<Postgres, _>(&sql, arguments::<Postgres>(params)?)
             .persistent(kept)
             .execute(connection)
@@ -50,8 +49,7 @@ impl Dialect for PostgresDialect {
         connection: &mut PgConnection,
         statement: Statement,
     ) -> sqlx::Result<Vec<R>> {
-        let kept = statement.kept_prepared();
-        let (sql, params) = statement.into_parts();
+        let (sql, params, kept) = statement.into_parts();
         sqlx::query_as_with::<Postgres, R, _>(&sql, arguments::<Postgres>(params)?)
             .persistent(kept)
             .fetch_all(connection)
@@ -62,8 +60,7 @@ impl Dialect for PostgresDialect {
         connection: &mut PgConnection,
         statement: Statement,
     ) -> sqlx::Result<Option<R>> {
-        let kept = statement.kept_prepared();
-        let (sql, params) = statement.into_parts();
+        let (sql, params, kept) = statement.into_parts();
         sqlx::query_as_with::<Postgres, R, _>(&sql, arguments::<Postgres>(params)?)
             .persistent(kept)
             .fetch_optional(connection)

@@ -39,8 +39,7 @@ impl Dialect for SqliteDialect {
     }
 
     async fn execute(connection: &mut SqliteConnection, statement: Statement) -> sqlx::Result<u64> {
-        let kept = statement.kept_prepared();
-        let (sql, params) = statement.into_parts();
+        let (sql, params, kept) = statement.into_parts();
         let done = sqlx::query_with::<Sqlite, _>(&sql, arguments::<Sqlite>(params)?)
             .persistent(kept)
             .execute(connection)
@@ -52,8 +51,7 @@ impl Dialect for SqliteDialect {
         connection: &mut SqliteConnection,
         statement: Statement,
     ) -> sqlx::Result<Vec<R>> {
-        let kept = statement.kept_prepared();
-        let (sql, params) = statement.into_parts();
+        let (sql, params, kept) = statement.into_parts();
         sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments::<Sqlite>(params)?)
             .persistent(kept)
             .fetch_all(connection)
@@ -64,8 +62,7 @@ impl Dialect for SqliteDialect {
         connection: &mut SqliteConnection,
         statement: Statement,
     ) -> sqlx::Result<Option<R>> {
-        let kept = statement.kept_prepared();
-        let (sql, params) = statement.into_parts();
+        let (sql, params, kept) = statement.into_parts();
         sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments::<Sqlite>(params)?)
             .persistent(kept)
             .fetch_optional(connection)
