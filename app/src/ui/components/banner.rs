@@ -1,10 +1,15 @@
 //! A question's banner: who asks, the countdown, each request's form or URL consent, and Accept / Decline /
 //! Dismiss. A plain form post without JavaScript; checked instantly and sent by a server function with it.
 
-use leptos::{html, prelude::*};
+use leptos::{html, prelude::*, server_fn::ServerFn};
 use web_sys::SubmitEvent;
 
-use super::{countdown::Countdown, fields::FieldControl, message::MessageText};
+use super::{
+    countdown::Countdown,
+    fields::FieldControl,
+    message::MessageText,
+    server_form::{FormFields, ServerForm},
+};
 use crate::{
     domain::{
         form::FieldErrors, hooks::PERMISSION_KEY, responders::describe, round::ResponseAction,
@@ -276,7 +281,18 @@ fn extension(
     };
     Some(
         view! {
-            <ActionForm action=extend attr:class="banner-extend">
+            <ServerForm
+                to=ExtendDeadline::url()
+                class="banner-extend"
+                submit=Box::new(move |fields: &FormFields| {
+                    extend
+                        .dispatch(ExtendDeadline {
+                            session_id: fields.text("session_id"),
+                            round_id: fields.text("round_id"),
+                            csrf: fields.text("csrf"),
+                        });
+                })
+            >
                 <input type="hidden" name="session_id" value=session_id />
                 <input type="hidden" name="round_id" value=round_id />
                 <input type="hidden" name="csrf" value=csrf />
@@ -286,7 +302,7 @@ fn extension(
                 <span class="banner-problem" role="status">
                     {problem}
                 </span>
-            </ActionForm>
+            </ServerForm>
         }
         .into_any(),
     )
@@ -303,7 +319,19 @@ fn reassign(session_id: String, round_id: String, csrf: String) -> impl IntoView
     };
     let input_id = format!("assign-{round_id}");
     view! {
-        <ActionForm action=assign attr:class="banner-assign">
+        <ServerForm
+            to=AssignRound::url()
+            class="banner-assign"
+            submit=Box::new(move |fields: &FormFields| {
+                assign
+                    .dispatch(AssignRound {
+                        session_id: fields.text("session_id"),
+                        round_id: fields.text("round_id"),
+                        assignee: fields.text("assignee"),
+                        csrf: fields.text("csrf"),
+                    });
+            })
+        >
             <input type="hidden" name="session_id" value=session_id />
             <input type="hidden" name="round_id" value=round_id />
             <input type="hidden" name="csrf" value=csrf />
@@ -321,7 +349,7 @@ fn reassign(session_id: String, round_id: String, csrf: String) -> impl IntoView
             <span class="banner-problem" role="status">
                 {outcome}
             </span>
-        </ActionForm>
+        </ServerForm>
     }
 }
 

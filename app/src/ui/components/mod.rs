@@ -7,3 +7,4 @@ pub mod header;
 pub mod message;
 pub mod moment;
 pub mod page_title;
+pub mod server_form;

@@ -2,11 +2,14 @@
 //! questions are mailed, the browsers push is on in (turned on by `/reach.js`, removed here), the browsers the
 //! person is signed in on and their passkeys.
 
-use leptos::prelude::*;
+use leptos::{prelude::*, server_fn::ServerFn};
 use leptos_router::hooks::use_query_map;
 
 use crate::ui::{
-    components::page_title::PageTitle,
+    components::{
+        page_title::PageTitle,
+        server_form::{FormFields, ServerForm, dispatch_or_refuse},
+    },
     model::{ProfileView, zoned_time},
     server_fns::{
         LinkSlack, RemoveBrowser, SaveDigest, SaveEmail, SaveQuiet, UnlinkSlack, load_profile,
@@ -122,11 +125,20 @@ fn slack_offer(
                     "Link it to you, and its clicks answer as you from now on (recorded as “you via Slack”). "
                     "Only link an account that is yours."
                 </p>
-                <ActionForm action=link attr:class="slack-link">
+                <ServerForm
+                    to=LinkSlack::url()
+                    class="slack-link"
+                    submit=Box::new(move |fields: &FormFields| {
+                        link.dispatch(LinkSlack {
+                            token: fields.text("token"),
+                            csrf: fields.text("csrf"),
+                        });
+                    })
+                >
                     <input type="hidden" name="token" value=token />
                     <input type="hidden" name="csrf" value=csrf />
                     <button type="submit">"Link this Slack account"</button>
-                </ActionForm>
+                </ServerForm>
             </div>
         }
     });
@@ -174,7 +186,21 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
         {sign_ins}
         {passkeys}
         <h2>"E-mail"</h2>
-        <ActionForm action=save attr:class="email-settings">
+        <ServerForm
+            to=SaveEmail::url()
+            class="email-settings"
+            submit=Box::new(move |fields: &FormFields| {
+                let call = fields
+                    .whole_number("after_minutes", "The minutes")
+                    .map(|after_minutes| SaveEmail {
+                        email: fields.text("email"),
+                        questions: fields.text("questions"),
+                        after_minutes,
+                        csrf: fields.text("csrf"),
+                    });
+                dispatch_or_refuse(save, call);
+            })
+        >
             <input type="hidden" name="csrf" value=csrf.clone() />
             <label>
                 "Your e-mail "
@@ -193,12 +219,24 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
                 " minutes"
             </label>
             <button type="submit">"Save"</button>
-        </ActionForm>
+        </ServerForm>
         {saved}
         <p class="muted">"Slack knows you by this address too: a click on a Slack button answers as you."</p>
         {slack_links(view.slack_links.clone(), links_csrf, unlink, zone.clone())}
         <h2>"Digest"</h2>
-        <ActionForm action=digest attr:class="digest-settings">
+        <ServerForm
+            to=SaveDigest::url()
+            class="digest-settings"
+            submit=Box::new(move |fields: &FormFields| {
+                let call = fields
+                    .whole_number("digest_after", "The number of questions")
+                    .map(|digest_after| SaveDigest {
+                        digest_after,
+                        csrf: fields.text("csrf"),
+                    });
+                dispatch_or_refuse(digest, call);
+            })
+        >
             <input type="hidden" name="csrf" value=digest_csrf />
             <label>
                 "When more than "
@@ -206,13 +244,24 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
                 " questions reach me in a minute, gather the rest into one mail and one push (0: never)"
             </label>
             <button type="submit">"Save digest"</button>
-        </ActionForm>
+        </ServerForm>
         {digest_saved}
         <h2>"Time zone and quiet hours"</h2>
         <p class="muted">
             "Pages show times in your time zone (left empty: this browser's). While it is quiet where you are, pushes and mails to you wait until it ends; none is dropped."
         </p>
-        <ActionForm action=quiet attr:class="quiet-settings">
+        <ServerForm
+            to=SaveQuiet::url()
+            class="quiet-settings"
+            submit=Box::new(move |fields: &FormFields| {
+                quiet.dispatch(SaveQuiet {
+                    quiet_from: fields.text("quiet_from"),
+                    quiet_until: fields.text("quiet_until"),
+                    time_zone: fields.text("time_zone"),
+                    csrf: fields.text("csrf"),
+                });
+            })
+        >
             <input type="hidden" name="csrf" value=quiet_csrf />
             <label>
                 "Time zone "
@@ -221,7 +270,7 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
             <label>" Quiet from " <input type="time" name="quiet_from" value=view.quiet_from.clone() /></label>
             <label>" until " <input type="time" name="quiet_until" value=view.quiet_until.clone() /></label>
             <button type="submit">"Save time zone and quiet hours"</button>
-        </ActionForm>
+        </ServerForm>
         {quiet_saved}
         <h2>"Push to this browser or phone"</h2>
         <p>
@@ -242,11 +291,20 @@ fn settings(view: ProfileView, changes: Changes) -> impl IntoView {
                                 <li>
                                     <span>{browser.device}</span>
                                     <span class="muted">{format!(" since {}", zoned_time(browser.created_ms, zone.as_deref()))}</span>
-                                    <ActionForm action=remove attr:class="inline">
+                                    <ServerForm
+                                        to=RemoveBrowser::url()
+                                        class="inline"
+                                        submit=Box::new(move |fields: &FormFields| {
+                                            remove.dispatch(RemoveBrowser {
+                                                id: fields.text("id"),
+                                                csrf: fields.text("csrf"),
+                                            });
+                                        })
+                                    >
                                         <input type="hidden" name="id" value=browser.id />
                                         <input type="hidden" name="csrf" value=csrf />
                                         <button type="submit">"Remove"</button>
-                                    </ActionForm>
+                                    </ServerForm>
                                 </li>
                             }
                         })
@@ -397,11 +455,20 @@ fn slack_links(
                             <li>
                                 <span>{link.slack_user.clone()}</span>
                                 <span class="muted">{format!(" since {}", zoned_time(link.linked_ms, zone.as_deref()))}</span>
-                                <ActionForm action=unlink attr:class="inline">
+                                <ServerForm
+                                    to=UnlinkSlack::url()
+                                    class="inline"
+                                    submit=Box::new(move |fields: &FormFields| {
+                                        unlink.dispatch(UnlinkSlack {
+                                            slack_user: fields.text("slack_user"),
+                                            csrf: fields.text("csrf"),
+                                        });
+                                    })
+                                >
                                     <input type="hidden" name="slack_user" value=link.slack_user />
                                     <input type="hidden" name="csrf" value=csrf />
                                     <button type="submit">"Unlink"</button>
-                                </ActionForm>
+                                </ServerForm>
                             </li>
                         }
                     })

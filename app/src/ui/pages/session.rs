@@ -1,7 +1,10 @@
 //! `/sessions/{id}`: a banner per open question, the lost-question banner, and the session's history.
 
-use crate::ui::components::page_title::PageTitle;
-use leptos::prelude::*;
+use crate::ui::components::{
+    page_title::PageTitle,
+    server_form::{FormFields, ServerForm, dispatch_or_refuse},
+};
+use leptos::{prelude::*, server_fn::ServerFn};
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
@@ -238,11 +241,17 @@ fn run_section(
                                         <details class="run-stop">
                                             <summary class="button button-quiet">"Stop the agent…"</summary>
                                             <p>"The agent is interrupted at once, then ended if it lingers; its waiting questions end with it."</p>
-                                            <ActionForm action=stop>
+                                            <ServerForm
+                                                to=StopRun::url()
+                                                class="run-stop-form"
+                                                submit=Box::new(move |fields: &FormFields| {
+                                                    stop.dispatch(StopRun { session_id: fields.text("session_id"), csrf: fields.text("csrf") });
+                                                })
+                                            >
                                                 <input type="hidden" name="session_id" value=session_id.get_value() />
                                                 <input type="hidden" name="csrf" value=csrf.get_value() />
                                                 <button type="submit" class="button button-danger">"Stop it now"</button>
-                                            </ActionForm>
+                                            </ServerForm>
                                         </details>
                                     }
                                 })}
@@ -330,7 +339,19 @@ fn standing_section(current: Memo<Page>, csrf: String, can_answer: bool) -> impl
                                             let pause_csrf = csrf.clone();
                                             view! {
                                                 <div class="standing-actions">
-                                                    <ActionForm action=pause>
+                                                    <ServerForm
+                                                        to=PauseStanding::url()
+                                                        class="standing-pause"
+                                                        submit=Box::new(move |fields: &FormFields| {
+                                                            let call = fields.whole_number("id", "The standing answer").map(|id| PauseStanding {
+                                                                session_id: fields.text("session_id"),
+                                                                id,
+                                                                paused: fields.text("paused") == "true",
+                                                                csrf: fields.text("csrf"),
+                                                            });
+                                                            dispatch_or_refuse(pause, call);
+                                                        })
+                                                    >
                                                         <input type="hidden" name="session_id" value=pause_session />
                                                         <input type="hidden" name="id" value=rule.id />
                                                         <input type="hidden" name="paused" value=(!rule.paused).to_string() />
@@ -338,15 +359,26 @@ fn standing_section(current: Memo<Page>, csrf: String, can_answer: bool) -> impl
                                                         <button type="submit" class="button button-quiet">
                                                             {if rule.paused { "Resume" } else { "Pause" }}
                                                         </button>
-                                                    </ActionForm>
-                                                    <ActionForm action=revoke>
+                                                    </ServerForm>
+                                                    <ServerForm
+                                                        to=RevokeStanding::url()
+                                                        class="standing-revoke"
+                                                        submit=Box::new(move |fields: &FormFields| {
+                                                            let call = fields.whole_number("id", "The standing answer").map(|id| RevokeStanding {
+                                                                session_id: fields.text("session_id"),
+                                                                id,
+                                                                csrf: fields.text("csrf"),
+                                                            });
+                                                            dispatch_or_refuse(revoke, call);
+                                                        })
+                                                    >
                                                         <input type="hidden" name="session_id" value=session_id />
                                                         <input type="hidden" name="id" value=rule.id />
                                                         <input type="hidden" name="csrf" value=csrf />
                                                         <button type="submit" class="button button-quiet">
                                                             "Revoke"
                                                         </button>
-                                                    </ActionForm>
+                                                    </ServerForm>
                                                 </div>
                                             }
                                         })}
