@@ -9,12 +9,36 @@ use crate::domain::{
     form::{FieldErrors, FormModel, posted_value},
     responders::{Responder, may_answer},
     round::ResponseAction,
-    session::{LostElicitation, SessionStatus},
+    session::{LostElicitation, LostReason, SessionStatus},
 };
 
 mod time;
 
 pub use time::*;
+
+/// A question nobody will answer any more, as the pages show it: the domain's marker with its time in
+/// milliseconds, so the browser bundle carries no date parser (about 12 KB of the wasm before `wasm-opt`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostView {
+    pub reason: LostReason,
+    pub at_ms: i64,
+    pub request_id: String,
+    /// Producer text, always rendered escaped.
+    pub summary: String,
+    pub detail: Option<String>,
+}
+
+impl From<LostElicitation> for LostView {
+    fn from(lost: LostElicitation) -> Self {
+        Self {
+            reason: lost.reason,
+            at_ms: lost.at.timestamp_millis(),
+            request_id: lost.request_id.as_str().to_owned(),
+            summary: lost.summary,
+            detail: lost.detail,
+        }
+    }
+}
 
 /// The signed-in person, as the pages and server functions see them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,7 +96,7 @@ pub struct QueueItem {
     pub open_rounds: u32,
     /// The oldest open question, when there is one.
     pub question: Option<QuestionPreview>,
-    pub lost: Option<LostElicitation>,
+    pub lost: Option<LostView>,
     pub updated_ms: i64,
     /// Its run's state, when `anteroom run` runs it (docs/runs.md).
     #[serde(default)]
@@ -204,7 +228,7 @@ pub struct SessionPage {
     pub title: String,
     pub agent: Option<String>,
     pub status: SessionStatus,
-    pub lost: Option<LostElicitation>,
+    pub lost: Option<LostView>,
     /// Questions waiting for an answer, oldest first (at most [`OPEN_ROUNDS_SHOWN`]).
     pub active: Vec<ActiveRound>,
     /// One page of the session's rounds, newest first (at most [`HISTORY_PAGE`]).

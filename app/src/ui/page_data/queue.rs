@@ -47,7 +47,7 @@ async fn queue_view(store: &dyn Store) -> StoreResult<QueueView> {
                     status: entry.session.status,
                     open_rounds: entry.open_rounds,
                     question,
-                    lost: entry.session.lost_elicitation.clone(),
+                    lost: entry.session.lost_elicitation.clone().map(Into::into),
                     updated_ms: ms(entry.session.updated_at),
                     run: run_state,
                 }

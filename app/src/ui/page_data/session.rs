@@ -144,7 +144,7 @@ async fn session_page(
         title: session.title,
         agent: session.agent,
         status: session.status,
-        lost: session.lost_elicitation,
+        lost: session.lost_elicitation.map(Into::into),
         active,
         history,
         older,

@@ -299,7 +299,7 @@ fn section(
                                 card.head.session_id.clone(),
                                 card.head.question.as_ref().map(|q| q.round_id.clone()),
                                 card.head.open_rounds,
-                                card.head.lost.as_ref().map(|lost| lost.at),
+                                card.head.lost.as_ref().map(|lost| lost.at_ms),
                                 card.head.status,
                                 card.head.run,
                                 card.alike.len(),

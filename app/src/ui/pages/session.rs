@@ -8,18 +8,15 @@ use leptos::{prelude::*, server_fn::ServerFn};
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::{
-    domain::{
-        round::ResponseAction,
-        session::{LostElicitation, LostReason},
-    },
+    domain::{round::ResponseAction, session::LostReason},
     ui::{
         components::{
             banner::{BannerContext, Refusal, RoundBanner},
             moment::Moment,
         },
         model::{
-            AnswerNotice, HistoryEntry, Outcome, RecordedAction, SessionPage as Page, clock_time,
-            zoned_time,
+            AnswerNotice, HistoryEntry, LostView, Outcome, RecordedAction, SessionPage as Page,
+            clock_time, zoned_time,
         },
         pages::not_found::NotFoundPage,
         server_fns::{PauseStanding, RevokeStanding, StopRun, load_session},
@@ -504,7 +501,7 @@ fn notice_view(notice: AnswerNotice) -> impl IntoView {
     }
 }
 
-fn lost_banner(lost: LostElicitation, zone: Option<String>) -> impl IntoView {
+fn lost_banner(lost: LostView, zone: Option<String>) -> impl IntoView {
     let (reason, heading, explanation) = match lost.reason {
         LostReason::Expired => (
             "expired",
@@ -550,7 +547,7 @@ fn lost_banner(lost: LostElicitation, zone: Option<String>) -> impl IntoView {
             {lost.detail.map(|detail| view! { <p class="lost-detail" data-testid="lost-detail">{detail}</p> })}
             <blockquote class="lost-summary">{lost.summary}</blockquote>
             <p class="muted">
-                "Request " <code>{lost.request_id.as_str().to_owned()}</code> " · " {zoned_time(lost.at.timestamp_millis(), zone.as_deref())}
+                "Request " <code>{lost.request_id}</code> " · " {zoned_time(lost.at_ms, zone.as_deref())}
             </p>
         </section>
     }
