@@ -48,19 +48,34 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// The session a producer token in the URL belongs to.
 pub async fn session_for_token(state: &AppState, token: &str) -> ApiResult<Session> {
-    let unknown = || {
-        ApiError::unauthorized(
-            "The session token in the URL is not valid (or was revoked); ask for a fresh environment block.",
-        )
-    };
     if !credentials::is_session_token(token) {
-        return Err(unknown());
+        return Err(unknown_token());
     }
     state
         .store
         .session_for_token(&credentials::hash(token))
         .await?
-        .ok_or_else(unknown)
+        .ok_or_else(unknown_token)
+}
+
+/// The id of the session a producer token in the URL belongs to, remembered while the token is unchanged: all
+/// a create needs, since it reads its session again in its own transaction (a create then costs no read before
+/// its insert).
+async fn session_id_for_token(state: &AppState, token: &str) -> ApiResult<SessionId> {
+    if !credentials::is_session_token(token) {
+        return Err(unknown_token());
+    }
+    state
+        .store
+        .session_id_for_token(&credentials::hash(token))
+        .await?
+        .ok_or_else(unknown_token)
+}
+
+fn unknown_token() -> ApiError {
+    ApiError::unauthorized(
+        "The session token in the URL is not valid (or was revoked); ask for a fresh environment block.",
+    )
 }
 
 /// The `_meta` of a created question: where to poll it and until when.
@@ -168,7 +183,7 @@ fn poll_reply(round: &Round) -> PollReply {
 
 async fn create_question(
     state: &AppState,
-    session: &Session,
+    session_id: &SessionId,
     asked_through: AskedThrough,
     path_server: Option<String>,
     body: &Value,
@@ -177,7 +192,7 @@ async fn create_question(
     let question = parse_question(body)?;
     let fingerprint = credentials::hash(&body.to_string());
     if let Some(hint) = &question.session_hint
-        && hint != session.id.as_str()
+        && hint != session_id.as_str()
     {
         return Err(ApiError::forbidden(format!(
             "`_meta[\"com.pulsemcp/session-id\"]` names session {hint:?}, but this URL belongs to another session."
@@ -185,7 +200,7 @@ async fn create_question(
     }
     let key = RequestKey::parse(question.request_id.as_str())?;
     let new = NewRound {
-        session_id: session.id.clone(),
+        session_id: session_id.clone(),
         request_id: Some(question.request_id.clone()),
         logical_operation_id: question.request_id.to_string(),
         server: path_server.or(question.server),
@@ -225,7 +240,7 @@ async fn create_question(
         Err(lookup) if lookup.is_not_found() => return Err(refused.into()),
         Err(other) => return Err(other.into()),
     };
-    if existing.session_id == session.id
+    if existing.session_id == *session_id
         && existing.fingerprint.as_deref() == Some(fingerprint.as_str())
     {
         Ok((
@@ -405,12 +420,12 @@ async fn create_by_token(
     ApiPath(token): ApiPath<String>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let session = session_for_token(&state, &token).await?;
-    state.limiter.creates.check(session.id.as_str())?;
+    let session_id = session_id_for_token(&state, &token).await?;
+    state.limiter.creates.check(session_id.as_str())?;
     let base = token_collection(&state, &token, None);
     create_question(
         &state,
-        &session,
+        &session_id,
         AskedThrough::SessionToken,
         None,
         &body,
@@ -432,13 +447,13 @@ async fn create_by_token_for_server(
     ApiPath((token, server)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let session = session_for_token(&state, &token).await?;
-    state.limiter.creates.check(session.id.as_str())?;
+    let session_id = session_id_for_token(&state, &token).await?;
+    state.limiter.creates.check(session_id.as_str())?;
     check_server_name(&server)?;
     let base = token_collection(&state, &token, Some(&server));
     create_question(
         &state,
-        &session,
+        &session_id,
         AskedThrough::SessionToken,
         Some(server),
         &body,
@@ -543,7 +558,7 @@ async fn create_bare(
     } else {
         AskedThrough::Anonymous
     };
-    create_question(&state, &session, asked_through, None, &body, &base).await
+    create_question(&state, &session.id, asked_through, None, &body, &base).await
 }
 
 #[utoipa::path(

@@ -78,6 +78,11 @@ pub trait AgentSessionStore: Send + Sync {
 
     /// The session a producer token belongs to.
     async fn session_for_token(&self, token_hash: &str) -> StoreResult<Option<Session>>;
+
+    /// The id of the session a producer token belongs to, for a call that reads the session again in its own
+    /// transaction (a create): answered from memory while the token is known not to have changed, as a pending
+    /// poll is (docs in `poll_states.rs`).
+    async fn session_id_for_token(&self, token_hash: &str) -> StoreResult<Option<SessionId>>;
 }
 
 /// Questions: asking, reading, answering, and the asker's polls.

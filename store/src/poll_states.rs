@@ -1,5 +1,6 @@
-//! What a poll of a pending question needs (its session, round, status and deadline), kept in memory so that
-//! polling a question nobody has answered yet costs no database round trip.
+//! What a poll of a pending question needs (its session, round, status and deadline), and which session a
+//! producer token belongs to, kept in memory so that polling a question nobody has answered yet costs no database
+//! round trip, and asking one costs no read before its insert.
 //!
 //! An entry is only ever a pending round, and it is dropped when anything could have changed that: after every
 //! commit of this store that moves a round or a session's token, when another instance's event arrives
@@ -43,6 +44,14 @@ const CAPACITY: usize = 100_000;
 /// How often a full map may be swept: a flood of fills for new questions must not make each one scan the map.
 const SWEEP_EVERY: Duration = Duration::from_secs(2);
 
+/// The session a producer token was read to belong to.
+#[derive(Debug, Clone)]
+struct TokenEntry {
+    session_id: SessionId,
+    session_epoch: u64,
+    read_at: Instant,
+}
+
 #[derive(Debug, Clone)]
 struct Entry {
     token_hash: String,
@@ -54,6 +63,8 @@ struct Entry {
 /// Pending rounds' poll state, by request id (unique across the store).
 pub struct PollStates {
     entries: DashMap<String, Entry>,
+    /// Sessions by their producer token's hash (a token change moves the session's epoch, as for `entries`).
+    tokens: DashMap<String, TokenEntry>,
     /// Sessions whose entries were dropped at least once; a session not here is at epoch 0.
     session_epochs: DashMap<SessionId, u64>,
     generation: AtomicU64,
@@ -72,6 +83,7 @@ impl Default for PollStates {
     fn default() -> Self {
         Self {
             entries: DashMap::new(),
+            tokens: DashMap::new(),
             session_epochs: DashMap::new(),
             generation: AtomicU64::new(0),
             swept_at_ms: AtomicU64::new(0),
@@ -132,6 +144,36 @@ impl PollStates {
         });
     }
 
+    /// The session `token_hash` belongs to, when that was read lately and the session's token has not changed
+    /// since.
+    pub fn session_of_token(&self, token_hash: &str) -> Option<SessionId> {
+        let entry = self.tokens.get(token_hash)?;
+        (entry.read_at.elapsed() < FRESH_FOR
+            && entry.session_epoch == self.session_epoch(&entry.session_id))
+        .then(|| entry.session_id.clone())
+    }
+
+    /// Keeps that `token_hash` belongs to `session`, as read at `generation`, if nothing was dropped since.
+    pub fn fill_token(&self, generation: u64, token_hash: &str, session: &SessionId) {
+        if self.tokens.len() >= CAPACITY && !self.tokens.contains_key(token_hash) {
+            self.sweep_stale();
+            if self.tokens.len() >= CAPACITY {
+                return;
+            }
+        }
+        // As in `fill`: the shard stays locked from the generation check to the insert.
+        let slot = self.tokens.entry(token_hash.to_owned());
+        let session_epoch = self.session_epoch(session);
+        if self.generation() != generation {
+            return;
+        }
+        slot.insert(TokenEntry {
+            session_id: session.clone(),
+            session_epoch,
+            read_at: Instant::now(),
+        });
+    }
+
     /// Drops what `changes` may have made stale. Call it after the write commits.
     pub fn forget(&self, changes: &[Changed]) {
         if changes.is_empty() {
@@ -148,6 +190,7 @@ impl PollStates {
                         // Epochs of sessions long gone pile up: start again from nothing. Entries first: an
                         // entry outliving its session's epoch would match epoch 0 again.
                         self.entries.clear();
+                        self.tokens.clear();
                         self.session_epochs.clear();
                     }
                     *self.session_epochs.entry(session.clone()).or_insert(0) += 1;
@@ -169,6 +212,8 @@ impl PollStates {
                 .is_ok()
         {
             self.entries
+                .retain(|_, entry| entry.read_at.elapsed() < FRESH_FOR);
+            self.tokens
                 .retain(|_, entry| entry.read_at.elapsed() < FRESH_FOR);
         }
     }
@@ -212,6 +257,7 @@ impl PollStates {
     pub fn forget_all(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.entries.clear();
+        self.tokens.clear();
     }
 }
 
@@ -322,6 +368,45 @@ mod tests {
             &probe("s1", RoundStatus::Pending),
         );
         assert_eq!(states.swept_at_ms.load(Ordering::Relaxed), swept);
+    }
+
+    #[test]
+    fn a_tokens_session_is_kept_until_its_token_changes_or_anything_is_forgotten() {
+        let states = PollStates::default();
+        let s1 = SessionId::parse("s1").expect("id");
+        let s2 = SessionId::parse("s2").expect("id");
+        states.fill_token(states.generation(), "h1", &s1);
+        states.fill_token(states.generation(), "h2", &s2);
+        assert_eq!(states.session_of_token("h1"), Some(s1.clone()));
+        assert_eq!(states.session_of_token("h3"), None, "never read");
+        states.forget(&[Changed::Round(request("q1"))]);
+        assert_eq!(
+            states.session_of_token("h1"),
+            Some(s1.clone()),
+            "a round's change leaves its session's token alone"
+        );
+        states.forget(&[Changed::Session(s1.clone())]);
+        assert_eq!(states.session_of_token("h1"), None, "the token changed");
+        assert_eq!(states.session_of_token("h2"), Some(s2.clone()));
+        states.token_changes_read(Some(1));
+        states.token_changes_read(Some(2));
+        assert_eq!(
+            states.session_of_token("h2"),
+            None,
+            "a token changed in another process"
+        );
+    }
+
+    #[test]
+    fn a_tokens_read_that_a_change_overtook_is_not_kept() {
+        let states = PollStates::default();
+        let s1 = SessionId::parse("s1").expect("id");
+        let read_at = states.generation();
+        states.forget(&[Changed::Session(s1.clone())]);
+        states.fill_token(read_at, "h1", &s1);
+        assert_eq!(states.session_of_token("h1"), None);
+        states.fill_token(states.generation(), "h1", &s1);
+        assert_eq!(states.session_of_token("h1"), Some(s1));
     }
 
     #[test]

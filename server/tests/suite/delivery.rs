@@ -204,6 +204,9 @@ async fn revoking_the_token_ends_a_pending_question(db: Backend) {
             .await
             .is_none()
     );
+    // A poll now reads the database's count of token changes, so the next read of it is a second away: the
+    // create below is refused by this instance's own note of the change, not by that count.
+    assert_eq!(client.poll(&id).await.expect("poll"), Outcome::Pending);
     let revoked: Value = server
         .http
         .delete(server.url("/api/v1/sessions/s1/token"))
@@ -215,6 +218,15 @@ async fn revoking_the_token_ends_a_pending_question(db: Backend) {
         .await
         .expect("JSON");
     assert_eq!(revoked["ended_rounds"].as_array().map(Vec::len), Some(1));
+    // The create above left the token's session in memory: a new question with the revoked token is refused at
+    // once, not once that memory ages out.
+    let expires = (start_time() + Duration::seconds(600)).to_rfc3339();
+    let body = client.body("req-2", "And now?", schema(), "deploy", &expires);
+    let refused = client.create("req-2", &body).await;
+    assert!(
+        matches!(&refused, Err(failed) if failed.0.contains("401")),
+        "a revoked token asks nothing: {refused:?}"
+    );
     let outcome = wait.run_until(&client, &server.clock, at(30.0)).await;
     assert!(
         matches!(&outcome, Some(Err(failed)) if failed.0.contains("401")),

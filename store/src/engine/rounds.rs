@@ -22,6 +22,19 @@ use crate::{
 };
 
 impl<D: Dialect> SqlStore<D> {
+    /// Reads the database's count of producer-token changes when a check is due (at most one caller per
+    /// interval): a token the CLI revoked from another process is refused within a check's interval. A failed
+    /// read trusts nothing remembered, so the caller reads the database, and fails there if it is down.
+    pub(super) async fn check_token_changes(&self) {
+        let states = &self.ctx.poll_states;
+        if states.token_check_due(self.clock_now()) {
+            let read = self
+                .one::<(i64,)>(Statement::new(sql::SELECT_TOKEN_CHANGES))
+                .await;
+            states.token_changes_read(read.ok().map(|(changes,)| changes));
+        }
+    }
+
     /// The verdict of [`Self::check_content`] on every accepted form answer of `responses`.
     fn prevalidate(
         &self,
@@ -195,14 +208,7 @@ impl<D: Dialect> RoundStore for SqlStore<D> {
         request_id: &str,
     ) -> StoreResult<Option<PollProbe>> {
         let states = &self.ctx.poll_states;
-        if states.token_check_due(self.clock_now()) {
-            // A token the CLI revoked from another process is refused within a check's interval. A failed
-            // read trusts nothing remembered, so this poll reads the database, and fails there if it is down.
-            let read = self
-                .one::<(i64,)>(Statement::new(sql::SELECT_TOKEN_CHANGES))
-                .await;
-            states.token_changes_read(read.ok().map(|(changes,)| changes));
-        }
+        self.check_token_changes().await;
         if let Some(known) = states.get(token_hash, request_id) {
             return Ok(Some(known));
         }

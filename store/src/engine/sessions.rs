@@ -201,6 +201,21 @@ impl<D: Dialect> AgentSessionStore for SqlStore<D> {
             .map(SessionRow::into_session)
             .transpose()
     }
+
+    async fn session_id_for_token(&self, token_hash: &str) -> StoreResult<Option<SessionId>> {
+        let states = &self.ctx.poll_states;
+        self.check_token_changes().await;
+        if let Some(known) = states.session_of_token(token_hash) {
+            return Ok(Some(known));
+        }
+        // Read before the query: a token change committed while it runs keeps this read out of memory.
+        let generation = states.generation();
+        let session = self.session_for_token(token_hash).await?;
+        if let Some(session) = &session {
+            states.fill_token(generation, token_hash, &session.id);
+        }
+        Ok(session.map(|session| session.id))
+    }
 }
 
 fn queue_entry(row: QueueRow) -> StoreResult<QueueEntry> {
