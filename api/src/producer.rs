@@ -48,12 +48,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// The session a producer token in the URL belongs to.
 pub async fn session_for_token(state: &AppState, token: &str) -> ApiResult<Session> {
-    if !credentials::is_session_token(token) {
-        return Err(unknown_token());
-    }
     state
         .store
-        .session_for_token(&credentials::hash(token))
+        .session_for_token(&token_hash(token)?)
         .await?
         .ok_or_else(unknown_token)
 }
@@ -62,14 +59,20 @@ pub async fn session_for_token(state: &AppState, token: &str) -> ApiResult<Sessi
 /// a create needs, since it reads its session again in its own transaction (a create then costs no read before
 /// its insert).
 async fn session_id_for_token(state: &AppState, token: &str) -> ApiResult<SessionId> {
-    if !credentials::is_session_token(token) {
-        return Err(unknown_token());
-    }
     state
         .store
-        .session_id_for_token(&credentials::hash(token))
+        .session_id_for_token(&token_hash(token)?)
         .await?
         .ok_or_else(unknown_token)
+}
+
+/// The stored hash of a producer token from a URL; text that cannot be a token is refused before any lookup.
+fn token_hash(token: &str) -> ApiResult<String> {
+    if credentials::is_session_token(token) {
+        Ok(credentials::hash(token))
+    } else {
+        Err(unknown_token())
+    }
 }
 
 fn unknown_token() -> ApiError {
