@@ -49,9 +49,6 @@ fn every_check() -> Result<()> {
     let end2end = Install::start("end2end npm", |log| {
         tools::ensure_npm_packages(&|c| log.run(c))
     });
-    let wasm_target = Install::start("wasm target", |log| {
-        tools::ensure_wasm_target(&|c| log.run(c))
-    });
 
     step("cargo fmt --check");
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
@@ -65,6 +62,29 @@ fn every_check() -> Result<()> {
 
     step("the task runner: clippy and its tests");
     run(&mut task_runner_tests())?;
+
+    // The release bundle compiles from here on, beside the native compile and the tests, at the lowest priority
+    // (nice 19), so it takes what the foreground leaves: the native compile's single-threaded tail (linking the
+    // test executables), then the tests' waits on sockets, timers and child processes. Its compile (LTO, one
+    // codegen unit) is mostly one core's work; at nice 10 a fresh-clone run saw a test wait over 20 s for a
+    // harness process to start. Begun with the tests instead, it set the length of their phase (283 s of a 780 s
+    // cold run). It builds in a target directory of its own (site::bundle_target_dir), so neither cargo waits on
+    // the other's lock; a run that fails before the bundle is needed leaves it compiling, for the next run.
+    let bundle_compile = Install::start("release bundle compile", |log| {
+        tools::ensure_wasm_target(&|c| log.run(c))?;
+        let compile = site::bundle_compile(Profile::Release, true);
+        let mut niced = Command::new("nice");
+        niced
+            .args(["-n", "19"])
+            .arg(compile.get_program())
+            .args(compile.get_args())
+            .envs(
+                compile
+                    .get_envs()
+                    .filter_map(|(key, value)| Some((key, value?))),
+            );
+        log.run(&mut niced)
+    });
 
     step("server build (ssr), every test target and the benchmark: clippy while compiling");
     match env::var("ANTEROOM_TEST_POSTGRES_URL") {
@@ -92,25 +112,6 @@ fn every_check() -> Result<()> {
 
     step("unit and integration tests");
     waited("the MCP SDK test packages", mcp_sdks)?;
-    waited("the wasm32 target", wasm_target)?;
-    // The release bundle compiles while the tests run: they wait on sockets, timers and child processes more
-    // than on a core, and its compile (LTO, one codegen unit) is mostly one core's work. At the lowest priority
-    // (nice 19), so it takes what the tests leave: at nice 10 a fresh-clone run saw a test wait over 20 s for a
-    // harness process to start. It builds in a target directory of its own (site::bundle_target_dir).
-    let bundle_compile = Install::start("release bundle compile", |log| {
-        let compile = site::bundle_compile(Profile::Release, true);
-        let mut niced = Command::new("nice");
-        niced
-            .args(["-n", "19"])
-            .arg(compile.get_program())
-            .args(compile.get_args())
-            .envs(
-                compile
-                    .get_envs()
-                    .filter_map(|(key, value)| Some((key, value?))),
-            );
-        log.run(&mut niced)
-    });
     // The server's suite is the longest, and it waits on sockets, timers and harness processes more than it
     // computes (alone: 160 s for 198 s of CPU); every other test executable (the store suite on both backends,
     // wrap's, the unit tests: 70 s after it when run in turn) runs beside it, its output shown when it ends.
