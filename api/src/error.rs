@@ -250,6 +250,14 @@ pub struct Conflict(pub ErrorBody);
 )]
 pub struct Invalid(pub ErrorBody);
 
+/// A body over the body limit (`ANTEROOM_BODY_LIMIT_KIB`), refused before it is read.
+#[derive(IntoResponses)]
+#[response(
+    status = 413,
+    description = "payload_too_large: the body is over the body limit (256 KiB unless configured)"
+)]
+pub struct PayloadTooLarge(pub ErrorBody);
+
 #[derive(IntoResponses)]
 #[response(status = 429, description = "rate_limited, with Retry-After", headers(("Retry-After" = u64, description = "Seconds until a retry may succeed")))]
 pub struct RateLimited(pub ErrorBody);

@@ -66,7 +66,36 @@ struct ApiDoc;
 
 /// The whole API as generated from the routes below.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    documented_routes().split_for_parts().1
+    routes_and_document().1
+}
+
+/// The routes and their document, which also says what the body limit answers wherever a body is read.
+fn routes_and_document() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (routes, mut document) = documented_routes().split_for_parts();
+    document_the_body_limit(&mut document);
+    (routes, document)
+}
+
+/// Adds the body limit's 413 to every operation that reads a body: the limit stands in front of them all, so a
+/// body longer than any field's own `maxLength` may be refused by it before the field is read.
+fn document_the_body_limit(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::IntoResponses as _;
+    for item in document.paths.paths.values_mut() {
+        let operations = [
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ];
+        for operation in operations.into_iter().flatten() {
+            if operation.request_body.is_some() {
+                operation
+                    .responses
+                    .responses
+                    .extend(error::PayloadTooLarge::responses());
+            }
+        }
+    }
 }
 
 fn documented_routes() -> OpenApiRouter<AppState> {
@@ -85,7 +114,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
 
 /// Every `/api/v1` route, with the body limit, the OpenAPI document, and JSON errors for unknown methods.
 pub fn router(state: &AppState) -> Router<AppState> {
-    let (routes, document) = documented_routes().split_for_parts();
+    let (routes, document) = routes_and_document();
     let document = Arc::new(document);
     routes
         .route(

@@ -275,6 +275,8 @@ pub fn api_fuzz_report(seconds: u64) -> Result<(ApiFuzz, String)> {
         .arg(format!("{public_url}/api/v1/openapi.json"))
         .arg("-H")
         .arg(format!("Authorization: Bearer {admin_key}"))
+        // Two workers (threads), one `ast.parse` at a time: see fuzz/schemathesis/python/sitecustomize.py.
+        .env("PYTHONPATH", root.join("fuzz/schemathesis/python"))
         .args(["--checks", "all", "--workers", "2", "--max-time"])
         .arg(seconds.to_string())
         .args(["--report", "junit", "--report-dir"])
