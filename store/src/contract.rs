@@ -304,8 +304,9 @@ pub trait StandingAnswerStore: Send + Sync {
     /// Ends a standing answer now; a rule already ended stays as it ended.
     async fn revoke_standing_answer(&self, id: i64, actor: &str) -> StoreResult<StandingAnswer>;
 
-    /// Whether any standing answer may be in force anywhere: remembered for a second, and true at once after
-    /// one is made here, so a question costs no read for rules while there are none.
+    /// Whether any standing answer may be in force anywhere. Where they are in force (session, server, tool) is
+    /// remembered for a second, and a rule made here is added at once, so a question costs no read for rules
+    /// while none is in force in its place.
     async fn standing_answers_in_force(&self) -> StoreResult<bool>;
 
     /// Takes one use of the newest standing answer in force for a question like `question` in `session`, if

@@ -189,8 +189,8 @@ pub(crate) struct StoreContext {
     pub round_trips: std::sync::atomic::AtomicU64,
     /// Question creates waiting to be committed together.
     pub creates: engine::creates::CreateQueue,
-    /// Whether any standing answer may be in force, as last seen.
-    pub standing: engine::RecentFact,
+    /// Where standing answers are in force, as last seen.
+    pub standing: engine::RecentFact<std::sync::Arc<engine::standing::StandingPlaces>>,
     /// Whether any browser has push on, as last seen.
     pub push_browsers: engine::RecentFact,
 }

@@ -267,39 +267,55 @@ impl<D: Dialect> Store for SqlStore<D> {
 /// (another instance, the CLI) is seen here within this.
 const FACT_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// A yes/no fact about the database as this process last saw it — whether any standing answer is in force,
-/// whether any browser has push on — so that while the answer is no, a new question costs no read for it
-/// (measured for standing answers: the read per create cost a tenth of the creates figure). A change made
-/// here is seen at once.
-#[derive(Debug, Default)]
-pub(crate) struct RecentFact {
-    seen: std::sync::Mutex<Option<(std::time::Instant, bool)>>,
+/// A fact about the database as this process last saw it — where standing answers are in force, whether any
+/// browser has push on — so that while it says no, a new question costs no read for it (measured for standing
+/// answers: the read per create cost a tenth of the creates figure). A change made here is seen at once.
+#[derive(Debug)]
+pub(crate) struct RecentFact<T = bool> {
+    seen: std::sync::Mutex<Option<(std::time::Instant, T)>>,
     /// How many times the fact was read again from the database because it had gone stale: at most once a
     /// second, whatever the traffic, so what an operation costs is counted without them.
     rereads: std::sync::atomic::AtomicU64,
 }
 
-impl RecentFact {
-    fn seen(&self) -> std::sync::MutexGuard<'_, Option<(std::time::Instant, bool)>> {
+impl<T> Default for RecentFact<T> {
+    fn default() -> Self {
+        Self {
+            seen: std::sync::Mutex::new(None),
+            rereads: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+impl<T: Clone> RecentFact<T> {
+    fn seen(&self) -> std::sync::MutexGuard<'_, Option<(std::time::Instant, T)>> {
         self.seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// What was last seen, while it is fresh.
-    pub(crate) fn known(&self) -> Option<bool> {
-        match *self.seen() {
-            Some((at, fact)) if at.elapsed() < FACT_FRESH => Some(fact),
+    pub(crate) fn known(&self) -> Option<T> {
+        match &*self.seen() {
+            Some((at, fact)) if at.elapsed() < FACT_FRESH => Some(fact.clone()),
             _ => None,
         }
     }
 
-    pub(crate) fn set(&self, fact: bool) {
+    pub(crate) fn set(&self, fact: T) {
         *self.seen() = Some((std::time::Instant::now(), fact));
     }
 
+    /// Changes the fact as this process changed it in the database, keeping its age: a change made elsewhere
+    /// is still seen within [`FACT_FRESH`].
+    pub(crate) fn change(&self, change: impl FnOnce(&T) -> T) {
+        if let Some((_, fact)) = &mut *self.seen() {
+            *fact = change(fact);
+        }
+    }
+
     /// Sets the fact just read from the database, counting the read.
-    pub(crate) fn read_again(&self, fact: bool) {
+    pub(crate) fn read_again(&self, fact: T) {
         self.rereads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.set(fact);

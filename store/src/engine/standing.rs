@@ -1,5 +1,7 @@
 //! Standing answers: recorded, listed, revoked, and one use taken by a new question like theirs.
 
+use std::sync::Arc;
+
 use super::SqlStore;
 use crate::{
     StandingAnswerStore, StoreError, StoreResult,
@@ -14,6 +16,53 @@ use crate::{
     records::{StandingAnswerRow, to_ms},
     sql,
 };
+
+/// The most places remembered; past them every question reads for its rule, as if none were remembered.
+const PLACES_KEPT: usize = 1_000;
+
+/// Where the standing answers in force could answer, as last read: each rule's session (`None`: every
+/// session), server and tool. Its message and form are left to the read a question in one of these places makes.
+#[derive(Debug, Default)]
+pub(crate) struct StandingPlaces {
+    places: Vec<(Option<String>, String, String)>,
+    /// False when there were more rules in force than [`PLACES_KEPT`]: then any question may have one.
+    complete: bool,
+}
+
+impl StandingPlaces {
+    fn of(mut places: Vec<(Option<String>, String, String)>) -> Self {
+        let complete = places.len() <= PLACES_KEPT;
+        places.truncate(PLACES_KEPT);
+        Self { places, complete }
+    }
+
+    fn any(&self) -> bool {
+        !self.complete || !self.places.is_empty()
+    }
+
+    fn may_answer(&self, session: &str, server: &str, tool: &str) -> bool {
+        !self.complete
+            || self
+                .places
+                .iter()
+                .any(|(rule_session, rule_server, rule_tool)| {
+                    rule_session.as_deref().is_none_or(|s| s == session)
+                        && rule_server == server
+                        && rule_tool == tool
+                })
+    }
+
+    /// These places and `rule`'s.
+    fn with(&self, rule: &StandingAnswer) -> Arc<Self> {
+        let mut places = self.places.clone();
+        places.push((
+            rule.session_id.as_ref().map(ToString::to_string),
+            rule.question.server.clone(),
+            rule.question.tool.clone(),
+        ));
+        Arc::new(Self::of(places))
+    }
+}
 
 #[async_trait::async_trait]
 impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
@@ -56,7 +105,7 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
         );
         self.audit(&mut tx, &[entry], now).await?;
         tx.commit().await?;
-        self.ctx.standing.set(true);
+        self.ctx.standing.change(|places| places.with(&rule));
         Ok(rule)
     }
 
@@ -144,20 +193,25 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
         self.audit(&mut tx, &[entry], now).await?;
         tx.commit().await?;
         if !paused {
-            self.ctx.standing.set(true);
+            self.ctx.standing.change(|places| places.with(&rule));
         }
         Ok(rule)
     }
 
     async fn standing_answers_in_force(&self) -> StoreResult<bool> {
-        if let Some(any) = self.ctx.standing.known() {
-            return Ok(any);
+        if let Some(places) = self.ctx.standing.known() {
+            return Ok(places.any());
         }
-        let found: Option<(i64,)> = self
-            .optional(Statement::new(sql::ANY_STANDING_ANSWER_AT_ALL).bind(to_ms(self.clock_now())))
+        let rows: Vec<(Option<String>, String, String)> = self
+            .all(
+                Statement::new(sql::STANDING_PLACES)
+                    .bind(to_ms(self.clock_now()))
+                    .bind(PLACES_KEPT as i64 + 1),
+            )
             .await?;
-        self.ctx.standing.read_again(found.is_some());
-        Ok(found.is_some())
+        let places = Arc::new(StandingPlaces::of(rows));
+        self.ctx.standing.read_again(Arc::clone(&places));
+        Ok(places.any())
     }
 
     async fn use_standing_answer(
@@ -174,6 +228,13 @@ impl<D: Dialect> StandingAnswerStore for SqlStore<D> {
                 .bind(question.schema.as_str())
                 .bind(to_ms(self.clock_now()))
         };
+        // No rule in force for this session, server and tool, as last seen: no read (a rule elsewhere costs a
+        // question nothing).
+        if let Some(places) = self.ctx.standing.known()
+            && !places.may_answer(session.as_str(), &question.server, &question.tool)
+        {
+            return Ok(None);
+        }
         let candidate: Option<(i64,)> =
             self.optional(question_in(sql::ANY_STANDING_ANSWER)).await?;
         if candidate.is_none() {

@@ -561,9 +561,9 @@ pub static REVOKE_STANDING_ANSWER: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Whether any standing answer is in force at `$1`, anywhere.
-pub const ANY_STANDING_ANSWER_AT_ALL: &str = "SELECT id FROM standing_answers WHERE revoked_at_ms IS NULL \
-     AND paused_at_ms IS NULL AND expires_at_ms > $1 LIMIT 1";
+/// Where the standing answers in force at `$1` hold: their sessions, servers and tools, at most `$2` of them.
+pub const STANDING_PLACES: &str = "SELECT session_id, server, tool FROM standing_answers \
+     WHERE revoked_at_ms IS NULL AND paused_at_ms IS NULL AND expires_at_ms > $1 LIMIT $2";
 
 /// Whether any standing answer in force could answer the question `$2`–`$5` in session `$1` at `$6`: a read,
 /// so a question no rule answers costs no write.

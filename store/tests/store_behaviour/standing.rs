@@ -265,9 +265,51 @@ async fn a_paused_rule_answers_nothing_and_a_prefix_rule_matches_beginnings(h: &
     );
 }
 
+/// A rule costs a question a read only in its own place (session, server, tool): elsewhere what this process
+/// last read of the rules in force answers, and a rule made here is in it at once.
+async fn a_rule_costs_a_question_a_read_only_in_its_place(h: &Harness) {
+    register(h, "s1").await;
+    register(h, "s2").await;
+    let s1 = SessionId::parse("s1").expect("id");
+    let s2 = SessionId::parse("s2").expect("id");
+    assert!(!h.store.standing_answers_in_force().await.expect("read"));
+    let made = h
+        .store
+        .create_standing_answer(rule(h, Some("s1"), "$ npm test", None))
+        .await
+        .expect("create");
+    let elsewhere = [
+        (&s2, question("$ npm test")),
+        (
+            &s1,
+            QuestionMatch {
+                tool: "Read".to_owned(),
+                ..question("$ npm test")
+            },
+        ),
+    ];
+    for (session, asked) in &elsewhere {
+        // Read again just before, so the remembered places are fresh (they are trusted for a second).
+        assert!(h.store.standing_answers_in_force().await.expect("read"));
+        let before = h.store.round_trips();
+        let used = h.store.use_standing_answer(session, asked).await;
+        assert!(used.expect("use").is_none());
+        assert_eq!(h.store.round_trips(), before, "{session} {asked:?}");
+    }
+    assert!(h.store.standing_answers_in_force().await.expect("read"));
+    let used = h
+        .store
+        .use_standing_answer(&s1, &question("$ npm test"))
+        .await
+        .expect("use")
+        .expect("the rule answers in its place");
+    assert_eq!(used.id, made.id);
+}
+
 crate::on_both_backends!(
     a_rule_answers_its_own_question_until_its_limit,
     a_rule_for_every_session_ends_when_it_expires_or_is_revoked,
     concurrent_questions_never_take_more_than_the_limit,
     a_paused_rule_answers_nothing_and_a_prefix_rule_matches_beginnings,
+    a_rule_costs_a_question_a_read_only_in_its_place,
 );
