@@ -193,6 +193,8 @@ pub(crate) struct StoreContext {
     pub standing: engine::RecentFact<std::sync::Arc<engine::standing::StandingPlaces>>,
     /// Whether any browser has push on, as last seen.
     pub push_browsers: engine::RecentFact,
+    /// Questions this instance counted since it last refreshed PostgreSQL's view of the counts' tables.
+    pub counted_since_refresh: std::sync::atomic::AtomicU64,
 }
 
 impl StoreContext {
@@ -206,6 +208,7 @@ impl StoreContext {
             creates: engine::creates::CreateQueue::default(),
             standing: engine::RecentFact::default(),
             push_browsers: engine::RecentFact::default(),
+            counted_since_refresh: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
