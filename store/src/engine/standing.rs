@@ -22,7 +22,7 @@ const PLACES_KEPT: usize = 1_000;
 
 /// Where the standing answers in force could answer, as last read: each rule's session (`None`: every
 /// session), server and tool. Its message and form are left to the read a question in one of these places makes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct StandingPlaces {
     places: Vec<(Option<String>, String, String)>,
     /// False when there were more rules in force than [`PLACES_KEPT`]: then any question may have one.

@@ -32,28 +32,25 @@ fn day_count((day, dimension, key, ending, bucket, count): CountRow) -> Option<D
 /// rounds were uncounted, a bitmap scan over 929,000 dead index entries (406 ms alone; 2.7 ms once `rounds`
 /// was analyzed); and the kept counts, rewritten by every batch, were read from the heap, not the covering
 /// index, until a VACUUM marked their pages all-visible again (the page's p99: 426 ms with neither step,
-/// 430 ms with the VACUUM alone, 451 ms with the ANALYZE alone, 47 ms with both). Autovacuum does both in its own time, once a tenth of a table has changed. The
-/// threshold is far above what one busy minute ends, so a steady tally pays for this (about a second of
-/// PostgreSQL's time) rarely.
+/// 430 ms with the VACUUM alone, 451 ms with the ANALYZE alone, 47 ms with both). Autovacuum does both in its
+/// own time, once a tenth of a table has changed. The threshold is far above what one busy minute ends, so a
+/// steady tally pays for this (about a second of PostgreSQL's time) rarely.
 const REFRESH_AFTER_COUNTED: u64 = 50_000;
 
 impl<D: Dialect> SqlStore<D> {
     /// Notes `marked` more counted questions and, once a backlog of them is `worked_off`, refreshes what the
     /// page's reads are planned and answered from. Best effort: it changes how fast the page reads, never what
-    /// it reads, so a failed refresh is tried again after the next tally instead of failing this one, whose
-    /// counts are committed.
+    /// it reads, so a failure does not fail the tally, whose counts are committed; the count starts again
+    /// either way, so a refresh that keeps failing costs one try per threshold, not one per tick.
     async fn refresh_after_counting(&self, marked: u64, worked_off: bool) {
         let counted = &self.ctx.counted_since_refresh;
         let since = counted.fetch_add(marked, Ordering::Relaxed) + marked;
         if !worked_off || since < REFRESH_AFTER_COUNTED {
             return;
         }
-        let analyzed = self.execute(Statement::new(sql::ANALYZE_ROUNDS)).await;
-        let vacuumed = self
-            .execute(Statement::new(sql::VACUUM_RESPONSE_TIME_COUNTS))
-            .await;
-        if analyzed.is_ok() && vacuumed.is_ok() {
-            counted.store(0, Ordering::Relaxed);
+        counted.store(0, Ordering::Relaxed);
+        for refresh in [sql::ANALYZE_ROUNDS, sql::VACUUM_RESPONSE_TIME_COUNTS] {
+            let _ = self.execute(Statement::new(refresh)).await;
         }
     }
 }
@@ -70,7 +67,7 @@ impl<D: Dialect> StatsStore for SqlStore<D> {
             // SQLite has no UPDATE in a WITH: marked, added, then marked counted.
             Backend::Sqlite => {
                 let marked = tx
-                    .execute(Statement::new(sql::MARK_ENDED_ROUNDS).bind(i64::from(limit)))
+                    .execute(Statement::new(sql::MARK_ENDED_ROUNDS.as_str()).bind(i64::from(limit)))
                     .await?;
                 if marked > 0 {
                     tx.execute(Statement::new(sql::add_marked_counts())).await?;

@@ -699,7 +699,8 @@ pub const SELECT_AUDIT_LOG: &str = "SELECT seq, at_ms, actor, action, subject, d
      FROM audit_log WHERE seq > $1 AND at_ms >= $2 ORDER BY seq LIMIT $3";
 
 // Response-time counts (docs/teams.md#response-times). A round's `counted` is 0 until its outcome is in
-// `response_time_counts`, then 1; 2 only inside the transaction that counts it, so no other reader sees it. Every
+// `response_time_counts`, then 1; on SQLite 2 only inside the transaction that counts it, so no other reader sees
+// it (PostgreSQL goes from 0 to 1 in one statement). Every
 // statement names the partial index's condition `counted IN (0, 2)` verbatim, which is how SQLite knows it may
 // use the index.
 
@@ -707,17 +708,29 @@ pub const SELECT_AUDIT_LOG: &str = "SELECT seq, at_ms, actor, action, subject, d
 /// pulsemcp question whose answer a poll picked up stays there, and nothing after changes how it is counted).
 /// The outer `counted = 0` makes a second instance that raced for the same rows skip them once the first
 /// commits (PostgreSQL re-checks an updated row's condition), so no round is counted twice.
-pub const MARK_ENDED_ROUNDS: &str = "UPDATE rounds SET counted = 2 WHERE counted = 0 AND round_id IN \
-     (SELECT round_id FROM rounds WHERE counted IN (0, 2) AND counted = 0 \
-     AND status IN ('delivered', 'resolved', 'failed') LIMIT $1)";
+pub static MARK_ENDED_ROUNDS: LazyLock<String> = LazyLock::new(|| mark_ended_rounds_as(2));
+
+/// [`MARK_ENDED_ROUNDS`] with `counted` set to `value`.
+fn mark_ended_rounds_as(value: u8) -> String {
+    format!(
+        "UPDATE rounds SET counted = {value} WHERE counted = 0 AND round_id IN \
+         (SELECT round_id FROM rounds WHERE counted IN (0, 2) AND counted = 0 \
+         AND status IN ('delivered', 'resolved', 'failed') LIMIT $1)"
+    )
+}
 
 /// The marked rounds' counts added to the kept ones.
 pub fn add_marked_counts() -> String {
+    add_counts_of("rounds", "counted IN (0, 2) AND counted = 2")
+}
+
+/// The counts of the rounds `selection` picks from `source` added to the kept ones.
+fn add_counts_of(source: &str, selection: &str) -> String {
     format!(
         "INSERT INTO response_time_counts (day, dimension, subject, ending, bucket, questions) {} \
          ON CONFLICT (day, dimension, subject, ending, bucket) \
          DO UPDATE SET questions = response_time_counts.questions + excluded.questions",
-        counts_of("rounds", "counted IN (0, 2) AND counted = 2")
+        counts_of(source, selection)
     )
 }
 
@@ -727,15 +740,10 @@ pub fn add_marked_counts() -> String {
 /// 269 s in three statements a batch). Returns how many rounds it counted.
 pub static COUNT_ENDED_ROUNDS_AT_ONCE: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "WITH marked AS (UPDATE rounds SET counted = 1 WHERE counted = 0 AND round_id IN \
-         (SELECT round_id FROM rounds WHERE counted IN (0, 2) AND counted = 0 \
-         AND status IN ('delivered', 'resolved', 'failed') LIMIT $1) \
-         RETURNING created_at_ms, session_id, server, responded_by, failure_code, responded_at_ms, status), \
-         added AS (INSERT INTO response_time_counts (day, dimension, subject, ending, bucket, questions) {} \
-         ON CONFLICT (day, dimension, subject, ending, bucket) \
-         DO UPDATE SET questions = response_time_counts.questions + excluded.questions) \
-         SELECT COUNT(*) FROM marked",
-        counts_of("marked", "TRUE")
+        "WITH marked AS ({} RETURNING created_at_ms, session_id, server, responded_by, failure_code, \
+         responded_at_ms, status), added AS ({}) SELECT COUNT(*) FROM marked",
+        mark_ended_rounds_as(1),
+        add_counts_of("marked", "TRUE")
     )
 });
 
@@ -752,8 +760,9 @@ pub fn uncounted_counts() -> String {
 }
 
 /// The counts (day, dimension, subject, ending, bucket, questions) of the rounds `selection` picks from
-/// `source` (the table, or rounds a statement returned): each round counted once per dimension. How a round ended and its bucket are the SQL of `domain::stats::Ending::of` and
-/// `bucket_of`, which the store's property test holds equal to them.
+/// `source` (the table, or rounds a statement returned): each round counted once per dimension. How a round
+/// ended and its bucket are the SQL of `domain::stats::Ending::of` and `bucket_of`, which the store's property
+/// test holds equal to them.
 fn counts_of(source: &str, selection: &str) -> String {
     let bounds = crate::domain::stats::BUCKET_BOUNDS_MS;
     let buckets: Vec<String> = bounds
