@@ -156,6 +156,24 @@ mod tests {
     }
 
     #[test]
+    fn every_operation_that_reads_a_body_lists_the_body_limits_413() {
+        let document = serde_json::to_value(super::openapi()).expect("the document serialises");
+        let mut with_body = 0;
+        for (path, operations) in document["paths"].as_object().into_iter().flatten() {
+            for (method, operation) in operations.as_object().into_iter().flatten() {
+                if operation.get("requestBody").is_some() {
+                    with_body += 1;
+                    assert!(
+                        operation["responses"].get("413").is_some(),
+                        "{method} {path} reads a body but does not list 413"
+                    );
+                }
+            }
+        }
+        assert!(with_body > 10, "{with_body} operations with a body");
+    }
+
+    #[test]
     fn the_document_describes_every_body_not_prose() {
         let document = serde_json::to_value(super::openapi()).expect("the document serialises");
         let responses = responses(&document);
