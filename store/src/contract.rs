@@ -625,9 +625,10 @@ pub trait StatsStore: Send + Sync {
     /// deletes): adds them to the kept counts and marks them counted in one transaction. Returns how many.
     async fn count_ended_questions(&self, limit: u32) -> StoreResult<u64>;
 
-    /// The counts of the questions asked since day `since_day`: the kept ones, and those of the questions not
-    /// counted yet (the open ones and the ones ended since the last count).
-    async fn response_time_counts(&self, since_day: i64) -> StoreResult<Vec<DayCount>>;
+    /// The counts of the `days` days (7, 30 or 90) since day `since_day`: per day, and per session, server and
+    /// person summed over the period (day 0); the kept ones, and those of the questions not counted yet (the
+    /// open ones and the ones ended since the last count).
+    async fn response_time_counts(&self, days: u32, since_day: i64) -> StoreResult<Vec<DayCount>>;
 
     /// The figures of the last `days` days (7, 30 or 90, counted in whole days from the first one's start, UTC):
     /// per day, and for the busiest sessions, servers and people. Two reads, neither growing with the number
@@ -637,7 +638,7 @@ pub trait StatsStore: Send + Sync {
         let since_day = day_of(since.timestamp_millis());
         Ok(response_times(
             days,
-            self.response_time_counts(since_day).await?,
+            self.response_time_counts(days, since_day).await?,
         ))
     }
 

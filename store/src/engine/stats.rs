@@ -8,7 +8,7 @@ use super::SqlStore;
 use crate::{
     Backend, StatsStore, StoreResult,
     dialect::{Dialect, Statement},
-    domain::stats::{DayCount, Dimension, Ending, day_start_ms},
+    domain::stats::{DayCount, Dimension, Ending, day_of, day_start_ms},
     sql,
 };
 
@@ -63,6 +63,11 @@ impl<D: Dialect> StatsStore for SqlStore<D> {
 
     async fn count_ended_questions(&self, limit: u32) -> StoreResult<u64> {
         let mut tx = self.begin_write().await?;
+        let periods_sql = match D::BACKEND {
+            Backend::Sqlite => sql::SELECT_PERIODS,
+            Backend::Postgres => sql::SELECT_PERIODS_FOR_UPDATE,
+        };
+        let periods = tx.all::<(i64, Option<i64>)>(Statement::new(periods_sql)).await?;
         let marked = match D::BACKEND {
             // SQLite has no UPDATE in a WITH: marked, added, then marked counted.
             Backend::Sqlite => {
@@ -70,7 +75,9 @@ impl<D: Dialect> StatsStore for SqlStore<D> {
                     .execute(Statement::new(sql::MARK_ENDED_ROUNDS.as_str()).bind(i64::from(limit)))
                     .await?;
                 if marked > 0 {
-                    tx.execute(Statement::new(sql::add_marked_counts())).await?;
+                    for add in sql::ADD_MARKED_COUNTS.iter() {
+                        tx.execute(Statement::new(add.as_str())).await?;
+                    }
                     tx.execute(Statement::new(sql::MARKED_ROUNDS_COUNTED))
                         .await?;
                 }
@@ -86,17 +93,34 @@ impl<D: Dialect> StatsStore for SqlStore<D> {
                 u64::try_from(marked).unwrap_or(0)
             }
         };
+        let worked_off = marked < u64::from(limit);
+        // A new day moves every period's first day: their sums are made again from the kept counts, once the
+        // backlog is counted (a backlog's batches would each pay for it). Until then the page corrects them.
+        let today = day_of(self.clock_now().timestamp_millis());
+        if worked_off
+            && periods
+                .iter()
+                .any(|(period, first_day)| *first_day != Some(today - period))
+        {
+            tx.execute(Statement::new(sql::MOVE_PERIODS).bind(today))
+                .await?;
+            tx.execute(Statement::new(sql::CLEAR_PERIOD_COUNTS)).await?;
+            tx.execute(Statement::new(sql::SUM_PERIOD_COUNTS)).await?;
+        }
         tx.commit().await?;
         if D::BACKEND == Backend::Postgres {
-            self.refresh_after_counting(marked, marked < u64::from(limit))
-                .await;
+            self.refresh_after_counting(marked, worked_off).await;
         }
         Ok(marked)
     }
 
-    async fn response_time_counts(&self, since_day: i64) -> StoreResult<Vec<DayCount>> {
+    async fn response_time_counts(&self, days: u32, since_day: i64) -> StoreResult<Vec<DayCount>> {
         let kept = self
-            .all::<CountRow>(Statement::new(sql::SELECT_RESPONSE_TIME_COUNTS).bind(since_day))
+            .all::<CountRow>(
+                Statement::new(sql::SELECT_RESPONSE_TIME_COUNTS)
+                    .bind(since_day)
+                    .bind(i64::from(days)),
+            )
             .await?;
         let uncounted = self
             .all::<CountRow>(Statement::new(sql::uncounted_counts()).bind(day_start_ms(since_day)))

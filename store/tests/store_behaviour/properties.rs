@@ -1,6 +1,7 @@
 //! Property tests over random operation sequences, on both backends: a terminal round never changes, at most
 //! one answer is ever stored, a session needs input exactly when it has an active round, and the response-time
-//! figures equal a recompute from every round ever stored, whenever the ended ones were counted or purged.
+//! figures of every period equal a recompute from every round ever stored, whenever the ended ones were counted
+//! or purged and however many days passed.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -49,6 +50,10 @@ enum Op {
     Advance {
         seconds: u32,
     },
+    /// Days pass: the periods' first days move, and questions leave the shorter ones.
+    AdvanceDays {
+        days: u32,
+    },
     ExpireSweep,
     RecoverLeases,
     StrandedSweep,
@@ -73,6 +78,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..4usize).prop_map(|round| Op::Resolve { round }),
         1 => (0..4usize).prop_map(|round| Op::Fail { round }),
         2 => prop_oneof![Just(20u32), Just(600), Just(3_700)].prop_map(|seconds| Op::Advance { seconds }),
+        1 => prop_oneof![Just(1u32), Just(6), Just(25)].prop_map(|days| Op::AdvanceDays { days }),
         1 => Just(Op::ExpireSweep),
         1 => Just(Op::RecoverLeases),
         1 => Just(Op::StrandedSweep),
@@ -187,6 +193,10 @@ async fn run(
             h.clock.advance(Duration::seconds(i64::from(*seconds)));
             Ok(())
         }
+        Op::AdvanceDays { days } => {
+            h.clock.advance(Duration::days(i64::from(*days)));
+            Ok(())
+        }
         Op::ExpireSweep => h.store.expire_due_rounds().await.map(drop),
         Op::RecoverLeases => h.store.recover_leases().await.map(drop),
         Op::StrandedSweep => h.store.sweep_stranded().await.map(drop),
@@ -260,15 +270,22 @@ async fn check_sequence(h: &Harness, ops: &[Op]) {
             );
         }
         ever.extend(rounds.iter().map(|r| (r.round_id, r.clone())));
-        let recomputed = stats::response_times(
-            90,
-            stats::tally(&ever.values().map(outcome).collect::<Vec<_>>()),
-        );
-        assert_eq!(
-            h.store.response_times(90).await.expect("figures"),
-            recomputed,
-            "the figures equal a recompute from the rounds (after {op:?})"
-        );
+        let outcomes: Vec<_> = ever.values().map(outcome).collect();
+        for days in stats::PERIODS {
+            let since = h.clock.now() - Duration::days(i64::from(days));
+            let since_day = stats::day_of(since.timestamp_millis());
+            let recomputed = stats::response_times(
+                days,
+                stats::tally(&outcomes)
+                    .into_iter()
+                    .filter(|count| count.day >= since_day),
+            );
+            assert_eq!(
+                h.store.response_times(days).await.expect("figures"),
+                recomputed,
+                "the figures of {days} days equal a recompute from the rounds (after {op:?})"
+            );
+        }
         seen = rounds.into_iter().map(|r| (r.round_id, r)).collect();
     }
 }

@@ -160,14 +160,83 @@ async fn counted_questions_outlive_their_purge_and_a_restart_in_a_bounded_number
         .purge_terminal_rounds(h.clock.now())
         .await
         .expect("purge");
+    for table in ["response_time_counts", "response_time_period_counts"] {
+        assert_eq!(
+            h.raw_integer(&format!("SELECT COUNT(*) FROM {table}")).await,
+            Some(0),
+            "{table}"
+        );
+    }
+}
+
+/// The sums of one period's counts per session, server and person.
+async fn period_rows(h: &Harness, period: i64) -> Option<i64> {
+    h.raw_integer(&format!(
+        "SELECT COUNT(*) FROM response_time_period_counts WHERE period = {period}"
+    ))
+    .await
+}
+
+async fn each_period_sums_its_days_and_moves_with_them(h: &Harness) {
+    let first = ask(h, "s1").await;
+    h.clock.advance(Duration::seconds(3));
+    answer(h, &first, accept(json!({"city": "Oslo"})), "k1")
+        .await
+        .expect("answered");
+    h.store
+        .record_poll_delivery(first.round_id)
+        .await
+        .expect("delivered");
+    assert_eq!(h.store.count_ended_questions(100).await.expect("count"), 1);
+    // Session, server and person, each in the three periods.
+    for period in [7, 30, 90] {
+        assert_eq!(period_rows(h, period).await, Some(3), "{period} days");
+    }
+    let week = h.store.response_times(7).await.expect("figures");
+    assert_eq!(week.sessions.len(), 1);
+
+    // Eight days on, before the tally moves the periods, the week's sums still hold the question: the page
+    // takes its day off them.
+    h.clock.advance(Duration::days(8));
+    let second = ask(h, "s2").await;
+    answer(h, &second, accept(json!({"city": "Rome"})), "k2")
+        .await
+        .expect("answered");
+    h.store
+        .record_poll_delivery(second.round_id)
+        .await
+        .expect("delivered");
+    let keys = |times: &anteroom_store::domain::stats::ResponseTimes| {
+        times
+            .sessions
+            .iter()
+            .map(|figures| (figures.key.clone(), figures.asked))
+            .collect::<Vec<_>>()
+    };
+    let expected_week = vec![("s2".to_owned(), 1)];
+    let expected_month = vec![("s1".to_owned(), 1), ("s2".to_owned(), 1)];
+    let before_move = (
+        keys(&h.store.response_times(7).await.expect("figures")),
+        keys(&h.store.response_times(30).await.expect("figures")),
+    );
+    assert_eq!(before_move, (expected_week.clone(), expected_month.clone()));
+
+    // The tally counts the second and moves the periods: the week no longer holds the first.
+    assert_eq!(h.store.count_ended_questions(100).await.expect("count"), 1);
+    assert_eq!(period_rows(h, 7).await, Some(3));
+    assert_eq!(period_rows(h, 30).await, Some(6));
     assert_eq!(
-        h.raw_integer("SELECT COUNT(*) FROM response_time_counts")
-            .await,
-        Some(0)
+        keys(&h.store.response_times(7).await.expect("figures")),
+        expected_week
+    );
+    assert_eq!(
+        keys(&h.store.response_times(30).await.expect("figures")),
+        expected_month
     );
 }
 
 crate::on_both_backends!(
     response_times_count_each_question_once_by_how_it_ended,
-    counted_questions_outlive_their_purge_and_a_restart_in_a_bounded_number_of_rows
+    counted_questions_outlive_their_purge_and_a_restart_in_a_bounded_number_of_rows,
+    each_period_sums_its_days_and_moves_with_them
 );
