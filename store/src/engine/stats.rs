@@ -67,7 +67,9 @@ impl<D: Dialect> StatsStore for SqlStore<D> {
             Backend::Sqlite => sql::SELECT_PERIODS,
             Backend::Postgres => sql::SELECT_PERIODS_FOR_UPDATE,
         };
-        let periods = tx.all::<(i64, Option<i64>)>(Statement::new(periods_sql)).await?;
+        let periods = tx
+            .all::<(i64, Option<i64>)>(Statement::new(periods_sql))
+            .await?;
         let marked = match D::BACKEND {
             // SQLite has no UPDATE in a WITH: marked, added, then marked counted.
             Backend::Sqlite => {

@@ -23,7 +23,10 @@ fn mark_ended_rounds_as(value: u8) -> String {
 /// The marked rounds' counts added to the kept ones: per day, then to each period's sums.
 pub static ADD_MARKED_COUNTS: LazyLock<[String; 2]> = LazyLock::new(|| {
     let marked = "counted IN (0, 2) AND counted = 2";
-    [add_counts_of("rounds", marked), add_period_counts_of("rounds", marked)]
+    [
+        add_counts_of("rounds", marked),
+        add_period_counts_of("rounds", marked),
+    ]
 });
 
 /// The counts of the rounds `selection` picks from `source` added to the kept ones.
@@ -82,7 +85,8 @@ const DAY: &str = "CAST(created_at_ms / 86400000 AS BIGINT)";
 /// Every dimension a round is counted in, and those with a key of their own (all but the day).
 const ALL_DIMENSIONS: &str =
     "(SELECT 'd' AS dimension UNION ALL SELECT 's' UNION ALL SELECT 'v' UNION ALL SELECT 'p')";
-const KEYED_DIMENSIONS: &str = "(SELECT 's' AS dimension UNION ALL SELECT 'v' UNION ALL SELECT 'p')";
+const KEYED_DIMENSIONS: &str =
+    "(SELECT 's' AS dimension UNION ALL SELECT 'v' UNION ALL SELECT 'p')";
 
 /// A round's key in `dims.dimension`.
 const SUBJECT: &str = "CASE dims.dimension WHEN 'd' THEN '' WHEN 's' THEN session_id \
@@ -125,7 +129,8 @@ fn counts_of(source: &str, selection: &str) -> String {
 
 /// Every period's first day, locked on PostgreSQL for the tally's transaction: the sums and the counts they
 /// are made from change together, and a rebuild never races a tally that read an older first day.
-pub const SELECT_PERIODS: &str = "SELECT period, first_day FROM response_time_periods ORDER BY period";
+pub const SELECT_PERIODS: &str =
+    "SELECT period, first_day FROM response_time_periods ORDER BY period";
 pub const SELECT_PERIODS_FOR_UPDATE: &str =
     "SELECT period, first_day FROM response_time_periods ORDER BY period FOR UPDATE";
 

@@ -162,7 +162,8 @@ async fn counted_questions_outlive_their_purge_and_a_restart_in_a_bounded_number
         .expect("purge");
     for table in ["response_time_counts", "response_time_period_counts"] {
         assert_eq!(
-            h.raw_integer(&format!("SELECT COUNT(*) FROM {table}")).await,
+            h.raw_integer(&format!("SELECT COUNT(*) FROM {table}"))
+                .await,
             Some(0),
             "{table}"
         );
