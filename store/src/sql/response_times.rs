@@ -148,7 +148,9 @@ pub const SUM_PERIOD_COUNTS: &str = "INSERT INTO response_time_period_counts \
 /// person's summed over the period (day 0). Those are the period's sums, corrected by the days between the
 /// period's first day and `$1` when the tally has not moved them yet (the day began less than a tick ago, or
 /// a backlog is being counted; a period never built holds nothing, so every day from `$1` is added): the sums
-/// are always those of the kept counts from their first day, so the result is exact either way.
+/// are always those of the kept counts from their first day, so the result is exact either way. The days
+/// between are found by the counts' key, which starts with the day (`dimension <> 'd'` is not one SQLite
+/// can look up, so it does not pick the index by dimension and read every key's counts).
 pub const SELECT_RESPONSE_TIME_COUNTS: &str = "WITH held AS (SELECT COALESCE(MAX(first_day), \
      9223372036854775807) AS first_day FROM response_time_periods WHERE period = $2) \
      SELECT CAST(0 AS BIGINT), dimension, subject, ending, CAST(bucket AS BIGINT), \
@@ -156,7 +158,7 @@ pub const SELECT_RESPONSE_TIME_COUNTS: &str = "WITH held AS (SELECT COALESCE(MAX
      SELECT dimension, subject, ending, bucket, questions FROM response_time_period_counts WHERE period = $2 \
      UNION ALL SELECT c.dimension, c.subject, c.ending, c.bucket, \
      CASE WHEN c.day < held.first_day THEN c.questions ELSE -c.questions END \
-     FROM response_time_counts AS c, held WHERE c.dimension IN ('s', 'v', 'p') \
+     FROM response_time_counts AS c, held WHERE c.dimension <> 'd' \
      AND c.day >= CASE WHEN $1 < held.first_day THEN $1 ELSE held.first_day END \
      AND c.day < CASE WHEN $1 < held.first_day THEN held.first_day ELSE $1 END\
      ) AS kept GROUP BY dimension, subject, ending, bucket HAVING SUM(questions) <> 0 \
