@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::SqlStore;
 use crate::{
-    Backend, StatsStore, StoreResult,
+    Backend, StatsStore, StoreError, StoreResult,
     dialect::{Dialect, Statement},
     domain::stats::{DayCount, Dimension, Ending, day_of, day_start_ms},
     sql,
@@ -52,6 +52,21 @@ impl<D: Dialect> SqlStore<D> {
         for refresh in [sql::ANALYZE_ROUNDS, sql::VACUUM_RESPONSE_TIME_COUNTS] {
             let _ = self.execute(Statement::new(refresh)).await;
         }
+    }
+}
+
+impl<D: Dialect> SqlStore<D> {
+    /// `statement`'s counts read as one JSON array by `json_sql`, the same query wrapped by
+    /// [`sql::counts_as_json`], with the same parameters.
+    async fn counts_as_json(
+        &self,
+        json_sql: &'static str,
+        statement: Statement,
+    ) -> StoreResult<Vec<CountRow>> {
+        let (_, params, _) = statement.into_parts();
+        let (json,): (String,) = self.one(Statement::new(json_sql).bind_all(params)).await?;
+        serde_json::from_str(&json)
+            .map_err(|error| StoreError::Corrupt(format!("response-time counts: {error}")))
     }
 }
 
@@ -117,16 +132,24 @@ impl<D: Dialect> StatsStore for SqlStore<D> {
     }
 
     async fn response_time_counts(&self, days: u32, since_day: i64) -> StoreResult<Vec<DayCount>> {
-        let kept = self
-            .all::<CountRow>(
-                Statement::new(sql::SELECT_RESPONSE_TIME_COUNTS)
-                    .bind(since_day)
-                    .bind(i64::from(days)),
-            )
-            .await?;
-        let uncounted = self
-            .all::<CountRow>(Statement::new(sql::uncounted_counts()).bind(day_start_ms(since_day)))
-            .await?;
+        let kept = Statement::new(sql::SELECT_RESPONSE_TIME_COUNTS)
+            .bind(since_day)
+            .bind(i64::from(days));
+        let uncounted = Statement::new(sql::uncounted_counts()).bind(day_start_ms(since_day));
+        let (kept, uncounted) = match D::BACKEND {
+            Backend::Sqlite => {
+                let [kept_json, uncounted_json] = &*sql::SELECT_RESPONSE_TIME_COUNTS_AS_JSON;
+                (
+                    self.counts_as_json(kept_json.as_str(), kept).await?,
+                    self.counts_as_json(uncounted_json.as_str(), uncounted)
+                        .await?,
+                )
+            }
+            Backend::Postgres => (
+                self.all::<CountRow>(kept).await?,
+                self.all::<CountRow>(uncounted).await?,
+            ),
+        };
         Ok(kept
             .into_iter()
             .chain(uncounted)
