@@ -113,11 +113,13 @@ impl<D: Dialect> StatsStore for SqlStore<D> {
         let worked_off = marked < u64::from(limit);
         // A new day moves every period's first day: their sums are made again from the kept counts, once the
         // backlog is counted (a backlog's batches would each pay for it). Until then the page corrects them.
+        // Only forward: an instance whose clock is behind another's leaves the sums where the other put them
+        // (the page corrects that too), rather than the two making them again on every tick around midnight.
         let today = day_of(self.clock_now().timestamp_millis());
         if worked_off
-            && periods
-                .iter()
-                .any(|(period, first_day)| *first_day != Some(today - period))
+            && periods.iter().any(|(period, first_day)| {
+                first_day.is_none_or(|first_day| first_day < today - period)
+            })
         {
             tx.execute(Statement::new(sql::MOVE_PERIODS).bind(today))
                 .await?;
