@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::SqlStore;
 use crate::{
     Backend, StatsStore, StoreError, StoreResult,
-    dialect::{Dialect, Statement},
+    dialect::{Dialect, Param, Statement},
     domain::stats::{DayCount, Dimension, Ending, day_of, day_start_ms},
     sql,
 };
@@ -56,17 +56,21 @@ impl<D: Dialect> SqlStore<D> {
 }
 
 impl<D: Dialect> SqlStore<D> {
-    /// `statement`'s counts read as one JSON array by `json_sql`, the same query wrapped by
-    /// [`sql::counts_as_json`], with the same parameters.
-    async fn counts_as_json(
+    /// The counts `query` selects: its rows, or on SQLite one JSON value of them ([`sql::counts_as_json`]).
+    async fn read_counts<const N: usize>(
         &self,
-        json_sql: &'static str,
-        statement: Statement,
+        query: &'static str,
+        params: [Param; N],
     ) -> StoreResult<Vec<CountRow>> {
-        let (_, params, _) = statement.into_parts();
-        let (json,): (String,) = self.one(Statement::new(json_sql).bind_all(params)).await?;
-        serde_json::from_str(&json)
-            .map_err(|error| StoreError::Corrupt(format!("response-time counts: {error}")))
+        match D::BACKEND {
+            Backend::Postgres => self.all(Statement::new(query).bind_all(params)).await,
+            Backend::Sqlite => {
+                let statement = Statement::new(sql::counts_as_json(query)).bind_all(params);
+                let (json,): (String,) = self.one(statement).await?;
+                serde_json::from_str(&json)
+                    .map_err(|error| StoreError::Corrupt(format!("response-time counts: {error}")))
+            }
+        }
     }
 }
 
@@ -134,24 +138,18 @@ impl<D: Dialect> StatsStore for SqlStore<D> {
     }
 
     async fn response_time_counts(&self, days: u32, since_day: i64) -> StoreResult<Vec<DayCount>> {
-        let kept = Statement::new(sql::SELECT_RESPONSE_TIME_COUNTS)
-            .bind(since_day)
-            .bind(i64::from(days));
-        let uncounted = Statement::new(sql::uncounted_counts()).bind(day_start_ms(since_day));
-        let (kept, uncounted) = match D::BACKEND {
-            Backend::Sqlite => {
-                let [kept_json, uncounted_json] = &*sql::SELECT_RESPONSE_TIME_COUNTS_AS_JSON;
-                (
-                    self.counts_as_json(kept_json.as_str(), kept).await?,
-                    self.counts_as_json(uncounted_json.as_str(), uncounted)
-                        .await?,
-                )
-            }
-            Backend::Postgres => (
-                self.all::<CountRow>(kept).await?,
-                self.all::<CountRow>(uncounted).await?,
-            ),
-        };
+        let kept = self
+            .read_counts(
+                sql::SELECT_RESPONSE_TIME_COUNTS,
+                [since_day.into(), i64::from(days).into()],
+            )
+            .await?;
+        let uncounted = self
+            .read_counts(
+                sql::UNCOUNTED_COUNTS.as_str(),
+                [day_start_ms(since_day).into()],
+            )
+            .await?;
         Ok(kept
             .into_iter()
             .chain(uncounted)

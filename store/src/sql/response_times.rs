@@ -72,12 +72,12 @@ pub const MARKED_ROUNDS_COUNTED: &str =
 
 /// The counts of the rounds asked since `$1` that are not counted yet: the open ones and those ended since
 /// the last tally.
-pub fn uncounted_counts() -> String {
+pub static UNCOUNTED_COUNTS: LazyLock<String> = LazyLock::new(|| {
     counts_of(
         "rounds",
         "counted IN (0, 2) AND counted = 0 AND created_at_ms >= $1",
     )
-}
+});
 
 /// The day (since 1970-01-01, UTC) a round was asked.
 const DAY: &str = "CAST(created_at_ms / 86400000 AS BIGINT)";
@@ -182,14 +182,6 @@ pub fn counts_as_json(query: &str) -> String {
          FROM ({query})"
     )
 }
-
-/// [`SELECT_RESPONSE_TIME_COUNTS`] and [`uncounted_counts`] as [`counts_as_json`].
-pub static SELECT_RESPONSE_TIME_COUNTS_AS_JSON: LazyLock<[String; 2]> = LazyLock::new(|| {
-    [
-        counts_as_json(SELECT_RESPONSE_TIME_COUNTS),
-        counts_as_json(&uncounted_counts()),
-    ]
-});
 
 /// Kept counts older than the page's longest period (`$1` is its first day), and than every period's sums:
 /// the page corrects sums not moved yet by the counts of the days they still hold.

@@ -1,6 +1,6 @@
 //! Response times: counted from the rounds themselves, per day, session, server and person.
 
-use anteroom_store::domain::clock::Clock;
+use anteroom_store::domain::{clock::Clock, round::Round};
 use chrono::Duration;
 use serde_json::json;
 
@@ -170,6 +170,17 @@ async fn counted_questions_outlive_their_purge_and_a_restart_in_a_bounded_number
     }
 }
 
+/// `round` answered under `key` and the answer picked up by its asker.
+async fn answer_and_deliver(h: &Harness, round: &Round, key: &str) {
+    answer(h, round, accept(json!({"city": "Oslo"})), key)
+        .await
+        .expect("answered");
+    h.store
+        .record_poll_delivery(round.round_id)
+        .await
+        .expect("delivered");
+}
+
 /// The sums of one period's counts per session, server and person.
 async fn period_rows(h: &Harness, period: i64) -> Option<i64> {
     h.raw_integer(&format!(
@@ -181,13 +192,7 @@ async fn period_rows(h: &Harness, period: i64) -> Option<i64> {
 async fn each_period_sums_its_days_and_moves_with_them(h: &Harness) {
     let first = ask(h, "s1").await;
     h.clock.advance(Duration::seconds(3));
-    answer(h, &first, accept(json!({"city": "Oslo"})), "k1")
-        .await
-        .expect("answered");
-    h.store
-        .record_poll_delivery(first.round_id)
-        .await
-        .expect("delivered");
+    answer_and_deliver(h, &first, "k1").await;
     assert_eq!(h.store.count_ended_questions(100).await.expect("count"), 1);
     // Session, server and person, each in the three periods.
     for period in [7, 30, 90] {
@@ -200,13 +205,7 @@ async fn each_period_sums_its_days_and_moves_with_them(h: &Harness) {
     // takes its day off them.
     h.clock.advance(Duration::days(8));
     let second = ask(h, "s2").await;
-    answer(h, &second, accept(json!({"city": "Rome"})), "k2")
-        .await
-        .expect("answered");
-    h.store
-        .record_poll_delivery(second.round_id)
-        .await
-        .expect("delivered");
+    answer_and_deliver(h, &second, "k2").await;
     let keys = |times: &anteroom_store::domain::stats::ResponseTimes| {
         times
             .sessions
