@@ -24,6 +24,7 @@ mod sql;
 mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod wal_checkpoints;
 
 use std::sync::Arc;
 
@@ -195,6 +196,8 @@ pub(crate) struct StoreContext {
     pub push_browsers: engine::RecentFact,
     /// Questions this instance counted since it last refreshed PostgreSQL's view of the counts' tables.
     pub counted_since_refresh: std::sync::atomic::AtomicU64,
+    /// SQLite's checkpointer, told of every committed write (none on PostgreSQL).
+    pub wal_checkpoints: Option<wal_checkpoints::WalCheckpoints>,
 }
 
 impl StoreContext {
@@ -209,6 +212,14 @@ impl StoreContext {
             standing: engine::RecentFact::default(),
             push_browsers: engine::RecentFact::default(),
             counted_since_refresh: std::sync::atomic::AtomicU64::new(0),
+            wal_checkpoints: None,
+        }
+    }
+
+    /// A write was committed (a transaction, or a statement of its own).
+    fn wrote(&self) {
+        if let Some(checkpoints) = &self.wal_checkpoints {
+            checkpoints.wrote();
         }
     }
 

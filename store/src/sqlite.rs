@@ -12,6 +12,7 @@ use crate::{
     Backend, StoreContext, StoreOptions, StoreResult,
     dialect::{Dialect, Record, Statement, arguments},
     engine::SqlStore,
+    wal_checkpoints::WalCheckpoints,
 };
 
 /// SQLite's way of running the store.
@@ -149,6 +150,8 @@ impl SqliteStore {
             // With WAL, NORMAL survives an application crash; only a power loss can drop the last commits.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(StdDuration::from_secs(5))
+            // Checkpoints run beside the writes, not inside a commit (crate::wal_checkpoints says why).
+            .pragma("wal_autocheckpoint", "0")
             .foreign_keys(true);
         // sqlx runs each SQLite connection on a thread of its own and hands every query over a channel; on a
         // small machine more connections mostly add context switches (measured with `cargo xtask bench`:
@@ -161,13 +164,11 @@ impl SqliteStore {
             .await?;
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
-            .connect_with(connect)
+            .connect_with(connect.clone())
             .await?;
-        Ok(Self::with_pools(
-            pool,
-            writer,
-            Arc::new(StoreContext::new(options)),
-        ))
+        let mut ctx = StoreContext::new(options);
+        ctx.wal_checkpoints = Some(WalCheckpoints::start(connect));
+        Ok(Self::with_pools(pool, writer, Arc::new(ctx)))
     }
 }
 

@@ -124,6 +124,7 @@ impl<D: Dialect> WriteTx<D> {
         let Self { tx, ctx, changed } = self;
         ctx.round_trip();
         let committed = tx.commit().await;
+        ctx.wrote();
         // Even when the commit reports an error: a COMMIT whose reply was lost may still have applied, and
         // forgetting costs only a database read.
         ctx.poll_states.forget(&changed);
@@ -180,7 +181,9 @@ impl<D: Dialect> SqlStore<D> {
     async fn execute(&self, statement: Statement) -> StoreResult<u64> {
         let mut connection = self.pool.acquire().await?;
         self.ctx.round_trip();
-        Ok(D::execute(&mut connection, statement).await?)
+        let affected = D::execute(&mut connection, statement).await?;
+        self.ctx.wrote();
+        Ok(affected)
     }
 
     async fn all<R: Record>(&self, statement: Statement) -> StoreResult<Vec<R>> {
