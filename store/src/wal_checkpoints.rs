@@ -3,8 +3,15 @@
 //! By default SQLite checkpoints from whichever connection commits past 1,000 pages of WAL, inside that COMMIT:
 //! it syncs the WAL, copies its pages into the main file and syncs that, and the COMMIT returns only then. That
 //! commit was a question's answer or its delivery about once in thirty questions, and it made the tail of
-//! answer → agent: `cargo xtask bench -- --only latency --runs 3` measured the long-poll's p99 at 6.65; 6.56;
-//! 6.75 ms with SQLite's own checkpoints and 3.82; 3.20; 3.65 ms with none (its p50 about 2 ms either way).
+//! answer → agent. `cargo xtask bench -- --only latency --runs 3` (2026-12-07, 2 cores), long-poll p99 and
+//! SSE p99 in ms:
+//!
+//! | checkpoints | long-poll p99 | SSE p99 |
+//! | --- | --- | --- |
+//! | SQLite's own, in the commit | 6.65; 6.56; 6.75 | 4.81; 5.50; 6.10 |
+//! | none at all | 3.82; 3.20; 3.65 | 2.90; 2.80; 2.93 |
+//! | this task, 100 ms after a write | 5.11; 4.96; 3.83 | 4.12; 3.64; 2.97 |
+//! | this task, 500 ms after a write | 3.70; 3.84; 4.09 | 2.77; 2.37; 3.35 |
 //!
 //! So the store turns them off (`wal_autocheckpoint = 0` on every connection) and this task checkpoints
 //! instead: woken by a committed write, it waits [`GATHER`] for the writes that follow, then runs a PASSIVE
@@ -23,8 +30,9 @@ use std::{
 use sqlx::{Connection, SqliteConnection, sqlite::SqliteConnectOptions};
 use tokio::sync::Notify;
 
-/// How long the checkpointer lets writes gather after the one that woke it: a burst is checkpointed once.
-const GATHER: Duration = Duration::from_millis(100);
+/// How long the checkpointer lets writes gather after the one that woke it: a burst is checkpointed once, and a
+/// checkpoint every 100 ms still showed in the tail (the table above).
+const GATHER: Duration = Duration::from_millis(500);
 
 /// The store's end of the checkpointer: tells it of writes, and stops it when the store goes.
 pub(crate) struct WalCheckpoints {
