@@ -471,6 +471,44 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
         tx.commit().await
     }
 
+    /// The trait's rule over one read instead of three (the assignee, the settings, the ladder's steps): every
+    /// answer asks it before its transaction.
+    async fn answer_scope(&self, round: &Round) -> StoreResult<Vec<Responder>> {
+        type ScopeRow = (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<i64>,
+            i64,
+        );
+        let (assigned, settings_of, slack, responders, servers, escalation, nobody, reached) = self
+            .one::<ScopeRow>(
+                Statement::new(sql::SELECT_ANSWER_SCOPE)
+                    .bind(round.round_id.to_string())
+                    .bind(round.session_id.to_string()),
+            )
+            .await?;
+        let assigned = assigned.as_deref().map(assignee).transpose()?;
+        let settings = match settings_of {
+            Some(_) => settings_read((slack, responders, servers, escalation, nobody))?,
+            None => SessionSettings::default(),
+        };
+        Ok(scope_of(
+            assigned.as_ref(),
+            &settings,
+            round.server.as_deref(),
+            // As the trait's rule: steps climbed count only while the session has a ladder.
+            if settings.escalation.is_empty() {
+                0
+            } else {
+                usize::try_from(reached).unwrap_or(0)
+            },
+        ))
+    }
+
     async fn round_assignee(&self, round: RoundId) -> StoreResult<Option<Responder>> {
         self.optional::<(String,)>(
             Statement::new(sql::SELECT_ROUND_ASSIGNEE).bind(round.to_string()),

@@ -624,6 +624,13 @@ pub const DELETE_ROUND_ASSIGNMENT: &str = "DELETE FROM round_assignments WHERE r
 pub const SELECT_ROUND_ASSIGNEE: &str =
     "SELECT assignee FROM round_assignments WHERE round_id = $1";
 
+/// Who answers round `$1` of session `$2`, in one read: its assignee, its session's settings (NULLs, with a NULL
+/// session id, for a session that has none) and how many steps of its ladder it climbed.
+pub const SELECT_ANSWER_SCOPE: &str = "SELECT (SELECT assignee FROM round_assignments WHERE round_id = $1), \
+     s.session_id, s.slack_channel, s.responders, s.server_responders, s.escalation, \
+     s.nobody_available_after_minutes, (SELECT COUNT(*) FROM escalations WHERE round_id = $1) \
+     FROM (SELECT 1 AS one) o LEFT JOIN session_settings s ON s.session_id = $2";
+
 /// The assignees of pending questions (what the queue needs to say who answers each).
 /// Driven by the (small) assignments table: a join let SQLite walk every pending round instead, which cost
 /// the queue 10 ms at 10k open questions.
