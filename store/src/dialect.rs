@@ -120,6 +120,16 @@ impl Statement {
         &self.sql
     }
 
+    /// Whether the statement may change the database: anything but a plain `SELECT` (an `UPDATE … RETURNING`, a
+    /// `WITH` that writes).
+    pub fn may_write(&self) -> bool {
+        !self
+            .sql
+            .trim_start()
+            .get(..6)
+            .is_some_and(|word| word.eq_ignore_ascii_case("SELECT"))
+    }
+
     /// Whether the driver should keep this statement prepared on its connection for its next use. A batch's
     /// text changes with its number of rows, so a connection's cache of them (100 statements) fills with texts
     /// seldom used again, each holding its text and a type per placeholder, here and in PostgreSQL's backend:

@@ -196,7 +196,8 @@ pub(crate) struct StoreContext {
     pub push_browsers: engine::RecentFact,
     /// Questions this instance counted since it last refreshed PostgreSQL's view of the counts' tables.
     pub counted_since_refresh: std::sync::atomic::AtomicU64,
-    /// SQLite's checkpointer, told of every committed write (none on PostgreSQL).
+    /// SQLite's checkpointer, told of every committed transaction and every statement of its own that may write
+    /// (none on PostgreSQL).
     pub wal_checkpoints: Option<wal_checkpoints::WalCheckpoints>,
 }
 
@@ -218,7 +219,12 @@ impl StoreContext {
 
     /// A write was committed (a transaction, or a statement of its own).
     fn wrote(&self) {
-        if let Some(checkpoints) = &self.wal_checkpoints {
+        self.wrote_if(true);
+    }
+
+    /// [`Self::wrote`] when `writes`, for a statement that may or may not have written.
+    fn wrote_if(&self, writes: bool) {
+        if let (true, Some(checkpoints)) = (writes, &self.wal_checkpoints) {
             checkpoints.wrote();
         }
     }

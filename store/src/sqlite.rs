@@ -167,7 +167,7 @@ impl SqliteStore {
             .connect_with(connect.clone())
             .await?;
         let mut ctx = StoreContext::new(options);
-        ctx.wal_checkpoints = Some(WalCheckpoints::start(connect));
+        ctx.wal_checkpoints = Some(WalCheckpoints::start(connect, writer.clone()));
         Ok(Self::with_pools(pool, writer, Arc::new(ctx)))
     }
 }

@@ -15,9 +15,11 @@
 //!
 //! So the store turns them off (`wal_autocheckpoint = 0` on every connection) and this task checkpoints
 //! instead: woken by a committed write, it waits [`GATHER`] for the writes that follow, then runs a PASSIVE
-//! checkpoint, which neither waits for nor blocks readers and writers. A write it does not hear of (a plain
-//! statement outside a transaction) is checkpointed with the next one it does; whatever is left when the store
-//! closes, SQLite checkpoints as the last connection closes.
+//! checkpoint, which neither waits for nor blocks readers and writers. The WAL starts over only when a write
+//! begins with all of it copied, which a checkpoint beside steady writes may never leave it: when one finds more
+//! than [`LARGE_WAL_PAGES`] not yet copied, the next runs on the writers' one connection, so no write commits
+//! until it is done (as SQLite's own did, but once per [`LARGE_WAL_PAGES`] rather than per 1,000). Whatever is
+//! left when the store closes, SQLite checkpoints as the last connection closes.
 
 use std::{
     sync::{
@@ -27,12 +29,16 @@ use std::{
     time::Duration,
 };
 
-use sqlx::{Connection, SqliteConnection, sqlite::SqliteConnectOptions};
+use sqlx::{Connection, SqliteConnection, SqlitePool, sqlite::SqliteConnectOptions};
 use tokio::sync::Notify;
 
 /// How long the checkpointer lets writes gather after the one that woke it: a burst is checkpointed once, and a
 /// checkpoint every 100 ms still showed in the tail (the table above).
 const GATHER: Duration = Duration::from_millis(500);
+
+/// Pages of WAL not copied (four times SQLite's own threshold) past which the next checkpoint holds the writers
+/// off, so the WAL can start over.
+const LARGE_WAL_PAGES: i64 = 4_000;
 
 /// The store's end of the checkpointer: tells it of writes, and stops it when the store goes.
 pub(crate) struct WalCheckpoints {
@@ -41,12 +47,15 @@ pub(crate) struct WalCheckpoints {
 }
 
 impl WalCheckpoints {
-    /// Starts the checkpointer of the database `options` open (on the current tokio runtime).
-    pub(crate) fn start(options: SqliteConnectOptions) -> Self {
+    /// Starts the checkpointer (on the current tokio runtime) of the database `options` open, whose write
+    /// transactions run on `writer`'s one connection. It never creates the file: a file moved away (a restore)
+    /// is not made again beside the new one.
+    pub(crate) fn start(options: SqliteConnectOptions, writer: SqlitePool) -> Self {
         let wrote = Arc::new(Notify::new());
         let closed = Arc::new(AtomicBool::new(false));
         tokio::spawn(checkpoint_after_writes(
-            options,
+            options.create_if_missing(false),
+            writer,
             Arc::clone(&wrote),
             Arc::clone(&closed),
         ));
@@ -66,16 +75,14 @@ impl Drop for WalCheckpoints {
     }
 }
 
-#[expect(
-    clippy::disallowed_methods,
-    reason = "a checkpoint is no store statement: it is the file's upkeep, and counts in no operation's budget"
-)]
 async fn checkpoint_after_writes(
     options: SqliteConnectOptions,
+    writer: SqlitePool,
     wrote: Arc<Notify>,
     closed: Arc<AtomicBool>,
 ) {
     let mut connection: Option<SqliteConnection> = None;
+    let mut hold_writers_off = false;
     loop {
         wrote.notified().await;
         if closed.load(Ordering::Acquire) {
@@ -84,6 +91,17 @@ async fn checkpoint_after_writes(
         tokio::time::sleep(GATHER).await;
         if closed.load(Ordering::Acquire) {
             break;
+        }
+        if hold_writers_off {
+            hold_writers_off = false;
+            let checkpointed = match writer.acquire().await {
+                Ok(mut on_writer) => checkpoint(&mut on_writer).await.map(|_| ()),
+                Err(error) => Err(error),
+            };
+            if let Err(error) = checkpointed {
+                tracing::warn!(%error, "SQLite checkpoint on the writers' connection failed");
+            }
+            continue;
         }
         if connection.is_none() {
             match SqliteConnection::connect_with(&options).await {
@@ -97,17 +115,34 @@ async fn checkpoint_after_writes(
         let Some(open) = connection.as_mut() else {
             continue;
         };
-        if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&mut *open)
-            .await
-        {
-            tracing::warn!(%error, "SQLite checkpoint failed; the next write tries again");
-            connection = None;
+        match checkpoint(open).await {
+            Ok((_, wal_pages, copied)) => {
+                // Writes went on while it copied; the next one waits for none of them.
+                hold_writers_off = wal_pages - copied > LARGE_WAL_PAGES;
+                if hold_writers_off {
+                    wrote.notify_one();
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "SQLite checkpoint failed; the next write tries again");
+                connection = None;
+            }
         }
     }
     if let Some(open) = connection {
         let _ = open.close().await;
     }
+}
+
+/// One PASSIVE checkpoint: whether it was blocked, the WAL's pages, and how many of them are copied.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a checkpoint is no store statement: it is the file's upkeep, and counts in no operation's budget"
+)]
+async fn checkpoint(connection: &mut SqliteConnection) -> sqlx::Result<(i64, i64, i64)> {
+    sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+        .fetch_one(connection)
+        .await
 }
 
 #[cfg(test)]

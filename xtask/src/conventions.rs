@@ -30,6 +30,10 @@ const ESCAPES: &[(&str, &str)] = &[
         "the SQLite dialect: where the store's SQL is run",
     ),
     (
+        "store/src/wal_checkpoints.rs",
+        "SQLite's checkpoints: the file's upkeep beside the store's SQL, in no operation's count",
+    ),
+    (
         "store/src/postgres.rs",
         "the PostgreSQL dialect: where the store's SQL is run",
     ),

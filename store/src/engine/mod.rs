@@ -178,24 +178,33 @@ impl<D: Dialect> SqlStore<D> {
         format!("{sql}{}", D::ROW_LOCK)
     }
 
+    // Each statement outside a transaction commits on its own: one that may write tells SQLite's checkpointer.
+
     async fn execute(&self, statement: Statement) -> StoreResult<u64> {
         let mut connection = self.pool.acquire().await?;
         self.ctx.round_trip();
+        let writes = statement.may_write();
         let affected = D::execute(&mut connection, statement).await?;
-        self.ctx.wrote();
+        self.ctx.wrote_if(writes);
         Ok(affected)
     }
 
     async fn all<R: Record>(&self, statement: Statement) -> StoreResult<Vec<R>> {
         let mut connection = self.pool.acquire().await?;
         self.ctx.round_trip();
-        Ok(D::fetch_all(&mut connection, statement).await?)
+        let writes = statement.may_write();
+        let rows = D::fetch_all(&mut connection, statement).await?;
+        self.ctx.wrote_if(writes);
+        Ok(rows)
     }
 
     async fn optional<R: Record>(&self, statement: Statement) -> StoreResult<Option<R>> {
         let mut connection = self.pool.acquire().await?;
         self.ctx.round_trip();
-        Ok(D::fetch_optional(&mut connection, statement).await?)
+        let writes = statement.may_write();
+        let row = D::fetch_optional(&mut connection, statement).await?;
+        self.ctx.wrote_if(writes);
+        Ok(row)
     }
 
     async fn one<R: Record>(&self, statement: Statement) -> StoreResult<R> {
