@@ -152,6 +152,8 @@ impl SqliteStore {
             .busy_timeout(StdDuration::from_secs(5))
             // Checkpoints run beside the writes, not inside a commit (crate::wal_checkpoints says why).
             .pragma("wal_autocheckpoint", "0")
+            // A WAL that grew in a burst is cut back to 64 MiB when it starts over.
+            .pragma("journal_size_limit", "67108864")
             .foreign_keys(true);
         // sqlx runs each SQLite connection on a thread of its own and hands every query over a channel; on a
         // small machine more connections mostly add context switches (measured with `cargo xtask bench`:

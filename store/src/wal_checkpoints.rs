@@ -116,9 +116,10 @@ async fn checkpoint_after_writes(
             continue;
         };
         match checkpoint(open).await {
-            Ok((_, wal_pages, copied)) => {
-                // Writes went on while it copied; the next one waits for none of them.
-                hold_writers_off = wal_pages - copied > LARGE_WAL_PAGES;
+            Ok((_, wal_pages, _)) => {
+                // A WAL this long has not started over since writes went on through the last checkpoints: the
+                // next one lets none commit while it copies, so the write after it starts the WAL over.
+                hold_writers_off = wal_pages > LARGE_WAL_PAGES;
                 if hold_writers_off {
                     wrote.notify_one();
                 }
