@@ -247,6 +247,18 @@ mod tests {
     }
 
     #[test]
+    fn only_a_plain_select_is_taken_to_read_alone() {
+        assert!(!Statement::new("  select * FROM rounds").may_write());
+        assert!(Statement::new("UPDATE rounds SET status = 'delivered' RETURNING *").may_write());
+        assert!(Statement::new("INSERT INTO t VALUES ($1)").may_write());
+        assert!(
+            Statement::new("WITH m AS (UPDATE t SET a = 1 RETURNING a) SELECT a FROM m")
+                .may_write()
+        );
+        assert!(Statement::new("SEL").may_write());
+    }
+
+    #[test]
     fn value_rows_number_every_value_once() {
         assert_eq!(value_rows(2, 2), "($1, $2), ($3, $4)");
     }

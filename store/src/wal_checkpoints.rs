@@ -16,8 +16,8 @@
 //! So the store turns them off (`wal_autocheckpoint = 0` on every connection) and this task checkpoints
 //! instead: woken by a committed write, it waits [`GATHER`] for the writes that follow, then runs a PASSIVE
 //! checkpoint, which neither waits for nor blocks readers and writers. The WAL starts over only when a write
-//! begins with all of it copied, which a checkpoint beside steady writes may never leave it: when one finds more
-//! than [`LARGE_WAL_PAGES`] not yet copied, the next runs on the writers' one connection, so no write commits
+//! begins with all of it copied, which a checkpoint beside steady writes may never leave it: when one finds the
+//! WAL longer than [`LARGE_WAL_PAGES`] (it has not started over since), the next runs on the writers' one connection, so no write commits
 //! until it is done (as SQLite's own did, but once per [`LARGE_WAL_PAGES`] rather than per 1,000). Whatever is
 //! left when the store closes, SQLite checkpoints as the last connection closes.
 
@@ -36,8 +36,8 @@ use tokio::sync::Notify;
 /// checkpoint every 100 ms still showed in the tail (the table above).
 const GATHER: Duration = Duration::from_millis(500);
 
-/// Pages of WAL not copied (four times SQLite's own threshold) past which the next checkpoint holds the writers
-/// off, so the WAL can start over.
+/// The WAL's length in pages (four times SQLite's own threshold) past which the next checkpoint holds the
+/// writers off, so the WAL can start over.
 const LARGE_WAL_PAGES: i64 = 4_000;
 
 /// The store's end of the checkpointer: tells it of writes, and stops it when the store goes.

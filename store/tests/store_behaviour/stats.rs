@@ -124,13 +124,7 @@ async fn counted_questions_outlive_their_purge_and_a_restart_in_a_bounded_number
     for n in 0..20 {
         let round = ask_again(h, "s1").await;
         h.clock.advance(Duration::seconds(3));
-        answer(h, &round, accept(json!({"city": "Oslo"})), &format!("m{n}"))
-            .await
-            .expect("answered");
-        h.store
-            .record_poll_delivery(round.round_id)
-            .await
-            .expect("delivered");
+        answer_and_deliver(h, &round, &format!("m{n}")).await;
     }
     h.store.count_ended_questions(100).await.expect("count");
     assert_eq!(
