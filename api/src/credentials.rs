@@ -34,24 +34,33 @@ pub fn is_session_token(token: &str) -> bool {
 /// any case, the `_` possibly percent-encoded (`ars%5F…`); the credential is everything up to the next
 /// character that cannot be part of one.
 pub fn mask_credentials(text: &str) -> String {
-    // Every request's path is logged through here: one allocation, whatever the text holds.
-    let mut masked = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some((at, prefix, prefix_len)) = next_credential(rest) {
-        let (before, from) = rest.split_at(at);
-        masked.push_str(before);
-        masked.push_str(prefix);
-        masked.push('…');
-        let secret = from.as_bytes().get(prefix_len..).unwrap_or_default();
-        let secret_len = secret
-            .iter()
-            .take_while(|&&byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'%'))
-            .count();
-        // Both lengths count ASCII bytes only, so the split falls on a character boundary.
-        rest = from.split_at(prefix_len + secret_len).1;
+    MaskedCredentials(text).to_string()
+}
+
+/// `text` as [`mask_credentials`] prints it, written straight into the formatter: every request's path is
+/// logged through this, and a span that nobody records never formats it at all.
+pub struct MaskedCredentials<'a>(pub &'a str);
+
+impl std::fmt::Display for MaskedCredentials<'_> {
+    fn fmt(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut rest = self.0;
+        while let Some((at, prefix, prefix_len)) = next_credential(rest) {
+            let (before, from) = rest.split_at(at);
+            out.write_str(before)?;
+            out.write_str(prefix)?;
+            out.write_str("…")?;
+            let secret = from.as_bytes().get(prefix_len..).unwrap_or_default();
+            let secret_len = secret
+                .iter()
+                .take_while(|&&byte| {
+                    byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'%')
+                })
+                .count();
+            // Both lengths count ASCII bytes only, so the split falls on a character boundary.
+            rest = from.split_at(prefix_len + secret_len).1;
+        }
+        out.write_str(rest)
     }
-    masked.push_str(rest);
-    masked
 }
 
 /// Where the first credential prefix in `text` starts, which one it is, and how many bytes it takes there.

@@ -57,6 +57,10 @@ use process::*;
 use scale::*;
 use soak::*;
 
+/// The binary's allocator (server/src/main.rs), so the in-process server costs what the binary's does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Connections of the load generator.
 const CONNECTIONS: usize = 64;
 /// How long each throughput run lasts (after a short warm-up).

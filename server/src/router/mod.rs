@@ -222,7 +222,7 @@ pub fn router(
                     tracing::info_span!(
                         "request",
                         method = %request.method(),
-                        path = %credentials::mask_credentials(request.uri().path()),
+                        path = %credentials::MaskedCredentials(request.uri().path()),
                     )
                 })
                 .on_request(())
