@@ -26,7 +26,7 @@ use crate::{
             AnswerToken, EmailPreference, EmailRecipient, PushRecipient, PushSubscription,
             QuietHours, ReachChannel, SlackLink,
         },
-        responders::{Group, Responder, TeamView, may_answer, scope_of},
+        responders::{Group, Responder, TeamView, may_answer},
         round::{
             ElicitationResponse, FailureCode, Lease, NewRound, RedactedResponses, Round, Submission,
         },
@@ -523,26 +523,9 @@ pub trait TeamStore: Send + Sync {
         assigned_by: &str,
     ) -> StoreResult<()>;
 
-    /// Whom an admin handed `round` to, if anyone.
-    async fn round_assignee(&self, round: RoundId) -> StoreResult<Option<Responder>>;
-
     /// Who answers `round`: the assignee, else its server's or its session's responders; empty for everyone
-    /// whose role answers.
-    async fn answer_scope(&self, round: &Round) -> StoreResult<Vec<Responder>> {
-        let assigned = self.round_assignee(round.round_id).await?;
-        let settings = self.team_settings(&round.session_id).await?;
-        let reached = if settings.escalation.is_empty() {
-            0
-        } else {
-            self.escalations_reached(round.round_id).await?
-        };
-        Ok(scope_of(
-            assigned.as_ref(),
-            &settings,
-            round.server.as_deref(),
-            reached,
-        ))
-    }
+    /// whose role answers. Steps of the session's ladder climbed count only while the session has a ladder.
+    async fn answer_scope(&self, round: &Round) -> StoreResult<Vec<Responder>>;
 
     /// How many steps of its session's ladder `round` has climbed.
     async fn escalations_reached(&self, round: RoundId) -> StoreResult<usize>;

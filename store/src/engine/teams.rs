@@ -471,8 +471,8 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
         tx.commit().await
     }
 
-    /// The trait's rule over one read instead of three (the assignee, the settings, the ladder's steps): every
-    /// answer asks it before its transaction.
+    /// One read (the assignee, the session's settings, the ladder's steps climbed): every answer asks it before
+    /// its transaction.
     async fn answer_scope(&self, round: &Round) -> StoreResult<Vec<Responder>> {
         type ScopeRow = (
             Option<String>,
@@ -500,22 +500,13 @@ impl<D: Dialect> TeamStore for SqlStore<D> {
             assigned.as_ref(),
             &settings,
             round.server.as_deref(),
-            // As the trait's rule: steps climbed count only while the session has a ladder.
+            // Steps climbed count only while the session has a ladder.
             if settings.escalation.is_empty() {
                 0
             } else {
                 usize::try_from(reached).unwrap_or(0)
             },
         ))
-    }
-
-    async fn round_assignee(&self, round: RoundId) -> StoreResult<Option<Responder>> {
-        self.optional::<(String,)>(
-            Statement::new(sql::SELECT_ROUND_ASSIGNEE).bind(round.to_string()),
-        )
-        .await?
-        .map(|(text,)| assignee(&text))
-        .transpose()
     }
 
     async fn team_settings(&self, session: &SessionId) -> StoreResult<SessionSettings> {

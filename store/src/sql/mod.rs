@@ -621,9 +621,6 @@ pub const UPSERT_ROUND_ASSIGNMENT: &str = "INSERT INTO round_assignments (round_
 
 pub const DELETE_ROUND_ASSIGNMENT: &str = "DELETE FROM round_assignments WHERE round_id = $1";
 
-pub const SELECT_ROUND_ASSIGNEE: &str =
-    "SELECT assignee FROM round_assignments WHERE round_id = $1";
-
 /// Who answers round `$1` of session `$2`, in one read: its assignee, its session's settings (NULLs, with a NULL
 /// session id, for a session that has none) and how many steps of its ladder it climbed.
 pub const SELECT_ANSWER_SCOPE: &str = "SELECT (SELECT assignee FROM round_assignments WHERE round_id = $1), \
