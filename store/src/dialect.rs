@@ -37,6 +37,25 @@ impl Param {
     }
 }
 
+/// Rows as one JSON array of objects keyed by `columns`, each row's values in the columns' order: the parameter of
+/// a statement that reads its rows with PostgreSQL's `json_populate_recordset` (`sql::insert_from_records`).
+pub fn json_records(
+    columns: &[&str],
+    rows: impl IntoIterator<Item = Vec<Param>>,
+) -> serde_json::Result<String> {
+    let records: Vec<serde_json::Map<String, serde_json::Value>> = rows
+        .into_iter()
+        .map(|row| {
+            columns
+                .iter()
+                .map(|column| (*column).to_owned())
+                .zip(row.into_iter().map(Param::into_json))
+                .collect()
+        })
+        .collect();
+    serde_json::to_string(&records)
+}
+
 impl From<i64> for Param {
     fn from(value: i64) -> Self {
         Self::Int(Some(value))

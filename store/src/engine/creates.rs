@@ -15,13 +15,13 @@ use tokio::sync::oneshot;
 
 use super::{SqlStore, WriteTx, session_not_found};
 use crate::{
-    StoreError, StoreResult,
-    dialect::{Dialect, Statement},
+    Backend, StoreError, StoreResult,
+    dialect::{Dialect, Statement, json_records},
     domain::{
         ManagedInputError, audit::NewAuditEntry, ids::SessionId, round::Round,
         webhook::WebhookEvent,
     },
-    records::RoundRow,
+    records::{ROUND_COLUMNS, RoundRow},
     sql,
 };
 
@@ -178,11 +178,22 @@ impl<D: Dialect> SqlStore<D> {
         if rounds.is_empty() {
             return Ok(HashSet::new());
         }
-        let mut params = Vec::new();
+        let mut rows = Vec::with_capacity(rounds.len());
         for round in rounds {
-            params.extend(RoundRow::of(round)?.params_written(true));
+            rows.push(RoundRow::of(round)?.params_written(true));
         }
-        let statement = Statement::new(sql::insert_new_rounds(rounds.len())).bind_all(params);
+        let statement = match D::BACKEND {
+            Backend::Sqlite => {
+                let params: Vec<_> = rows.into_iter().flatten().collect();
+                Statement::new(sql::insert_new_rounds(rounds.len())).bind_all(params)
+            }
+            Backend::Postgres => {
+                let columns = sql::written_by(ROUND_COLUMNS, true);
+                let records = json_records(&columns, rows)
+                    .map_err(|error| StoreError::Corrupt(format!("new rounds: {error}")))?;
+                Statement::new(sql::INSERT_NEW_ROUNDS_FROM_RECORDS.as_str()).bind(records)
+            }
+        };
         let rows: Vec<(String,)> = tx.all(statement).await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }

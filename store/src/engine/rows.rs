@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, WriteTx, round_not_found, session_not_found};
 use crate::{
-    Backend, StoreResult,
-    dialect::{Dialect, Param, Statement},
+    Backend, StoreError, StoreResult,
+    dialect::{Dialect, Param, Statement, json_records},
     domain::{
         ManagedInputError,
         ids::{RoundId, SessionId},
@@ -15,7 +15,7 @@ use crate::{
         session::Session,
     },
     poll_states::Changed,
-    records::{RoundRow, SessionRow, to_ms},
+    records::{RoundRow, SESSION_COLUMNS, SessionRow, to_ms},
     sql,
 };
 
@@ -119,13 +119,17 @@ impl<D: Dialect> SqlStore<D> {
                 .execute_json_rows(sql::UPSERT_SESSIONS_FROM_JSON.as_str(), &rows, "sessions")
                 .await;
         }
-        for chunk in sessions.chunks(sql::SESSION_WRITE_BATCH) {
-            let statement = Statement::new(sql::upsert_sessions(chunk.len())).bind_all(
+        let columns = sql::written_by(SESSION_COLUMNS, true);
+        for chunk in sessions.chunks(sql::JSON_ROWS_BATCH) {
+            let records = json_records(
+                &columns,
                 chunk
                     .iter()
-                    .flat_map(|session| SessionRow::of(session).params_written(true)),
-            );
-            tx.execute(statement).await?;
+                    .map(|session| SessionRow::of(session).params_written(true)),
+            )
+            .map_err(|error| StoreError::Corrupt(format!("sessions: {error}")))?;
+            tx.execute(Statement::new(sql::UPSERT_SESSIONS_FROM_RECORDS.as_str()).bind(records))
+                .await?;
         }
         Ok(())
     }

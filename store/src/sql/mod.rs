@@ -22,7 +22,7 @@ pub use response_times::*;
 pub use runs::*;
 
 /// The columns of `list` an INSERT (`insert`) or an UPDATE writes, in list order.
-fn written_by(list: &[(&'static str, Written)], insert: bool) -> Vec<&'static str> {
+pub(crate) fn written_by(list: &[(&'static str, Written)], insert: bool) -> Vec<&'static str> {
     list.iter()
         .filter(|(_, written)| written.by(insert))
         .map(|(column, _)| *column)
@@ -132,6 +132,29 @@ pub fn insert_new_rounds(rows: usize) -> String {
         value_rows(rows, columns.len())
     )
 }
+
+/// On PostgreSQL, `INSERT INTO table (…) SELECT … FROM json_populate_recordset(NULL::table, $1::json)`: the rows
+/// of a batch come as one JSON array of objects keyed by column, typed by the table's own row type. The text is
+/// the same for any number of rows, so it stays prepared on its connection; as rows of parameters each batch
+/// size was a text of its own, prepared for its one use (`Statement::kept_prepared`), and PostgreSQL parsed and
+/// planned up to a thousand placeholders for every batch of creates. `--postgres --only creates` on 2026-12-07:
+/// 430-448 µs of PostgreSQL's CPU per create as rows of parameters, 345-367 µs with those batches kept prepared,
+/// 323-332 µs with the rounds, sessions and audit entries of a batch as records.
+fn insert_from_records(table: &str, columns: &[&str]) -> String {
+    let columns = columns.join(", ");
+    format!(
+        "INSERT INTO {table} ({columns}) SELECT {columns} \
+         FROM json_populate_recordset(NULL::{table}, $1::json)"
+    )
+}
+
+/// [`insert_new_rounds`] on PostgreSQL, its rows from one JSON parameter ([`insert_from_records`]).
+pub static INSERT_NEW_ROUNDS_FROM_RECORDS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} ON CONFLICT (request_id) DO NOTHING RETURNING round_id",
+        insert_from_records("rounds", &written_by(ROUND_COLUMNS, true))
+    )
+});
 
 /// Compare-and-set: the write lands only if status, lease owner, lease token and version are unchanged.
 /// Binds the [`Written::Always`] columns, then the round id and the old version, status, owner and token.
@@ -377,16 +400,15 @@ pub static INSERT_SESSION_IF_NEW: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Writes `rows` whole sessions in one statement: new ones are inserted, known ones updated.
-pub fn upsert_sessions(rows: usize) -> String {
-    let columns = written_by(SESSION_COLUMNS, true);
+/// Writes whole sessions on PostgreSQL, new ones inserted and known ones updated, from one JSON parameter
+/// ([`insert_from_records`]).
+pub static UPSERT_SESSIONS_FROM_RECORDS: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO sessions ({}) VALUES {} ON CONFLICT (id) DO UPDATE SET {}",
-        columns.join(", "),
-        value_rows(rows, columns.len()),
+        "{} ON CONFLICT (id) DO UPDATE SET {}",
+        insert_from_records("sessions", &written_by(SESSION_COLUMNS, true)),
         session_updates()
     )
-}
+});
 
 /// What an upsert of a known session changes: every column a write carries but its id.
 fn session_updates() -> String {
@@ -397,8 +419,8 @@ fn session_updates() -> String {
         .join(", ")
 }
 
-/// The same upsert on SQLite from one JSON array of rows (`[[id, title, …], …]`, columns in
-/// [`upsert_sessions`]'s order): SQLite binds each of a multi-row VALUES' parameters separately, and a sweep that
+/// The same upsert on SQLite from one JSON array of rows (`[[id, title, …], …]`, the columns an insert writes,
+/// in order): SQLite binds each of a multi-row VALUES' parameters separately, and a sweep that
 /// ends 100k questions writes as many sessions (the audit's pending write found the same, see
 /// [`INSERT_AUDIT_PENDING_FROM_JSON`]). `WHERE true` keeps SQLite from reading `ON CONFLICT` as a join's.
 pub static UPSERT_SESSIONS_FROM_JSON: LazyLock<String> = LazyLock::new(|| {
@@ -426,11 +448,6 @@ pub const SELECT_QUEUE: &str = concat!("SELECT * FROM sessions ", queue_order!()
 
 /// Rows per multi-row statement: well under both backends' parameter limits.
 pub const BATCH: usize = 500;
-
-/// Rows per multi-row write of whole sessions. Binding a parameter costs time that grows with the statement's
-/// parameter count (SQLite looks each name up in a list), so a statement of 500 twelve-column rows cost more
-/// than ten statements of 50: a sweep that moved 10,000 sessions spent over a second binding.
-pub const SESSION_WRITE_BATCH: usize = 50;
 
 /// Values per outbox row in [`insert_outbox`].
 pub const OUTBOX_COLUMNS: usize = 10;
@@ -668,8 +685,15 @@ pub const JSON_ROWS_BATCH: usize = 5_000;
 
 pub const AUDIT_PENDING_COLUMNS: usize = 6;
 
-/// Pending entries on PostgreSQL, whose protocol binds parameters cheaply: the same 100k entries took 0.8 s
-/// as rows of parameters and 1.0–1.1 s through `json_array_elements`.
+/// A few pending entries on PostgreSQL, from one JSON parameter ([`insert_from_records`]).
+pub static INSERT_AUDIT_PENDING_FROM_RECORDS: LazyLock<String> =
+    LazyLock::new(|| insert_from_records("audit_pending", &AUDIT_PENDING_COLUMN_NAMES));
+
+/// The columns of an `audit_pending` row, in the order its values are bound.
+pub const AUDIT_PENDING_COLUMN_NAMES: [&str; AUDIT_PENDING_COLUMNS] =
+    ["id", "at_ms", "actor", "action", "subject", "detail"];
+
+/// Many pending entries on PostgreSQL, as rows of parameters (`engine/audit.rs` says when).
 pub fn insert_audit_pending(rows: usize) -> String {
     format!(
         "INSERT INTO audit_pending (id, at_ms, actor, action, subject, detail) VALUES {}",

@@ -145,7 +145,36 @@ async fn hostile_text_and_large_batches_are_recorded_as_written(h: &Harness) {
     verify_chain(&sealed, 0, GENESIS.to_owned()).expect("intact");
 }
 
+/// A few entries (on PostgreSQL one JSON parameter, `engine/audit.rs`) keep hostile text as written too.
+async fn a_few_hostile_entries_are_recorded_as_written(h: &Harness) {
+    use anteroom_store::domain::audit::NewAuditEntry;
+    let hostile = "ada\0\"'\\ 🦀 \u{202e}é $1 ::json";
+    let entries = vec![
+        NewAuditEntry::new(
+            hostile,
+            "group.created",
+            hostile,
+            json!({"note": "a\u{0}b \"q\" \\"}),
+        ),
+        NewAuditEntry::new("anteroom", "question.expired", "r-1", json!({"n": 1})),
+    ];
+    h.store.record_audit(&entries).await.expect("recorded");
+    assert_eq!(h.store.seal_audit().await.expect("sealed"), 2);
+    let sealed = h.store.audit_entries(0, None, 10).await.expect("read");
+    assert_eq!(sealed.len(), 2);
+    let kept = "ada\u{fffd}\"'\\ 🦀 \u{202e}é $1 ::json";
+    assert_eq!(sealed[0].actor, kept);
+    assert_eq!(sealed[0].subject, kept);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&sealed[0].detail).expect("JSON"),
+        json!({"note": "a\u{0}b \"q\" \\"})
+    );
+    assert_eq!(sealed[1].subject, "r-1");
+    verify_chain(&sealed, 0, GENESIS.to_owned()).expect("intact");
+}
+
 crate::on_both_backends!(
+    a_few_hostile_entries_are_recorded_as_written,
     every_decision_is_recorded_and_chained_once,
     hostile_text_and_large_batches_are_recorded_as_written,
 );

@@ -112,7 +112,40 @@ async fn redacted_responses_show_keys_actions_and_field_names_only(h: &Harness) 
     assert!(!text.contains("Pune"), "no values: {text}");
 }
 
+/// Hostile text in a question and in its session's title comes back as written: on PostgreSQL a create's rows
+/// travel as one JSON parameter (`sql::insert_from_records`), so quotes, backslashes and escapes must survive it.
+async fn hostile_text_in_a_question_comes_back_as_written(h: &Harness) {
+    let hostile = "\"'\\ \\u0000 🦀 \u{202e}é {\"a\": [1]} $1 ::json";
+    h.store
+        .register_session(anteroom_store::domain::session::NewSession {
+            id: sid("hostile"),
+            title: Some(hostile.to_owned()),
+            agent: Some(hostile.to_owned()),
+        })
+        .await
+        .expect("register session");
+    let mut new = new_round("hostile", vec![("a", form(hostile, None))]);
+    new.operation_name = hostile.to_owned();
+    new.request_state = Some(hostile.to_owned());
+    let created = h.store.create_round(new).await.expect("create");
+    let read = h.store.get_round(created.round_id).await.expect("read");
+    assert_eq!(read, created);
+    assert_eq!(read.operation_name, hostile);
+    assert_eq!(read.request_state.as_deref(), Some(hostile));
+    assert_eq!(
+        read.requests
+            .values()
+            .next()
+            .map(|request| request.message()),
+        Some(hostile)
+    );
+    let session = h.store.get_session(&sid("hostile")).await.expect("session");
+    assert_eq!(session.title, hostile);
+    assert_eq!(session.agent.as_deref(), Some(hostile));
+}
+
 crate::on_both_backends!(
+    hostile_text_in_a_question_comes_back_as_written,
     pending_round_is_single_or_none_and_several_is_a_state_error,
     rounds_are_listed_newest_first,
     history_pages_newest_first_and_open_rounds_oldest_first,
