@@ -37,23 +37,30 @@ impl Param {
     }
 }
 
-/// Rows as one JSON array of objects keyed by `columns`, each row's values in the columns' order: the parameter of
-/// a statement that reads its rows with PostgreSQL's `json_populate_recordset` (`sql::insert_from_records`).
-pub fn json_records(
-    columns: &[&str],
-    rows: impl IntoIterator<Item = Vec<Param>>,
-) -> serde_json::Result<String> {
-    let records: Vec<serde_json::Map<String, serde_json::Value>> = rows
-        .into_iter()
-        .map(|row| {
-            columns
-                .iter()
-                .map(|column| (*column).to_owned())
-                .zip(row.into_iter().map(Param::into_json))
-                .collect()
-        })
-        .collect();
-    serde_json::to_string(&records)
+impl Statement {
+    /// `sql` with one parameter: `rows` as one JSON array of objects keyed by `columns`, each row's values in the
+    /// columns' order, for a statement that reads them with PostgreSQL's `json_populate_recordset`
+    /// (`sql::insert_from_records`). `what` names the rows in the error a value JSON cannot hold would give.
+    pub fn from_records(
+        sql: &'static str,
+        columns: &[&str],
+        rows: impl IntoIterator<Item = Vec<Param>>,
+        what: &str,
+    ) -> Result<Self, crate::StoreError> {
+        let records: Vec<serde_json::Map<String, serde_json::Value>> = rows
+            .into_iter()
+            .map(|row| {
+                columns
+                    .iter()
+                    .map(|column| (*column).to_owned())
+                    .zip(row.into_iter().map(Param::into_json))
+                    .collect()
+            })
+            .collect();
+        let json = serde_json::to_string(&records)
+            .map_err(|error| crate::StoreError::Corrupt(format!("{what}: {error}")))?;
+        Ok(Self::new(sql).bind(json))
+    }
 }
 
 impl From<i64> for Param {

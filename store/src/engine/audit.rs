@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, WriteTx};
 use crate::{
-    AuditStore, Backend, StoreError, StoreResult,
-    dialect::{Dialect, Param, Statement, json_records},
+    AuditStore, Backend, StoreResult,
+    dialect::{Dialect, Param, Statement},
     domain::audit::{AuditEntry, NewAuditEntry, entry_hash},
     records::{from_ms, to_ms},
     sql,
@@ -58,15 +58,13 @@ impl<D: Dialect> SqlStore<D> {
             // create cost PostgreSQL 323-332 µs of CPU with its entries as JSON against 350-387 µs as rows
             // (`--postgres --only expiry` and `--only creates`, three and two runs, 2026-12-07).
             Backend::Postgres if rows.len() <= AUDIT_RECORDS_UP_TO => {
-                let records = json_records(
+                let statement = Statement::from_records(
+                    sql::INSERT_AUDIT_PENDING_FROM_RECORDS.as_str(),
                     &sql::AUDIT_PENDING_COLUMN_NAMES,
                     rows.into_iter().map(|row| pending_params(row).into()),
-                )
-                .map_err(|error| StoreError::Corrupt(format!("audit entries: {error}")))?;
-                tx.execute(
-                    Statement::new(sql::INSERT_AUDIT_PENDING_FROM_RECORDS.as_str()).bind(records),
-                )
-                .await?;
+                    "audit entries",
+                )?;
+                tx.execute(statement).await?;
             }
             Backend::Postgres => {
                 let mut rows = rows.into_iter().peekable();

@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use super::{SqlStore, WriteTx, session_not_found};
 use crate::{
     Backend, StoreError, StoreResult,
-    dialect::{Dialect, Statement, json_records},
+    dialect::{Dialect, Statement},
     domain::{
         ManagedInputError, audit::NewAuditEntry, ids::SessionId, round::Round,
         webhook::WebhookEvent,
@@ -189,9 +189,12 @@ impl<D: Dialect> SqlStore<D> {
             }
             Backend::Postgres => {
                 let columns = sql::written_by(ROUND_COLUMNS, true);
-                let records = json_records(&columns, rows)
-                    .map_err(|error| StoreError::Corrupt(format!("new rounds: {error}")))?;
-                Statement::new(sql::INSERT_NEW_ROUNDS_FROM_RECORDS.as_str()).bind(records)
+                Statement::from_records(
+                    sql::INSERT_NEW_ROUNDS_FROM_RECORDS.as_str(),
+                    &columns,
+                    rows,
+                    "new rounds",
+                )?
             }
         };
         let rows: Vec<(String,)> = tx.all(statement).await?;

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 
 use super::{SqlStore, WriteTx, round_not_found, session_not_found};
 use crate::{
-    Backend, StoreError, StoreResult,
-    dialect::{Dialect, Param, Statement, json_records},
+    Backend, StoreResult,
+    dialect::{Dialect, Param, Statement},
     domain::{
         ManagedInputError,
         ids::{RoundId, SessionId},
@@ -121,15 +121,16 @@ impl<D: Dialect> SqlStore<D> {
         }
         let columns = sql::written_by(SESSION_COLUMNS, true);
         for chunk in sessions.chunks(sql::JSON_ROWS_BATCH) {
-            let records = json_records(
+            let rows = chunk
+                .iter()
+                .map(|session| SessionRow::of(session).params_written(true));
+            let statement = Statement::from_records(
+                sql::UPSERT_SESSIONS_FROM_RECORDS.as_str(),
                 &columns,
-                chunk
-                    .iter()
-                    .map(|session| SessionRow::of(session).params_written(true)),
-            )
-            .map_err(|error| StoreError::Corrupt(format!("sessions: {error}")))?;
-            tx.execute(Statement::new(sql::UPSERT_SESSIONS_FROM_RECORDS.as_str()).bind(records))
-                .await?;
+                rows,
+                "sessions",
+            )?;
+            tx.execute(statement).await?;
         }
         Ok(())
     }
